@@ -1,0 +1,30 @@
+# Two commands do everything on a fresh machine with Python 3 and make:
+#   make demo   runs the example crawl (offline, against a local demo site)
+#   make test   creates .venv, installs the package with its test extras, runs the suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORPUS ?= ../shared/corpus/robots
+
+.PHONY: demo test lint bench venv clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+demo: venv
+	$(BIN)/python -m example_project.demo
+
+test: venv
+	$(BIN)/ruff check scrapy_rfc9309 tests benchmarks example_project
+	$(BIN)/python -m pytest
+
+bench: venv
+	$(BIN)/python benchmarks/bench_core.py $(CORPUS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,154 @@
+"""Parsing robots.txt bytes into groups and records (RFC 9309, 2.1 to 2.5).
+
+Pure Python; the only work done per line is a few string operations and one dict
+lookup, so that parsing stays cheap for crawls over millions of hosts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .agent import token_of_line
+
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_BYTES", "Group", "ParseResult", "parse_body"]
+
+#: RFC 9309, 2.5: the parsing limit must be at least 500 KiB.
+DEFAULT_MAX_BYTES = 500 * 1024
+#: Google's reference parser keeps the first 2083 * 8 - 1 bytes of a line.
+MAX_LINE_BYTES = 2083 * 8 - 1
+
+# Record kinds.
+USER_AGENT, ALLOW, DISALLOW, SITEMAP, CRAWL_DELAY, CONTENT_USAGE, CONTENT_SIGNAL, HOST = range(8)
+
+_UA = ("user-agent", "useragent", "user agent", "user_agent")
+_CD = ("crawl-delay", "crawldelay", "crawl delay", "crawl_delay")
+#: Field names, lower-cased, with the misspellings Google's parser accepts.
+KEYS: dict[str, int] = {
+    **{name: USER_AGENT for ua in _UA for name in (ua, ua + "s")},
+    "allow": ALLOW,
+    "disallow": DISALLOW, "dissallow": DISALLOW, "dissalow": DISALLOW,
+    "disalow": DISALLOW, "diasllow": DISALLOW, "disallaw": DISALLOW,
+    "sitemap": SITEMAP, "site-map": SITEMAP,
+    **{name: CRAWL_DELAY for name in _CD},
+    "content-usage": CONTENT_USAGE, "content-signal": CONTENT_SIGNAL,
+    "host": HOST,
+}
+#: Records that belong to the current group without ending a run of user-agent lines.
+GROUP_RECORDS = {CRAWL_DELAY: "crawl-delay", CONTENT_USAGE: "content-usage",
+                 CONTENT_SIGNAL: "content-signal"}
+
+
+def _ci(word: str) -> str:
+    """A case-insensitive regex for ``word`` that needs no IGNORECASE flag."""
+    return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+def _keys_regex(names: list[str]) -> str:
+    return "|".join(_ci(name) for name in sorted(names, key=len, reverse=True))
+
+
+_WS = "[ \\t\\v\\f]"
+# One match per line, each starting where the last one ended (the text ends with a
+# newline), so the engine never searches: groups are (user-agent key, allow key,
+# disallow key, other known key, value), all empty for any other line. A key is
+# followed by a colon, or (as Google accepts) by whitespace when the value is a
+# single word.
+_LINE = re.compile(
+    rf"{_WS}*(?:(?:({_keys_regex([k for k, v in KEYS.items() if v == USER_AGENT])})"
+    rf"|({_keys_regex([k for k, v in KEYS.items() if v == ALLOW])})"
+    rf"|({_keys_regex([k for k, v in KEYS.items() if v == DISALLOW])})"
+    rf"|({_keys_regex([k for k, v in KEYS.items() if v > DISALLOW])}))"
+    rf"(?:{_WS}*:|{_WS}+(?=[^ \t\v\f#\n]+{_WS}*(?:#|\n))){_WS}*([^#\n]*)[^\n]*|[^\n]*)\n"
+)
+_BOM = b"\xef\xbb\xbf"
+_STRIP = " \t\v\f"
+
+
+class Group:
+    """One group as written: its user-agent tokens (lower-cased), its rules as
+    ``(allow, pattern, line)`` tuples and its other records as
+    ``(name, value, line)`` tuples, in file order."""
+
+    __slots__ = ("agents", "rules", "records")
+
+    def __init__(self) -> None:
+        self.agents: list[str] = []
+        self.rules: list[tuple[bool, str, int]] = []
+        self.records: list[tuple[str, str, int]] = []
+
+
+class ParseResult:
+    __slots__ = ("groups", "by_token", "sitemaps", "hosts", "size", "truncated")
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+        self.by_token: dict[str, list[Group]] = {}
+        self.sitemaps: list[str] = []
+        self.hosts: list[str] = []
+        self.size = 0
+        self.truncated = False
+
+
+def _prepare(body: bytes, max_bytes: int) -> tuple[str, bool]:
+    truncated = len(body) > max_bytes
+    if truncated:
+        body = body[:max_bytes]
+    if body[:1] == b"\xef":  # skip a whole or partial UTF-8 BOM, as Google does
+        skip = 3 if body[:3] == _BOM else 2 if body[:2] == _BOM[:2] else 1
+        body = body[skip:]
+    if b"\r" in body:
+        body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if len(body) > MAX_LINE_BYTES:
+        lines = body.split(b"\n")
+        if max(map(len, lines)) > MAX_LINE_BYTES:
+            body = b"\n".join(line[:MAX_LINE_BYTES] for line in lines)
+    return body.decode("utf-8", "surrogateescape") + "\n", truncated
+
+
+def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResult:
+    """Parse robots.txt content; never raises on any content."""
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogateescape")
+    result = ParseResult()
+    result.size = len(body)
+    text, result.truncated = _prepare(body, max_bytes)
+    groups = result.groups
+    by_token = result.by_token
+    group: Group | None = None
+    rules: list[tuple[bool, str, int]] = []  # the current group's rules
+    in_agents = False  # the last user-agent/rule line was a user-agent line
+    lineno = 0
+    for agent_key, allow_key, disallow_key, other_key, value in _LINE.findall(text):
+        lineno += 1
+        if allow_key or disallow_key:
+            if group is not None:
+                in_agents = False
+                value = value.rstrip(_STRIP)
+                if value:
+                    rules.append((not disallow_key, value, lineno))
+        elif agent_key:
+            if group is None or not in_agents:
+                group = Group()
+                rules = group.rules
+                groups.append(group)
+                in_agents = True
+            token = token_of_line(value.rstrip(_STRIP))
+            if token:
+                group.agents.append(token)
+                same = by_token.get(token)
+                if same is None:
+                    by_token[token] = [group]
+                elif same[-1] is not group:
+                    same.append(group)
+        elif other_key:
+            value = value.rstrip(_STRIP)
+            kind = KEYS[other_key.lower()]
+            if kind == SITEMAP:
+                if value:
+                    result.sitemaps.append(value)
+            elif kind == HOST:
+                if value:
+                    result.hosts.append(value)
+            elif group is not None:
+                group.records.append((GROUP_RECORDS[kind], value, lineno))
+    return result

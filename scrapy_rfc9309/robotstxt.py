@@ -1,0 +1,143 @@
+"""The public object: a parsed robots.txt and its per-agent verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .agent import product_token
+from .matcher import Matcher, Rule
+from .parser import DEFAULT_MAX_BYTES, Group, parse_body
+from .urlnorm import path_of
+
+__all__ = ["RobotsTxt", "Verdict", "parse"]
+
+#: Distinct user agent strings remembered per file before the memo is reset.
+_MAX_AGENT_MEMO = 64
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decision with its reason: the deciding rule (``None`` when no rule
+    matched), the product token that selected the group (``"*"`` for the global
+    group, ``""`` when no group applied) and the canonical path that was matched."""
+
+    allowed: bool
+    rule: Rule | None
+    token: str
+    path: str
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+    def __str__(self) -> str:
+        if self.rule is not None:
+            return str(self.rule)
+        if self.path == "/robots.txt":
+            return "/robots.txt is always allowed"
+        if not self.token:
+            return "no group applies"
+        return "no rule matched"
+
+
+class _MergedGroup:
+    """All groups that apply to one product token, merged (RFC 9309, 2.2.1)."""
+
+    __slots__ = ("token", "groups", "matcher")
+
+    def __init__(self, token: str, groups: list[Group]) -> None:
+        self.token = token
+        self.groups = groups
+        rules = [rule for group in groups for rule in group.rules]
+        self.matcher = Matcher(rules)
+
+    def records(self, name: str) -> list[tuple[str, int]]:
+        return [(value, line) for group in self.groups for key, value, line in group.records if key == name]
+
+
+class RobotsTxt:
+    """A parsed robots.txt. Create it with :func:`parse`.
+
+    ``sitemaps`` lists the Sitemap URLs in file order; ``truncated`` tells whether
+    the body was longer than the parsing limit (only the first bytes were used).
+    """
+
+    __slots__ = ("sitemaps", "hosts", "size", "truncated", "_groups", "_by_token", "_merged", "_by_agent")
+
+    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        result = parse_body(body, max_bytes)
+        self.sitemaps: list[str] = list(dict.fromkeys(result.sitemaps))
+        self.hosts: list[str] = result.hosts
+        self.size: int = result.size
+        self.truncated: bool = result.truncated
+        self._groups = result.groups
+        self._by_token = result.by_token
+        self._merged: dict[str, _MergedGroup] = {}
+        self._by_agent: dict[str | bytes, _MergedGroup] = {}
+
+    # -- group selection --------------------------------------------------------
+    def _group_for(self, user_agent: str | bytes | None) -> _MergedGroup:
+        merged = self._by_agent.get(user_agent)  # type: ignore[arg-type]
+        if merged is None:
+            token = product_token(user_agent)
+            key = token if token in self._by_token else "*" if "*" in self._by_token else ""
+            merged = self._merged.get(key)
+            if merged is None:
+                merged = self._merged[key] = _MergedGroup(key, self._by_token.get(key, []))
+            if len(self._by_agent) >= _MAX_AGENT_MEMO:
+                self._by_agent.clear()
+            self._by_agent[user_agent] = merged  # type: ignore[index]
+        return merged
+
+    def group_agents(self, user_agent: str | bytes | None) -> str:
+        """The product token whose groups apply: the agent's own token, ``"*"``,
+        or ``""`` when no group applies."""
+        return self._group_for(user_agent).token
+
+    # -- decisions ----------------------------------------------------------------
+    def allowed(self, url: str, user_agent: str | bytes | None) -> bool:
+        """Whether ``user_agent`` may fetch ``url``."""
+        merged = self._by_agent.get(user_agent)  # type: ignore[arg-type]
+        if merged is None:
+            merged = self._group_for(user_agent)
+        return merged.matcher.allowed(url)
+
+    def verdict(self, url: str, user_agent: str | bytes | None) -> Verdict:
+        """The decision for ``url`` with the rule that made it."""
+        merged = self._group_for(user_agent)
+        path = path_of(url)
+        if path == "/robots.txt":
+            return Verdict(True, None, merged.token, path)
+        rule = merged.matcher.best_rule(path)
+        return Verdict(rule is None or rule.allow, rule, merged.token, path)
+
+    # -- other records --------------------------------------------------------------
+    def crawl_delay(self, user_agent: str | bytes | None) -> float | None:
+        """The Crawl-delay of the agent's group in seconds (the largest valid value
+        when merged groups give several), or None."""
+        delays = []
+        for value, _line in self._group_for(user_agent).records("crawl-delay"):
+            try:
+                delay = float(value.split()[0]) if value else -1.0
+            except ValueError:
+                continue
+            if 0 <= delay < float("inf"):
+                delays.append(delay)
+        return max(delays) if delays else None
+
+    def records(self, user_agent: str | bytes | None, name: str) -> list[tuple[str, int]]:
+        """Values and line numbers of a group record (``crawl-delay``,
+        ``content-usage``, ``content-signal``) in the agent's merged group."""
+        return self._group_for(user_agent).records(name)
+
+    @property
+    def agents(self) -> list[str]:
+        """The product tokens the file names, lower-cased, in file order."""
+        return list(self._by_token)
+
+
+def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> RobotsTxt:
+    """Parse robots.txt content. Never raises on any content; only the first
+    ``max_bytes`` bytes are used (RFC 9309, 2.5: at least 500 KiB)."""
+    if max_bytes < DEFAULT_MAX_BYTES:
+        raise ValueError(f"max_bytes must be at least {DEFAULT_MAX_BYTES} (RFC 9309, 2.5), got {max_bytes}")
+    return RobotsTxt(body, max_bytes)

@@ -1,0 +1,125 @@
+"""Canonical form of URL paths and robots.txt patterns (RFC 9309, 2.2.2 and 2.2.3).
+
+Both sides of a comparison are brought to one canonical ASCII form, so that the
+same octets match however they were written:
+
+* raw non-ASCII characters become the percent-encoding of their UTF-8 octets
+  (invalid UTF-8 kept as ``surrogateescape`` is encoded as the original byte);
+* ``%xx`` escapes of ASCII octets that carry no delimiting role are decoded
+  (unreserved characters, ``*`` and ``$``, and characters that are not allowed raw
+  in a URI such as space or ``"``); in the query, ``:``, ``/``, ``?`` and ``@`` too,
+  since RFC 3986 allows them raw there;
+* escapes of the other reserved characters (``/``, ``?``, ``&``, ``=``, ...) and of
+  non-ASCII octets stay encoded, with upper-case hex digits;
+* a ``%`` that does not start a valid escape becomes ``%25``.
+
+No Scrapy or Twisted imports here.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["canonical", "canonical_path", "path_of", "url_path"]
+
+_HEX = "0123456789ABCDEFabcdef"
+# ASCII octets that stay percent-encoded everywhere: "%" itself and the reserved
+# characters that delimit URI components or query parameters.
+_KEEP_ENCODED_PATH = frozenset(b"%/?#[]:@!&'()+,;=")
+# In the query ":", "/", "?" and "@" have no delimiting role (RFC 3986, 3.4).
+_KEEP_ENCODED_QUERY = _KEEP_ENCODED_PATH - frozenset(b":/?@")
+
+
+def _build_table(keep: frozenset[int]) -> dict[str, str]:
+    table = {}
+    for hi in _HEX:
+        for lo in _HEX:
+            octet = int(hi + lo, 16)
+            table[hi + lo] = f"%{octet:02X}" if octet >= 0x80 or octet in keep else chr(octet)
+    return table
+
+
+_DECODE_PATH = _build_table(_KEEP_ENCODED_PATH)
+_DECODE_QUERY = _build_table(_KEEP_ENCODED_QUERY)
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})?")
+
+
+def _encode_non_ascii(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch < "\x80":
+            out.append(ch)
+        else:
+            for octet in ch.encode("utf-8", "surrogateescape"):
+                out.append(f"%{octet:02X}")
+    return "".join(out)
+
+
+def _decode_escapes(text: str, table: dict[str, str]) -> str:
+    def repl(match: re.Match[str]) -> str:
+        pair = match.group(1)
+        return "%25" if pair is None else table[pair]
+
+    return _ESCAPE.sub(repl, text)
+
+
+def canonical(text: str, in_query: bool = False) -> str:
+    """Return the canonical form of a path, query or pattern fragment.
+
+    ``in_query`` selects the query table for the whole of ``text``; use
+    :func:`canonical_path` for text that may hold both a path and a query.
+    """
+    if not text.isascii():
+        text = _encode_non_ascii(text)
+    if "%" in text:
+        text = _decode_escapes(text, _DECODE_QUERY if in_query else _DECODE_PATH)
+    return text
+
+
+def canonical_path(text: str, in_query: bool = False) -> str:
+    """Canonical form of ``path[?query]``: the query starts at the first ``?``
+    (or at the start of ``text`` when ``in_query``)."""
+    if in_query:
+        return canonical(text, in_query=True)
+    qpos = text.find("?")
+    if qpos < 0:
+        return canonical(text)
+    return canonical(text[:qpos]) + "?" + canonical(text[qpos + 1:], in_query=True)
+
+
+def url_path(url: str) -> str:
+    """The path and query of ``url`` as matched by robots.txt: from the first
+    ``/``, ``?`` or ``;`` after the authority, without the fragment; ``/`` when
+    empty. Accepts absolute URLs, scheme-relative ones and bare paths (same rules
+    as Google's reference parser)."""
+    start = 2 if url.startswith("//") else 0
+    early = _first_of(url, "/?;", start)
+    proto = url.find("://", start)
+    if proto < 0 or (early >= 0 and early < proto):
+        proto_end = start
+    else:
+        proto_end = proto + 3
+    path_start = _first_of(url, "/?;", proto_end)
+    if path_start < 0:
+        return "/"
+    hash_pos = url.find("#", start)
+    if 0 <= hash_pos < path_start:
+        return "/"
+    path = url[path_start:] if hash_pos < 0 else url[path_start:hash_pos]
+    if path[0] != "/":
+        path = "/" + path
+    return path
+
+
+def path_of(url: str) -> str:
+    """Canonical path and query of ``url``."""
+    return canonical_path(url_path(url))
+
+
+def _first_of(text: str, chars: str, start: int) -> int:
+    best = -1
+    for ch in chars:
+        pos = text.find(ch, start)
+        if pos >= 0 and (best < 0 or pos < best):
+            best = pos
+    return best
