@@ -1,38 +1,43 @@
 """The compiled matcher of one merged group (RFC 9309, 2.2.2, 2.2.3 and 5.2).
 
-A group's rules are compiled once into:
+A group's rules are compiled once, on first use, into two structures that never
+backtrack:
 
-* a dict of literal rules (no ``*``, no trailing ``$``) keyed by their canonical
-  text, probed once per distinct rule length (the longest literal that prefixes
-  the path wins);
-* wildcard rules sorted by priority, each a regular expression that cannot
-  backtrack: every ``*`` but the last is an atomic lazy group, which commits to the
-  leftmost occurrence of the next literal piece (always the right choice for glob
-  patterns), so a decision is linear in the URL length per rule.
+* literal rules (no ``*``, no trailing ``$``), by canonical text, in a sorted list
+  with, for each entry, the longest other entry that prefixes it. The longest
+  literal that prefixes a path is found with one binary search and a short walk
+  up that chain;
+* wildcard rules sorted by priority, matched piece by piece with ``str.find``:
+  every piece between two ``*`` commits to its leftmost occurrence, which is
+  always right for glob patterns, so a rule costs one pass over the path.
 
-Hot matchers are promoted to a single regular expression over the whole URL (a
-trie of the literal rules, whose first match is the longest, plus one lookahead
-that tells whether any wildcard rule could win), so that a typical decision is one
-call into the regex engine. Both tiers give the same answers; the tests check it.
+A matcher that keeps being used is promoted to a single regular expression over
+the whole URL (a trie of the literal rules whose first match is the longest, and
+one lookahead that tells whether a wildcard rule could win), so that a typical
+decision is one call into the regex engine. Both tiers give the same answers.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from .urlnorm import canonical_path, path_of
 
-__all__ = ["Matcher", "Rule", "compile_pattern"]
+__all__ = ["Matcher", "Rule", "compile_pattern", "glob_match"]
 
-#: Decisions a matcher makes before it is promoted to the single-regex tier.
-PROMOTE_AFTER = 32
+#: Decisions a matcher makes before it is promoted to the single-regex tier; the
+#: promotion costs about as much as a few hundred decisions of the first tier.
+PROMOTE_AFTER = 256
 #: Limits for building the single-regex tier (its compile cost grows with them).
-_FAST_MAX_LITERALS = 4000
-_FAST_MAX_CHARS = 200_000
+_FAST_MAX_LITERALS = 2000
+_FAST_MAX_CHARS = 100_000
 _FAST_MAX_WILDCARDS = 64
 _FAST_MAX_DEPTH = 60
+#: Atomic groups (Python 3.11+) keep the wildcard lookahead from backtracking.
 _HAS_ATOMIC = sys.version_info >= (3, 11)
 
 
@@ -55,9 +60,9 @@ class _Wildcard(NamedTuple):
     priority: int
     allow: bool
     rule: Rule
-    prefix: str
-    source: str
-    match: object  # compiled pattern's ``match`` method
+    pieces: list[str]
+    anchored: bool
+    needle: str  # the longest piece: a path without it cannot match
 
 
 def compile_pattern(pattern: str) -> tuple[list[str], bool]:
@@ -75,142 +80,198 @@ def compile_pattern(pattern: str) -> tuple[list[str], bool]:
     return pieces, anchored
 
 
-def _regex_source(pieces: list[str], anchored: bool) -> str:
-    escape = re.escape
-    src = [escape(pieces[0])]
-    for number, middle in enumerate(pieces[1:-1]):
-        if _HAS_ATOMIC:
-            src.append(f"(?>.*?{escape(middle)})")
-        else:  # Python 3.10: a lookahead is atomic too
-            src.append(f"(?=(?P<a{number}>.*?{escape(middle)}))(?P=a{number})")
-    if len(pieces) > 1:
-        src.append(f".*{escape(pieces[-1])}" if anchored else f".*?{escape(pieces[-1])}")
+def glob_match(path: str, pieces: Sequence[str], anchored: bool) -> bool:
+    """Whether a pattern split at its wildcards matches from the start of ``path``."""
+    first = pieces[0]
+    if not path.startswith(first):
+        return False
+    last = len(pieces) - 1
+    if last == 0:
+        return not anchored or len(path) == len(first)
+    pos = len(first)
+    for index in range(1, last):
+        piece = pieces[index]
+        pos = path.find(piece, pos)
+        if pos < 0:
+            return False
+        pos += len(piece)
+    tail = pieces[last]
     if anchored:
-        src.append(r"\Z")
-    return "".join(src)
+        return len(path) - len(tail) >= pos and path.endswith(tail)
+    return path.find(tail, pos) >= 0
 
 
 class Matcher:
-    """Decides URLs for one merged group."""
+    """Decides URLs for one merged group. ``allowed(url)`` is the hot entry point;
+    ``best_rule(canonical_path)`` gives the deciding rule."""
 
-    __slots__ = ("allowed", "_literals", "_lengths", "_wildcards", "_uses", "_fast", "_lit_allow")
+    __slots__ = ("allowed", "_keys", "_key_rules", "_parents", "_wildcards", "_uses", "_fast")
 
-    def __init__(self, rules: list[tuple[bool, str, int]]) -> None:
+    def __init__(self, rules: Sequence[tuple[bool, str, int]]) -> None:
         literals: dict[str, Rule] = {}
         wildcards: list[_Wildcard] = []
         for allow, pattern, line in rules:
-            rule = Rule(allow, pattern, line)
             pieces, anchored = compile_pattern(pattern)
             if len(pieces) == 1 and not anchored:
                 key = pieces[0]
                 if key and ((prev := literals.get(key)) is None or (allow and not prev.allow)):
-                    literals[key] = rule
+                    literals[key] = Rule(allow, pattern, line)
                 continue
-            source = _regex_source(pieces, anchored)
             # Priority: the length of the canonical pattern, wildcards and anchor included.
             priority = sum(map(len, pieces)) + len(pieces) - 1 + anchored
-            match = re.compile(source, re.S).match
-            wildcards.append(_Wildcard(priority, allow, rule, pieces[0], source, match))
+            needle = max(pieces, key=len)
+            wildcards.append(_Wildcard(priority, allow, Rule(allow, pattern, line), pieces, anchored, needle))
         wildcards.sort(key=lambda w: (-w.priority, not w.allow))
-        self._literals = literals
-        self._lengths = sorted({len(k) for k in literals}, reverse=True)
+        self._keys = sorted(literals)
+        self._key_rules = [literals[key] for key in self._keys]
+        # For each key, the index of the longest other key that prefixes it.
+        parents = []
+        stack: list[int] = []
+        for index, key in enumerate(self._keys):
+            while stack and not key.startswith(self._keys[stack[-1]]):
+                stack.pop()
+            parents.append(stack[-1] if stack else -1)
+            stack.append(index)
+        self._parents = parents
         self._wildcards = wildcards
         self._uses = 0
-        self._fast: object = None
-        self._lit_allow: dict[str, bool] = {}
-        if not literals and not wildcards:
-            self.allowed = _allow_all
-        else:
-            self.allowed = self._counting_allowed
+        self._fast: Callable[..., re.Match[str] | None] | None = None
+        self.allowed: Callable[[str | bytes], bool] = self._counting_allowed if literals or wildcards else _allow_all
 
-    # -- exact tier -------------------------------------------------------------
+    # -- first tier -----------------------------------------------------------------
+    def _longest_key(self, path: str) -> int:
+        """Index of the longest literal key that prefixes ``path``, or -1."""
+        keys = self._keys
+        index = bisect_right(keys, path) - 1
+        while index >= 0 and not path.startswith(keys[index]):
+            index = self._parents[index]
+        return index
+
     def best_rule(self, path: str) -> Rule | None:
         """The deciding rule for a canonical path, or None when no rule matches."""
-        best: Rule | None = None
-        best_priority = -1
-        size = len(path)
-        literals = self._literals
-        for length in self._lengths:
-            if length <= size:
-                hit = literals.get(path[:length])
-                if hit is not None:
-                    best, best_priority = hit, length
-                    break
-        for wildcard in self._wildcards:
-            if wildcard.priority < best_priority:
+        index = self._longest_key(path)
+        if index < 0:
+            best, best_priority = None, -1
+        else:
+            best, best_priority = self._key_rules[index], len(self._keys[index])
+        for priority, allow, rule, pieces, anchored, needle in self._wildcards:
+            if priority <= best_priority and (priority < best_priority or best.allow or not allow):  # type: ignore[union-attr]
                 break
-            if wildcard.priority == best_priority and (best.allow or not wildcard.allow):  # type: ignore[union-attr]
-                break
-            if path.startswith(wildcard.prefix) and wildcard.match(path):  # type: ignore[operator]
-                return wildcard.rule
+            if needle in path and glob_match(path, pieces, anchored):
+                return rule
         return best
 
-    def exact_allowed(self, url: str) -> bool:
+    def exact_allowed(self, url: str | bytes) -> bool:
+        if not isinstance(url, str):
+            url = url.decode("utf-8", "surrogateescape")
         path = path_of(url)
         if path == "/robots.txt":
             return True
         rule = self.best_rule(path)
         return rule is None or rule.allow
 
-    def _counting_allowed(self, url: str) -> bool:
+    def _counting_allowed(self, url: str | bytes) -> bool:
         self._uses += 1
         if self._uses >= PROMOTE_AFTER:
             self.promote()
         return self.exact_allowed(url)
 
-    # -- single-regex tier ------------------------------------------------------
+    # -- single-regex tier ------------------------------------------------------------
     def promote(self) -> bool:
-        """Build the single-regex tier; stay on the exact tier when the group is
-        too large or deep for it to pay off. Returns whether it was built."""
+        """Build the single-regex tier; stay on the first tier when the group is too
+        large or deep for it to pay off. Returns whether it was built."""
         self.allowed = self.exact_allowed
         if not _HAS_ATOMIC or len(self._wildcards) > _FAST_MAX_WILDCARDS:
             return False
-        literals = self._literals
-        if len(literals) > _FAST_MAX_LITERALS or sum(map(len, literals)) > _FAST_MAX_CHARS:
+        keys = self._keys
+        if len(keys) > _FAST_MAX_LITERALS or sum(map(len, keys)) > _FAST_MAX_CHARS:
             return False
+        never = "(?!)"
         try:
-            trie = _trie_source(literals)
+            trie = _trie_source(keys) if keys else never
         except _TooDeep:
             return False
-        source = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(?=/)()"
-        # Group 1 marks the path start, group 2 says a wildcard rule matches,
-        # group 3 is the longest literal rule that prefixes the path.
-        never = "(?!)"
-        wildcards = "|".join(w.source for w in self._wildcards) or never
-        source += f"(?:(?={wildcards})())?({trie or never})?"
+        # Both lookaheads stand at the path start, so the match ends there. Group 1
+        # is the longest literal rule that prefixes the path; groups 2.. mark the
+        # wildcard rules, in priority order, and the first one that matches is set
+        # (and is then the last group closed, so ``lastindex`` names it).
+        wildcards = "|".join(f"{_regex_source(w.pieces, w.anchored)}()" for w in self._wildcards)
+        source = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(?=/)"
+        source += f"(?:(?=({trie}))|)"
+        if wildcards:
+            source += f"(?:(?={wildcards})|)"
         self._fast = re.compile(source, re.S).match
-        self._lit_allow = {key: rule.allow for key, rule in literals.items()}
-        self.allowed = self._fast_allowed
+        allow_of = {key: rule.allow for key, rule in zip(keys, self._key_rules)}
+        self.allowed = _fast_decider(self._fast, allow_of, self)
         return True
 
-    def _fast_allowed(self, url: str) -> bool:
-        if "%" in url or "#" in url or not url.isascii():
-            return self.exact_allowed(url)
-        found = self._fast(url)  # type: ignore[operator]
-        if found is None or found.start(2) >= 0:
-            return self.exact_allowed(url)
-        start, end = found.span(3)
-        if end <= start:
+
+def _fast_decider(
+    match: Callable[[str], re.Match[str] | None], allow_of: dict[str, bool], matcher: Matcher
+) -> Callable[[str | bytes], bool]:
+    exact_allowed = matcher.exact_allowed
+    wildcards = matcher._wildcards
+
+    def allowed(url: str | bytes) -> bool:
+        try:
+            if "%" in url or "#" in url or not url.isascii():  # type: ignore[operator]
+                return exact_allowed(url)
+        except TypeError:  # bytes
+            return exact_allowed(url)
+        found = match(url)  # type: ignore[arg-type]
+        if found is None:
+            return exact_allowed(url)
+        group = found.lastindex
+        if group is None:
             return True
-        if self._lit_allow[url[start:end]]:
-            return True
-        return url.endswith("/robots.txt") and url[found.end(1):] == "/robots.txt"
+        if group == 1:
+            if allow_of[found.group(1)]:
+                return True
+        else:
+            priority, allow, _rule, _pieces, _anchored, _needle = wildcards[group - 2]
+            literal = found.group(1)
+            if literal is not None and (len(literal), allow_of[literal]) > (priority, allow):
+                allow = allow_of[literal]
+            if allow:
+                return True
+        return url.endswith("/robots.txt") and exact_allowed(url)  # type: ignore[arg-type]
+
+    return allowed
 
 
-def _allow_all(url: str) -> bool:
+def _allow_all(url: str | bytes) -> bool:
     return True
+
+
+def _regex_source(pieces: list[str], anchored: bool) -> str:
+    """The regex of a wildcard pattern; empty pieces add nothing to what matches
+    (``/a**b`` is ``/a*b``, and a trailing ``*`` without ``$`` is no constraint)."""
+    escape = re.escape
+    last = len(pieces) - 1
+    if not anchored:
+        while last > 0 and not pieces[last]:
+            last -= 1
+    src = [escape(pieces[0])]
+    for middle in pieces[1:last]:
+        if middle:
+            src.append(f"(?>.*?{escape(middle)})")
+    if last > 0:
+        src.append(f".*{escape(pieces[last])}" if anchored else f".*?{escape(pieces[last])}")
+    if anchored:
+        src.append(r"\Z")
+    return "".join(src)
 
 
 class _TooDeep(Exception):
     pass
 
 
-def _trie_source(literals: dict[str, Rule]) -> str:
-    """A regex whose first match at a position is the longest literal there."""
+def _trie_source(keys: list[str]) -> str:
+    """A regex whose first match at a position is the longest of ``keys`` there."""
     root: dict[str, dict] = {}
-    for literal in literals:
+    for key in keys:
         node = root
-        for char in literal:
+        for char in key:
             node = node.setdefault(char, {})
         node[""] = {}
     return _emit(root, 0)

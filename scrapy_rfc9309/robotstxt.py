@@ -61,7 +61,8 @@ class RobotsTxt:
     the body was longer than the parsing limit (only the first bytes were used).
     """
 
-    __slots__ = ("sitemaps", "hosts", "size", "truncated", "_groups", "_by_token", "_merged", "_by_agent")
+    __slots__ = ("sitemaps", "hosts", "size", "truncated", "_groups", "_by_token", "_merged", "_by_agent",
+                 "_matchers")
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         result = parse_body(body, max_bytes)
@@ -72,11 +73,12 @@ class RobotsTxt:
         self._groups = result.groups
         self._by_token = result.by_token
         self._merged: dict[str, _MergedGroup] = {}
-        self._by_agent: dict[str | bytes, _MergedGroup] = {}
+        self._by_agent: dict[str | bytes | None, _MergedGroup] = {}
+        self._matchers: dict[str | bytes | None, Matcher] = {}
 
     # -- group selection --------------------------------------------------------
     def _group_for(self, user_agent: str | bytes | None) -> _MergedGroup:
-        merged = self._by_agent.get(user_agent)  # type: ignore[arg-type]
+        merged = self._by_agent.get(user_agent)
         if merged is None:
             token = product_token(user_agent)
             key = token if token in self._by_token else "*" if "*" in self._by_token else ""
@@ -85,7 +87,9 @@ class RobotsTxt:
                 merged = self._merged[key] = _MergedGroup(key, self._by_token.get(key, []))
             if len(self._by_agent) >= _MAX_AGENT_MEMO:
                 self._by_agent.clear()
-            self._by_agent[user_agent] = merged  # type: ignore[index]
+                self._matchers.clear()
+            self._by_agent[user_agent] = merged
+            self._matchers[user_agent] = merged.matcher
         return merged
 
     def group_agents(self, user_agent: str | bytes | None) -> str:
@@ -94,15 +98,17 @@ class RobotsTxt:
         return self._group_for(user_agent).token
 
     # -- decisions ----------------------------------------------------------------
-    def allowed(self, url: str, user_agent: str | bytes | None) -> bool:
+    def allowed(self, url: str | bytes, user_agent: str | bytes | None) -> bool:
         """Whether ``user_agent`` may fetch ``url``."""
-        merged = self._by_agent.get(user_agent)  # type: ignore[arg-type]
-        if merged is None:
-            merged = self._group_for(user_agent)
-        return merged.matcher.allowed(url)
+        matcher = self._matchers.get(user_agent)
+        if matcher is None:
+            matcher = self._group_for(user_agent).matcher
+        return matcher.allowed(url)
 
-    def verdict(self, url: str, user_agent: str | bytes | None) -> Verdict:
+    def verdict(self, url: str | bytes, user_agent: str | bytes | None) -> Verdict:
         """The decision for ``url`` with the rule that made it."""
+        if not isinstance(url, str):
+            url = url.decode("utf-8", "surrogateescape")
         merged = self._group_for(user_agent)
         path = path_of(url)
         if path == "/robots.txt":

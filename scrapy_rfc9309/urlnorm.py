@@ -87,6 +87,9 @@ def canonical_path(text: str, in_query: bool = False) -> str:
     return canonical(text[:qpos]) + "?" + canonical(text[qpos + 1:], in_query=True)
 
 
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*([/?;][^#]*)?", re.S).match
+
+
 def url_path(url: str) -> str:
     """The path and query of ``url`` as matched by robots.txt: from the first
     ``/``, ``?`` or ``;`` after the authority, without the fragment; ``/`` when
