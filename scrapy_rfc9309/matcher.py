@@ -105,7 +105,7 @@ class Matcher:
     """Decides URLs for one merged group. ``allowed(url)`` is the hot entry point;
     ``best_rule(canonical_path)`` gives the deciding rule."""
 
-    __slots__ = ("allowed", "_keys", "_key_rules", "_parents", "_wildcards", "_uses", "_fast")
+    __slots__ = ("_fast", "_key_rules", "_keys", "_parents", "_uses", "_wildcards", "allowed")
 
     def __init__(self, rules: Sequence[tuple[bool, str, int]]) -> None:
         literals: dict[str, Rule] = {}
@@ -136,7 +136,9 @@ class Matcher:
         self._wildcards = wildcards
         self._uses = 0
         self._fast: Callable[..., re.Match[str] | None] | None = None
-        self.allowed: Callable[[str | bytes], bool] = self._counting_allowed if literals or wildcards else _allow_all
+        self.allowed: Callable[[str | bytes], bool] = _allow_all
+        if literals or wildcards:
+            self.allowed = self._counting_allowed
 
     # -- first tier -----------------------------------------------------------------
     def _longest_key(self, path: str) -> int:
@@ -201,7 +203,7 @@ class Matcher:
         if wildcards:
             source += f"(?:(?={wildcards})|)"
         self._fast = re.compile(source, re.S).match
-        allow_of = {key: rule.allow for key, rule in zip(keys, self._key_rules)}
+        allow_of = {key: rule.allow for key, rule in zip(keys, self._key_rules, strict=False)}
         self.allowed = _fast_decider(self._fast, allow_of, self)
         return True
 

@@ -69,7 +69,7 @@ class Group:
     ``(allow, pattern, line)`` tuples and its other records as
     ``(name, value, line)`` tuples, in file order."""
 
-    __slots__ = ("agents", "rules", "records")
+    __slots__ = ("agents", "records", "rules")
 
     def __init__(self) -> None:
         self.agents: list[str] = []
@@ -78,7 +78,7 @@ class Group:
 
 
 class ParseResult:
-    __slots__ = ("groups", "by_token", "sitemaps", "hosts", "size", "truncated")
+    __slots__ = ("by_token", "groups", "hosts", "sitemaps", "size", "truncated")
 
     def __init__(self) -> None:
         self.groups: list[Group] = []

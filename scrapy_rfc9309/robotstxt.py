@@ -42,7 +42,7 @@ class Verdict:
 class _MergedGroup:
     """All groups that apply to one product token, merged (RFC 9309, 2.2.1)."""
 
-    __slots__ = ("token", "groups", "matcher")
+    __slots__ = ("groups", "matcher", "token")
 
     def __init__(self, token: str, groups: list[Group]) -> None:
         self.token = token
@@ -61,8 +61,17 @@ class RobotsTxt:
     the body was longer than the parsing limit (only the first bytes were used).
     """
 
-    __slots__ = ("sitemaps", "hosts", "size", "truncated", "_groups", "_by_token", "_merged", "_by_agent",
-                 "_matchers")
+    __slots__ = (
+        "_by_agent",
+        "_by_token",
+        "_groups",
+        "_matchers",
+        "_merged",
+        "hosts",
+        "sitemaps",
+        "size",
+        "truncated",
+    )
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         result = parse_body(body, max_bytes)
