@@ -7,17 +7,22 @@ from typing import TYPE_CHECKING, Any
 from .matcher import Rule
 from .robotstxt import RobotsTxt, Verdict, parse
 
-__all__ = ["RobotParser", "RobotsTxt", "Rule", "Verdict", "parse"]
+__all__ = ["Addon", "RobotParser", "RobotsTxt", "RobotsTxtMiddleware", "Rule", "Verdict", "parse"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from .addon import Addon
+    from .middleware import RobotsTxtMiddleware
     from .scrapy_parser import RobotParser
+
+# The Scrapy layer is imported lazily, so that the core works without Scrapy.
+_LAZY = {"RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon"}
 
 
 def __getattr__(name: str) -> Any:
-    # The Scrapy adapters are imported lazily so that the core works without Scrapy.
-    if name == "RobotParser":
-        from .scrapy_parser import RobotParser
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
 
-        return RobotParser
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)

@@ -25,6 +25,16 @@ class RobotParser(_ScrapyRobotParser):
         self.allowed = self.robots.allowed  # type: ignore[method-assign]
 
     @classmethod
+    def from_robots(cls, robots: RobotsTxt, spider: Any = None) -> RobotParser:
+        """Wrap an already parsed file (no second parse)."""
+        parser = cls.__new__(cls)
+        parser.spider = spider
+        parser.robots = robots
+        parser.sitemaps = robots.sitemaps
+        parser.allowed = robots.allowed  # type: ignore[method-assign]
+        return parser
+
+    @classmethod
     def from_crawler(cls, crawler: Crawler | None, robotstxt_body: bytes | str) -> RobotParser:
         spider = None if crawler is None else getattr(crawler, "spider", None)
         return cls(robotstxt_body, spider)

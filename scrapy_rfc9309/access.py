@@ -1,0 +1,162 @@
+"""The access-result policy of RFC 9309, 2.3.1 and 2.4: what a robots.txt fetch
+outcome means for an origin, how long it holds, and when to try again.
+
+Pure Python: the Scrapy layer feeds it fetch outcomes and the clock.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field, replace
+
+from .robotstxt import RobotsTxt
+
+__all__ = [
+    "Access",
+    "Decision",
+    "FetchOutcome",
+    "OriginState",
+    "Policy",
+    "classify_status",
+    "max_age_of",
+]
+
+DAY = 86400.0
+
+
+class Access(enum.Enum):
+    """The access result of the last fetch."""
+
+    PARSED = "parsed"  # 2xx: the rules apply
+    UNAVAILABLE = "unavailable"  # 4xx (not 429), too many redirects: everything allowed
+    UNREACHABLE = "unreachable"  # 429, 5xx, network error: complete disallow
+
+
+class Decision(enum.Enum):
+    RULES = "rules"  # judge by the parsed file
+    ALLOW_ALL = "allow_all"
+    HOLD = "hold"  # complete disallow for now: wait for a successful retry
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Lifetimes and limits, in seconds (see the README for the settings)."""
+
+    ttl: float = DAY
+    min_ttl: float = 60.0
+    max_redirects: int = 5
+    retry_delay: float = 5.0
+    retry_max_delay: float = 600.0
+    keep_cached: float = 30 * DAY
+    max_wait: float = 900.0
+
+    def retry_after(self, failures: int) -> float:
+        """Delay before the next fetch after ``failures`` consecutive failures
+        (1, 2, ...): ``retry_delay`` doubling up to ``retry_max_delay``."""
+        return min(self.retry_max_delay, self.retry_delay * 2 ** min(max(failures - 1, 0), 40))
+
+    def lifetime(self, max_age: float | None) -> float:
+        """How long a fetched result holds: ``ttl``, shortened by a ``max-age``
+        but never below ``min_ttl``."""
+        if max_age is None:
+            return self.ttl
+        return max(self.min_ttl, min(self.ttl, max_age))
+
+
+def classify_status(status: int) -> str:
+    """``"parse"``, ``"redirect"``, ``"unavailable"`` or ``"unreachable"``."""
+    if 200 <= status < 300:
+        return "parse"
+    if status in (301, 302, 303, 307, 308):
+        return "redirect"
+    if 300 <= status < 500 and status != 429:
+        return "unavailable"
+    return "unreachable"
+
+
+_MAX_AGE = re.compile(r"(?:^|[,\s])(s-maxage|max-age)\s*=\s*\"?(\d+)", re.I)
+_NO_CACHE = re.compile(r"(?:^|[,\s])(no-store|no-cache)(?:$|[,\s=])", re.I)
+
+
+def max_age_of(cache_control: str | None) -> float | None:
+    """The freshness lifetime a Cache-Control header gives (``no-store`` and
+    ``no-cache`` count as 0), or None when it gives none."""
+    if not cache_control:
+        return None
+    if _NO_CACHE.search(cache_control):
+        return 0.0
+    found = _MAX_AGE.search(cache_control)
+    return float(found.group(2)) if found else None
+
+
+@dataclass(frozen=True)
+class FetchOutcome:
+    """What one robots.txt fetch (after its redirects) gave."""
+
+    access: Access
+    url: str
+    status: int | None = None
+    body: bytes = b""
+    max_age: float | None = None
+    redirects: tuple[str, ...] = ()
+    error: str | None = None
+    truncated: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class OriginState:
+    """What is known of one origin's robots.txt. Immutable: ``apply`` returns the
+    next state. ``good`` is the last successfully parsed file and ``good_at`` when
+    it was fetched; it keeps applying while the origin is unreachable, up to
+    ``Policy.keep_cached``."""
+
+    access: Access
+    fetched_at: float
+    expires_at: float
+    robots: RobotsTxt | None = None
+    good_at: float | None = None
+    failures: int = 0
+    outcome: FetchOutcome | None = field(default=None, compare=False)
+
+    @classmethod
+    def initial(cls, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
+        return cls._from_outcome(None, outcome, now, policy)
+
+    def apply(self, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
+        return self._from_outcome(self, outcome, now, policy)
+
+    @classmethod
+    def _from_outcome(
+        cls, previous: OriginState | None, outcome: FetchOutcome, now: float, policy: Policy
+    ) -> OriginState:
+        if outcome.access is Access.PARSED:
+            robots = RobotsTxt(outcome.body)
+            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0, outcome)
+        if outcome.access is Access.UNAVAILABLE:
+            return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
+        failures = (previous.failures if previous else 0) + 1
+        retry_at = now + policy.retry_after(failures)
+        good, good_at = None, None
+        if previous is not None and previous.robots is not None and previous.good_at is not None:
+            if now - previous.good_at <= policy.keep_cached:
+                good, good_at = previous.robots, previous.good_at
+        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome)
+
+    def expired(self, now: float) -> bool:
+        """Whether the state must be fetched again before it is used (for an
+        unreachable origin: whether the next retry is due)."""
+        return now >= self.expires_at
+
+    def decision(self, now: float, policy: Policy) -> Decision:
+        if self.access is Access.PARSED:
+            return Decision.RULES
+        if self.access is Access.UNAVAILABLE:
+            return Decision.ALLOW_ALL
+        if self.robots is not None and self.good_at is not None and now - self.good_at <= policy.keep_cached:
+            return Decision.RULES
+        return Decision.HOLD
+
+    def with_robots(self, robots: RobotsTxt) -> OriginState:
+        return replace(self, robots=robots)

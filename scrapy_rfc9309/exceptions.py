@@ -1,0 +1,37 @@
+"""Exceptions the middleware raises (dropped requests are ``IgnoreRequest``s)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import IgnoreRequest
+
+if TYPE_CHECKING:
+    from .robotstxt import Verdict
+
+__all__ = ["RobotsTxtConfigError", "RobotsTxtForbidden", "RobotsTxtUnreachable"]
+
+
+class RobotsTxtConfigError(ValueError):
+    """A ``ROBOTSTXT_*`` setting has a value the middleware cannot use."""
+
+
+class RobotsTxtForbidden(IgnoreRequest):
+    """The origin's robots.txt disallows the request. ``verdict`` holds the
+    deciding rule; ``robots_url`` the file it comes from."""
+
+    def __init__(self, message: str, verdict: Verdict, robots_url: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.robots_url = robots_url
+
+
+class RobotsTxtUnreachable(IgnoreRequest):
+    """The origin's robots.txt stayed unreachable (RFC 9309, 2.3.1.4: complete
+    disallow) for longer than ``ROBOTSTXT_MAX_WAIT``, or the spider closed while
+    the request was held."""
+
+    def __init__(self, message: str, robots_url: str, reason: str) -> None:
+        super().__init__(message)
+        self.robots_url = robots_url
+        self.reason = reason

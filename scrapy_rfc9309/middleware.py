@@ -1,0 +1,338 @@
+"""``scrapy_rfc9309.RobotsTxtMiddleware``: Scrapy's robots.txt middleware, done the
+way RFC 9309 says.
+
+Data flows one way: request -> origin -> cached state -> matcher -> verdict.
+Requests that must wait (for a robots.txt being fetched, or for an unreachable
+one to come back) are taken out of the downloader's active set while they wait,
+so they do not count against ``CONCURRENT_REQUESTS`` and stall other origins.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet import defer, task
+from twisted.internet.error import TimeoutError as TxTimeoutError
+
+from .access import Access, Decision, OriginState
+from .agent import product_token
+from .config import Config
+from .exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
+from .fetch import FETCH_META, RobotsFetcher
+from .origin import Origin
+from .scrapy_parser import RobotParser
+from .store import MemoryStore
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+__all__ = ["RobotsTxtMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+#: Request meta key: the product token (or User-Agent string) to obey for this request.
+AGENT_META = "robotstxt_user_agent"
+_CLOSING = object()
+_CLOSE_POLL = 0.2
+
+
+class RobotsTxtMiddleware:
+    """Downloader middleware enforcing robots.txt per RFC 9309."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.config = Config.from_settings(crawler.settings)
+        self.policy = self.config.policy
+        self.stats = crawler.stats
+        self.store = MemoryStore(self.config.cache_size)
+        self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size)
+        self._default_agent: str = crawler.settings.get("USER_AGENT") or ""
+        self._inflight: set[Origin] = set()
+        self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
+        self._retry_calls: dict[Origin, Any] = {}
+        self._triggers: dict[Origin, Request] = {}
+        self._detached: set[Request] = set()
+        self._waiting = 0
+        self._held = 0
+        self._closing = False
+        self._close_watch: task.LoopingCall | None = None
+        self._agents_logged: set[str] = set()
+        crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._request_left_downloader, signal=signals.request_left_downloader)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    # -- stats and logging ------------------------------------------------------------
+    def _inc(self, key: str) -> None:
+        assert self.stats is not None
+        self.stats.inc_value(f"robotstxt/{key}")
+
+    @property
+    def _log_extra(self) -> dict[str, Any]:
+        return {"spider": self.crawler.spider}
+
+    # -- the agent ------------------------------------------------------------------
+    def user_agent_for(self, request: Request) -> str | bytes:
+        """The string whose product token is obeyed for ``request``: the request's
+        ``robotstxt_user_agent`` meta key, ``ROBOTSTXT_USER_AGENT``, the request's
+        User-Agent header, the spider's ``user_agent`` attribute, ``USER_AGENT``."""
+        agent = request.meta.get(AGENT_META) or self.config.user_agent
+        if not agent:
+            agent = request.headers.get(b"User-Agent")
+        if not agent:
+            agent = getattr(self.crawler.spider, "user_agent", None) or self._default_agent
+        return agent
+
+    def _log_agent(self, agent: str | bytes) -> None:
+        key = agent.decode("latin-1") if isinstance(agent, bytes) else agent
+        if key in self._agents_logged:
+            return
+        self._agents_logged.add(key)
+        token = product_token(agent)
+        logger.info(
+            "robots.txt: obeying the groups for product token %r (from %r)%s", token or "*", key,
+            "" if token else "; it names no token, so only the '*' group applies", extra=self._log_extra,
+        )
+
+    # -- the downloader hooks -----------------------------------------------------------
+    async def process_request(self, request: Request, spider: Any = None) -> None:
+        meta = request.meta
+        if FETCH_META in meta:
+            # Our own robots.txt fetch: keep it from occupying a CONCURRENT_REQUESTS place.
+            self._detach(request)
+            return None
+        if meta.get("dont_obey_robotstxt") or request.url.startswith(("data:", "file:")):
+            return None
+        origin = Origin.from_url(request.url)
+        if origin is None or origin.scheme not in ("http", "https"):
+            return None
+        agent = self.user_agent_for(request)
+        self._log_agent(agent)
+        held_since: float | None = None
+        while True:
+            now = time.time()
+            state = self.store.get(origin)
+            if state is None or (state.expired(now) and state.decision(now, self.policy) is not Decision.RULES):
+                if state is not None and origin not in self._inflight:
+                    self._inc("refetch" if state.access is not Access.UNREACHABLE else "retry")
+                self._start_fetch(origin, request)
+                if state is None or state.access is not Access.UNREACHABLE:
+                    state = await self._wait_for_state(request, origin, None)
+                    if state is None:
+                        continue
+            elif state.expired(now):
+                # Unreachable, judged by the last good copy: retry in the background.
+                self._inc("retry")
+                self._start_fetch(origin, request)
+            else:
+                self._inc("cache_hit")
+            decision = state.decision(time.time(), self.policy)
+            if decision is Decision.HOLD:
+                if held_since is None:
+                    held_since = time.time()
+                    self._inc("held")
+                    logger.debug("Holding %s: robots.txt of %s is unreachable (%s)", request, origin,
+                                 _why(state), extra=self._log_extra)
+                remaining = held_since + self.policy.max_wait - time.time()
+                if remaining <= 0:
+                    self._drop(request, origin, f"unreachable for {self.policy.max_wait:g} s", "max_wait")
+                self._schedule_retry(origin, state)
+                new_state = await self._wait_for_state(request, origin, remaining, holding=True)
+                if new_state is _CLOSING:
+                    self._drop(request, origin, "the spider is closing", "closing")
+                continue
+            if held_since is not None:
+                self._inc("released")
+            if decision is Decision.ALLOW_ALL:
+                return None
+            assert state.robots is not None
+            robots = state.robots
+            if robots.allowed(request.url, agent):
+                return None
+            self._forbid(request, origin, robots.verdict(request.url, agent))
+
+    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        self._reattach(request)
+        return response
+
+    def process_exception(self, request: Request, exception: BaseException, spider: Any = None) -> None:
+        self._reattach(request)
+        return None
+
+    # -- verdicts ---------------------------------------------------------------------
+    def _forbid(self, request: Request, origin: Origin, verdict: Any) -> None:
+        robots_url = origin.robots_url
+        reason = f"{_rule_text(verdict)} of {robots_url}"
+        logger.debug("Forbidden by robots.txt: %(request)s (%(reason)s)", {"request": request, "reason": reason},
+                     extra=self._log_extra)
+        self._inc("forbidden")
+        raise RobotsTxtForbidden(f"Forbidden by robots.txt: {request} ({reason})", verdict, robots_url)
+
+    def _drop(self, request: Request, origin: Origin, why: str, stat: str) -> None:
+        stat_key = "dropped_unreachable" if stat == "max_wait" else "held_released_on_close"
+        self._inc(stat_key)
+        message = f"Dropped: robots.txt of {origin} {why}: {request}"
+        logger.info(message, extra=self._log_extra)
+        raise RobotsTxtUnreachable(message, origin.robots_url, stat)
+
+    # -- fetching ---------------------------------------------------------------------
+    def _start_fetch(self, origin: Origin, request: Request) -> None:
+        if origin in self._inflight:
+            return
+        self._inflight.add(origin)
+        self._triggers[origin] = request
+        deferred_from_coro(self._fetch(origin))
+
+    async def _fetch(self, origin: Origin) -> None:
+        state: OriginState | None = None
+        try:
+            outcome = await self.fetcher.fetch(origin)
+            now = time.time()
+            previous = self.store.get(origin)
+            state = previous.apply(outcome, now, self.policy) if previous else OriginState.initial(
+                outcome, now, self.policy)
+            self.store.put(origin, state)
+            self._inc(outcome.access.value)
+            if outcome.access is Access.PARSED:
+                assert state.robots is not None
+                parser = RobotParser.from_robots(state.robots, self.crawler.spider)
+                await self.crawler.signals.send_catch_log_async(
+                    signal=signals.robots_parsed, robotparser=parser, request=self._triggers.get(origin))
+            elif outcome.access is Access.UNREACHABLE and state.robots is not None:
+                self._inc("stale_used")
+                logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago",
+                               origin, _why(state), now - (state.good_at or now), extra=self._log_extra)
+            elif outcome.access is Access.UNREACHABLE:
+                logger.warning("robots.txt of %s unreachable (%s): complete disallow, retrying in %.1f s",
+                               origin, _why(state), state.expires_at - now, extra=self._log_extra)
+        except Exception:
+            logger.exception("Unexpected error handling robots.txt of %s", origin, extra=self._log_extra)
+        finally:
+            self._inflight.discard(origin)
+            self._triggers.pop(origin, None)
+            self._notify(origin, state)
+
+    def _schedule_retry(self, origin: Origin, state: OriginState) -> None:
+        if origin in self._inflight or origin in self._retry_calls:
+            return
+        from twisted.internet import reactor
+
+        delay = max(0.0, state.expires_at - time.time())
+
+        def retry() -> None:
+            self._retry_calls.pop(origin, None)
+            if self._waiters.get(origin) and not self._closing:
+                self._inc("retry")
+                self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
+
+        self._retry_calls[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined]
+
+    # -- waiting ----------------------------------------------------------------------
+    def _notify(self, origin: Origin, value: Any) -> None:
+        for waiter in self._waiters.pop(origin, []):
+            if not waiter.called:
+                waiter.callback(value)
+
+    async def _wait_for_state(self, request: Request, origin: Origin, timeout: float | None,
+                              holding: bool = False) -> Any:
+        """Wait, out of the downloader's active set, until the origin's state
+        changes (the value is the new state), the timeout passes (None) or the
+        spider closes (``_CLOSING``)."""
+        from twisted.internet import reactor
+
+        waiter: defer.Deferred[Any] = defer.Deferred()
+        self._waiters.setdefault(origin, []).append(waiter)
+        if timeout is not None:
+            waiter.addTimeout(timeout, reactor)
+        self._detach(request)
+        self._waiting += 1
+        if holding:
+            self._held += 1
+        self._watch_close()
+        try:
+            return await maybe_deferred_to_future(waiter)
+        except (defer.CancelledError, TxTimeoutError):
+            return None
+        finally:
+            self._waiting -= 1
+            if holding:
+                self._held -= 1
+            waiters = self._waiters.get(origin)
+            if waiters and waiter in waiters:
+                waiters.remove(waiter)
+            self._reattach(request)
+
+    def _detach(self, request: Request) -> None:
+        engine = self.crawler.engine
+        if engine is not None and request in engine.downloader.active:
+            engine.downloader.active.discard(request)
+            self._detached.add(request)
+
+    def _reattach(self, request: Request) -> None:
+        if request in self._detached:
+            self._detached.discard(request)
+            engine = self.crawler.engine
+            if engine is not None:
+                engine.downloader.active.add(request)
+
+    def _request_left_downloader(self, request: Request, spider: Any = None) -> None:
+        self._reattach(request)
+
+    # -- closing ----------------------------------------------------------------------
+    def _spider_idle(self, spider: Any = None) -> None:
+        if self._waiting and not self._closing:
+            raise DontCloseSpider
+
+    def _watch_close(self) -> None:
+        if self._close_watch is None or not self._close_watch.running:
+            self._close_watch = task.LoopingCall(self._check_closing)
+            self._close_watch.start(_CLOSE_POLL, now=False)
+
+    def _check_closing(self) -> None:
+        engine = self.crawler.engine
+        slot = getattr(engine, "_slot", None) if engine is not None else None
+        closing = engine is None or not engine.running or slot is None or slot.closing is not None
+        if closing:
+            self._release_all()
+        if (closing or not self._waiting) and self._close_watch is not None and self._close_watch.running:
+            self._close_watch.stop()
+
+    def _release_all(self) -> None:
+        self._closing = True
+        for call in self._retry_calls.values():
+            if call.active():
+                call.cancel()
+        self._retry_calls.clear()
+        for origin in list(self._waiters):
+            self._notify(origin, _CLOSING)
+
+    def _spider_closed(self, spider: Any = None) -> None:
+        self._release_all()
+        if self._close_watch is not None and self._close_watch.running:
+            self._close_watch.stop()
+
+
+def _why(state: OriginState) -> str:
+    outcome = state.outcome
+    if outcome is None:
+        return "unknown"
+    return outcome.error or outcome.reason or f"status {outcome.status}"
+
+
+def _rule_text(verdict: Any) -> str:
+    rule = verdict.rule
+    if rule is None:
+        return "no rule"
+    return f"{rule.directive}: {rule.pattern}, line {rule.line}"
