@@ -73,6 +73,8 @@ class RobotsFetcher:
                 "dont_retry": True,
                 "handle_httpstatus_all": True,
                 "allow_offsite": True,
+                # A body cut short by the server is a network error, not a file.
+                "download_fail_on_dataloss": True,
             },
         )
 
@@ -101,6 +103,10 @@ class RobotsFetcher:
                                     error=f"{type(exc).__name__}: {exc}", reason="network error")
             status = response.status
             self._inc("response_count")
+            if "dataloss" in response.flags:
+                self._inc(f"response_status_count/{status}")
+                return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
+                                    error="incomplete body (data loss)", reason="truncated response")
             self._inc(f"response_status_count/{status}")
             kind = classify_status(status)
             max_age = max_age_of(_header(response, b"Cache-Control"))
