@@ -130,6 +130,8 @@ class RobotsTxtMiddleware:
                 self._start_fetch(origin, request)
                 if state is None or state.access is not Access.UNREACHABLE:
                     state = await self._wait_for_state(request, origin, None)
+                    if state is _CLOSING:
+                        self._drop(request, origin, "was still being fetched when the spider closed", "closing")
                     if state is None:
                         continue
             elif state.expired(now):

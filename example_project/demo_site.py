@@ -1,0 +1,256 @@
+"""A local demo site for ``python -m example_project.demo``.
+
+Several *origins*, each a ``twisted.web`` server listening on port 0 of its own
+loopback address (``127.0.0.1``, ``127.0.0.2``, ...; Linux routes all of 127/8 to
+``lo``), so that every origin has its own robots.txt, exactly as distinct hosts on
+the Internet would. The servers run in the reactor of the crawl itself: start the
+site after Scrapy has installed its reactor (``AsyncCrawlerProcess(...)`` does that)
+and before the crawl starts.
+
+Each origin serves a robots.txt that shows one part of RFC 9309, and a few small
+HTML pages whose links lead to allowed and disallowed paths. Every request an
+origin receives is logged in ``origin.hits`` (robots.txt fetches included), so the
+demo can show what really reached the server.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.web import server
+from twisted.web.resource import Resource
+
+__all__ = ["BEYOND_LIMIT_RULE", "DemoOrigin", "DemoSite", "Hit", "build_site"]
+
+#: What a route returns: (status, headers, body).
+Reply = tuple[int, dict[str, str], bytes]
+#: A route: called with how many times its path was requested (1 for the first time).
+Route = Callable[[int], Reply]
+
+TEXT = {"Content-Type": "text/plain; charset=utf-8"}
+BEYOND_LIMIT_RULE = "Disallow: /beyond-limit/"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One request as an origin received it, and what it answered."""
+
+    at: float  # time.time() when the request arrived
+    path: str  # path and query, as in the request line
+    status: int
+    size: int  # body bytes sent
+    location: str | None = None  # the Location of a redirect
+
+
+def _page(title: str, links: list[str]) -> bytes:
+    items = "".join(f'<li><a href="{html.escape(link)}">{html.escape(link)}</a></li>' for link in links)
+    return (
+        f"<!doctype html><html><head><title>{html.escape(title)}</title></head>"
+        f"<body><h1>{html.escape(title)}</h1><ul>{items}</ul></body></html>"
+    ).encode()
+
+
+class DemoOrigin(Resource):
+    """One origin: robots.txt (or whatever ``routes`` say) plus HTML ``pages``."""
+
+    isLeaf = True
+
+    def __init__(self, name: str, host: str, about: str) -> None:
+        super().__init__()
+        self.name = name
+        self.host = host
+        self.about = about
+        self.port = 0
+        self.crawl = True  # whether the demo spider starts from this origin's home page
+        self.routes: dict[str, Route] = {}
+        self.pages: dict[str, list[str]] = {}
+        self.hits: list[Hit] = []
+        self.notes: dict[str, Any] = {}  # facts about the robots.txt served, for the summary
+        self._counts: dict[str, int] = {}
+        self._listener: Any = None
+
+    # -- building -----------------------------------------------------------------
+    @property
+    def base(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return self.base + path
+
+    def page(self, path: str, *links: str) -> None:
+        """Serve an HTML page at ``path`` that links to ``links``."""
+        self.pages[path] = list(links)
+
+    def route(self, path: str, route: Route) -> None:
+        self.routes[path] = route
+
+    def robots(self, body: str | Callable[[], str], status: int = 200) -> None:
+        """Serve ``body`` (text, or a function giving it) as /robots.txt with ``status``."""
+        self.route("/robots.txt", lambda _n: (status, TEXT, (body() if callable(body) else body).encode()))
+
+    # -- serving ------------------------------------------------------------------
+    def render(self, request: Any) -> bytes:
+        path = request.uri.decode("latin-1")
+        count = self._counts[path] = self._counts.get(path, 0) + 1
+        plain = path.split("?", 1)[0]
+        route = self.routes.get(path) or self.routes.get(plain)
+        if route is not None:
+            status, headers, body = route(count)
+        elif plain in self.pages:
+            status, headers = 200, {"Content-Type": "text/html; charset=utf-8"}
+            body = _page(f"{self.name}: {plain}", self.pages[plain])
+        else:
+            status, headers, body = 404, TEXT, b"Not found\n"
+        request.setResponseCode(status)
+        for name, value in headers.items():
+            request.setHeader(name, value)
+        self.hits.append(Hit(time.time(), path, status, len(body), headers.get("Location")))
+        return body
+
+    def start(self) -> DemoOrigin:
+        from twisted.internet import reactor
+
+        site = server.Site(self)
+        site.noisy = False
+        self._listener = reactor.listenTCP(0, site, interface=self.host)  # type: ignore[attr-defined]
+        self.port = self._listener.getHost().port
+        return self
+
+    def stop(self) -> Any:
+        return self._listener.stopListening() if self._listener is not None else None
+
+    # -- reading the log ------------------------------------------------------------
+    def robots_hits(self) -> list[Hit]:
+        return [hit for hit in self.hits if hit.path.endswith("robots.txt")]
+
+    def page_hits(self) -> list[Hit]:
+        return [hit for hit in self.hits if not hit.path.endswith("robots.txt")]
+
+
+@dataclass
+class DemoSite:
+    origins: list[DemoOrigin] = field(default_factory=list)
+
+    def add(self, name: str, host: str, about: str) -> DemoOrigin:
+        origin = DemoOrigin(name, host, about)
+        self.origins.append(origin)
+        return origin
+
+    def __getitem__(self, name: str) -> DemoOrigin:
+        return next(origin for origin in self.origins if origin.name == name)
+
+    def start(self) -> DemoSite:
+        for origin in self.origins:
+            origin.start()
+        return self
+
+    def stop(self) -> None:
+        for origin in self.origins:
+            origin.stop()
+
+    def home_pages(self) -> list[str]:
+        return [origin.url("/") for origin in self.origins if origin.crawl]
+
+
+def _oversized_robots(size: int = 700_000, rule_at: int = 600_000) -> tuple[str, int]:
+    """A robots.txt of about ``size`` bytes: a rule at the top, comment lines as
+    padding, and ``BEYOND_LIMIT_RULE`` at about byte ``rule_at`` (after the 512000
+    bytes a crawler must read). Returns the text and the rule's byte offset."""
+    head = '# robots.txt of the "oversized" demo origin: about 700 KB\nUser-agent: *\nDisallow: /top-secret/\n'
+    lines = [head]
+    length = len(head)
+    number = 0
+    while length < rule_at:
+        number += 1
+        line = f"# padding line {number:06d}: comments may be long, but a crawler only reads the first 500 KiB\n"
+        lines.append(line)
+        length += len(line)
+    offset = length
+    lines.append(BEYOND_LIMIT_RULE + "\n")
+    length += len(BEYOND_LIMIT_RULE) + 1
+    while length < size:
+        number += 1
+        line = f"# padding line {number:06d}\n"
+        lines.append(line)
+        length += len(line)
+    return "".join(lines), offset
+
+
+def build_site() -> DemoSite:
+    """The demo origins (not started)."""
+    site = DemoSite()
+
+    ordinary = site.add("ordinary", "127.0.0.1", "robots.txt with Disallow/Allow rules, a wildcard and a Sitemap")
+    ordinary.robots(lambda: (
+        '# robots.txt of the "ordinary" demo origin\n'
+        "User-agent: *\n"
+        "Disallow: /\n"
+        "\n"
+        "User-agent: DemoBot\n"
+        "Disallow: /private/\n"
+        "Allow: /private/press/\n"
+        "Disallow: /*.pdf$\n"
+        "Disallow: /search\n"
+        "\n"
+        f"Sitemap: {ordinary.url('/sitemap.xml')}\n"
+    ))
+    ordinary.page("/", "/about.html", "/docs/", "/private/", "/search?q=robots")
+    ordinary.page("/about.html", "/", "/private/press/kit.html")
+    ordinary.page("/docs/", "/docs/manual.html", "/docs/manual.pdf")
+    ordinary.page("/docs/manual.html", "/docs/")
+    ordinary.page("/private/press/kit.html", "/", "/private/salaries.html")
+    for path in ("/private/", "/private/salaries.html", "/docs/manual.pdf", "/search"):
+        ordinary.page(path)  # served if asked for; robots.txt says not to ask
+
+    missing = site.add("missing", "127.0.0.2", "robots.txt is a 404 page whose body says 'Disallow: /'")
+    missing.notes["body"] = "User-agent: *\nDisallow: /\n"
+    missing.robots(missing.notes["body"], status=404)
+    missing.page("/", "/shop.html", "/private/ledger.html")
+    missing.page("/shop.html", "/")
+    missing.page("/private/ledger.html", "/")
+
+    recovering = site.add("recovering", "127.0.0.3", "robots.txt answers 503 twice, then 200")
+    recovering.route("/robots.txt", lambda n: (
+        (503, TEXT, b"Service Unavailable\n") if n <= 2
+        else (200, TEXT, b"User-agent: *\nDisallow: /drafts/\n")
+    ))
+    recovering.page("/", "/news.html", "/drafts/next-week.html")
+    recovering.page("/news.html", "/")
+    recovering.page("/drafts/next-week.html", "/")
+
+    redirected = site.add("redirected", "127.0.0.4", "robots.txt redirects 301 -> 302 -> a file on another origin")
+    rules_host = site.add("rules-host", "127.0.0.5", "serves the file the redirected origin's robots.txt leads to")
+    rules_host.crawl = False
+    redirected.route("/robots.txt", lambda _n: (301, {**TEXT, "Location": "/old/robots.txt"}, b"Moved\n"))
+    redirected.route("/old/robots.txt", lambda _n: (
+        302, {**TEXT, "Location": rules_host.url("/shared/robots.txt")}, b"Found\n"))
+    rules_host.robots("User-agent: *\nAllow: /\n")  # its own, not used: nothing on it is crawled
+    rules_host.route("/shared/robots.txt", lambda _n: (200, TEXT, b"User-agent: *\nDisallow: /members/\n"))
+    redirected.page("/", "/blog.html", "/members/", "/members/profile.html")
+    redirected.page("/blog.html", "/")
+
+    oversized = site.add("oversized", "127.0.0.6", "a ~700 KB robots.txt, one rule beyond byte 512000")
+    body, offset = _oversized_robots()
+    oversized.notes.update(size=len(body), beyond_offset=offset)
+    oversized.robots(body)
+    oversized.page("/", "/top-secret/plans.html", "/beyond-limit/page.html", "/public.html")
+    oversized.page("/public.html", "/")
+    oversized.page("/beyond-limit/page.html", "/")
+    oversized.page("/top-secret/plans.html", "/")
+
+    slow = site.add("slow-crawl", "127.0.0.7", "robots.txt asks for 'Crawl-delay: 1'")
+    slow.robots("User-agent: *\nCrawl-delay: 1\nDisallow: /admin/\n")
+    slow.page("/", "/p1.html", "/p2.html", "/p3.html", "/admin/")
+    for path in ("/p1.html", "/p2.html", "/p3.html", "/admin/"):
+        slow.page(path, "/")
+
+    prefs = site.add("ai-prefs", "127.0.0.8", "robots.txt has a 'Content-Usage: train-ai=n' record")
+    prefs.robots("User-agent: *\nContent-Usage: train-ai=n\nAllow: /\n")
+    prefs.page("/", "/articles/1.html", "/articles/2.html")
+    prefs.page("/articles/1.html", "/")
+    prefs.page("/articles/2.html", "/")
+    return site

@@ -1,0 +1,1 @@
+"""The example project's spiders: ``demo`` (the offline demo site) and ``real_sites``."""

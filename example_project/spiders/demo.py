@@ -1,0 +1,78 @@
+"""The ``demo`` spider: crawls the local demo site (see ``example_project/demo.py``).
+
+It starts from each origin's home page, follows links within the same origin and
+keeps a record of what happened to every request, including the ones robots.txt
+stopped: those reach the errback as ``RobotsTxtForbidden`` (with the deciding
+rule) or ``RobotsTxtUnreachable`` (the robots.txt could not be fetched for too
+long, or the spider closed while the request was held).
+
+Run it with ``python -m example_project.demo`` from the repository root. It can
+also crawl other sites: ``scrapy crawl demo -a start_urls=https://a.example/,https://b.example/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A request robots.txt stopped."""
+
+    url: str
+    reason: str  # "Disallow: /private/, line 6", or why the robots.txt was unreachable
+    robots_url: str
+    group: str | None = None  # the product token whose group decided ("*" for the global one)
+
+
+class DemoSpider(scrapy.Spider):
+    name = "demo"
+
+    def __init__(self, start_urls: str | list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(start_urls, str):
+            start_urls = [url for url in start_urls.split(",") if url]
+        self.start_urls = list(start_urls or [])
+        self.fetched: list[str] = []  # URLs whose response reached parse()
+        self.blocked: list[Blocked] = []  # RobotsTxtForbidden
+        self.unreachable: list[Blocked] = []  # RobotsTxtUnreachable
+        self.failed: list[tuple[str, str]] = []  # any other error
+
+    async def start(self) -> AsyncIterator[Any]:
+        if not self.start_urls:
+            self.logger.warning("No start URLs: run `python -m example_project.demo`, or pass -a start_urls=...")
+        for url in self.start_urls:
+            yield scrapy.Request(url, callback=self.parse, errback=self.on_error)
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        self.fetched.append(response.url)
+        yield {"url": response.url, "status": response.status, "title": response.css("title::text").get()}
+        here = urlsplit(response.url)[:2]
+        for href in response.css("a::attr(href)").getall():
+            url = response.urljoin(href)
+            if urlsplit(url)[:2] == here:  # same scheme and host:port
+                yield scrapy.Request(url, callback=self.parse, errback=self.on_error)
+
+    def on_error(self, failure: Failure) -> None:
+        url = failure.request.url  # type: ignore[attr-defined]
+        error = failure.value
+        if isinstance(error, RobotsTxtForbidden):
+            # error.verdict.rule is the deciding Rule(allow, pattern, line); str() of the
+            # verdict reads "Disallow: /private/, line 6".
+            self.blocked.append(Blocked(url, str(error.verdict), error.robots_url, error.verdict.token))
+            self.logger.info("Blocked by %s of %s: %s", error.verdict, error.robots_url, url)
+        elif isinstance(error, RobotsTxtUnreachable):
+            self.unreachable.append(Blocked(url, error.reason, error.robots_url))
+            self.logger.warning("Dropped, robots.txt unreachable (%s): %s", error.reason, url)
+        else:
+            self.failed.append((url, f"{type(error).__name__}: {error}"))
+            self.logger.warning("Failed: %s: %r", url, error)

@@ -1,0 +1,139 @@
+"""``python -m example_project.demo`` (``make demo``) runs offline and its summary
+shows what RFC 9309 makes the middleware do on each demo origin."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def demo() -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "example_project.demo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def sections(demo: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """The summary cut into ``{"ordinary": "...", ..., "stats": "..."}``."""
+    assert demo.returncode == 0, f"stdout:\n{demo.stdout}\nstderr:\n{demo.stderr}"
+    found: dict[str, str] = {}
+    name = None
+    for line in demo.stdout.splitlines():
+        header = re.match(r"\[\d+\] ([\w-]+):", line)
+        if header or line == "stats:":
+            name = header.group(1) if header else "stats"
+            found[name] = ""
+        elif name is not None:
+            found[name] += line + "\n"
+    return found
+
+
+def fetched(section: str) -> set[str]:
+    match = re.search(r"^\s*fetched \(\d+\): (.*)$", section, re.M)
+    assert match, section
+    return set() if match.group(1) == "none" else set(match.group(1).split(", "))
+
+
+def blocked(section: str) -> dict[str, str]:
+    """Blocked path -> the rule that blocked it (``"Disallow: /x/, line 2"``)."""
+    return dict(re.findall(r"^ {6}(\S+)\s+by (.+?) \(group '[^']*'\)$", section, re.M))
+
+
+def test_demo_runs_offline_and_quickly(demo: subprocess.CompletedProcess[str], sections: dict[str, str]) -> None:
+    assert "Traceback" not in demo.stderr, demo.stderr
+    elapsed = float(re.search(r"crawl finished in ([\d.]+) s \(finished\)", demo.stdout).group(1))  # type: ignore[union-attr]
+    assert elapsed < 30
+    assert set(sections) >= {
+        "ordinary", "missing", "recovering", "redirected", "oversized", "slow-crawl", "ai-prefs", "stats",
+    }
+    assert "!!" not in demo.stdout  # no blocked page reached a server
+    assert "other errors" not in demo.stdout
+
+
+def test_ordinary_rules_block_with_their_line(sections: dict[str, str]) -> None:
+    ordinary = sections["ordinary"]
+    assert "access result: parsed (status 200" in ordinary
+    assert "rules of group 'demobot' apply" in ordinary
+    assert blocked(ordinary) == {
+        "/private/": "Disallow: /private/, line 6",
+        "/private/salaries.html": "Disallow: /private/, line 6",
+        "/docs/manual.pdf": "Disallow: /*.pdf$, line 8",
+        "/search?q=robots": "Disallow: /search, line 9",
+    }
+    # Allow: /private/press/ is longer than Disallow: /private/, so it wins.
+    assert fetched(ordinary) == {"/", "/about.html", "/docs/", "/docs/manual.html", "/private/press/kit.html"}
+    assert re.search(r"sitemaps: http://127\.0\.0\.1:\d+/sitemap\.xml", ordinary)
+    assert "held: none" in ordinary
+
+
+def test_missing_robots_txt_allows_everything(sections: dict[str, str]) -> None:
+    missing = sections["missing"]
+    assert "access result: unavailable (status 404)" in missing
+    assert fetched(missing) == {"/", "/shop.html", "/private/ledger.html"}
+    assert "blocked (0): none" in missing
+    assert "not obeyed" in missing
+
+
+def test_recovering_requests_are_held_then_released(sections: dict[str, str]) -> None:
+    recovering = sections["recovering"]
+    assert "robots.txt served: 503, 503, 200" in recovering
+    assert re.search(r"held \(1\): / for \d+\.\d s", recovering)
+    assert "released (1): /" in recovering
+    assert fetched(recovering) == {"/", "/news.html"}
+    assert blocked(recovering) == {"/drafts/next-week.html": "Disallow: /drafts/, line 2"}
+
+
+def test_redirected_rules_apply_to_the_initial_origin(sections: dict[str, str]) -> None:
+    redirected = sections["redirected"]
+    assert re.search(r"robots\.txt served: 301 -> /old/robots\.txt, 302 -> http://127\.0\.0\.5:\d+/shared/robots\.txt",
+                     redirected)
+    assert "redirects followed: 2" in redirected
+    assert blocked(redirected) == {
+        "/members/": "Disallow: /members/, line 2",
+        "/members/profile.html": "Disallow: /members/, line 2",
+    }
+    assert fetched(redirected) == {"/", "/blog.html"}
+    assert "requests received: /shared/robots.txt (200)" in sections["rules-host"]
+
+
+def test_oversized_robots_txt_is_cut_at_the_limit(sections: dict[str, str]) -> None:
+    oversized = sections["oversized"]
+    assert "only the first 512,000 bytes read" in oversized
+    assert "'Disallow: /beyond-limit/' sits at byte" in oversized and ": not obeyed" in oversized
+    assert "/beyond-limit/page.html" in fetched(oversized)
+    assert blocked(oversized) == {"/top-secret/plans.html": "Disallow: /top-secret/, line 3"}
+
+
+def test_crawl_delay_and_ai_preferences_are_shown(sections: dict[str, str]) -> None:
+    slow = sections["slow-crawl"]
+    assert "Crawl-delay for DemoBot: 1 s" in slow
+    assert fetched(slow) == {"/", "/p1.html", "/p2.html", "/p3.html"}
+    assert blocked(slow) == {"/admin/": "Disallow: /admin/, line 3"}
+    prefs = sections["ai-prefs"]
+    assert "Content-Usage for DemoBot: 'train-ai=n' (line 2)" in prefs
+    assert fetched(prefs) == {"/", "/articles/1.html", "/articles/2.html"}
+
+
+def test_stats(sections: dict[str, str]) -> None:
+    stats = dict(re.findall(r"^\s+(\S+): (.*)$", sections["stats"], re.M))
+    assert stats["finish_reason"] == "finished"
+    assert stats["robotstxt/held"] == "1"
+    assert stats["robotstxt/released"] == "1"
+    assert stats["robotstxt/truncated"] == "1"
+    assert stats["robotstxt/unavailable"] == "1"
+    assert stats["robotstxt/unreachable"] == "2"
+    assert stats["robotstxt/redirect_count"] == "2"
+    assert stats["robotstxt/forbidden"] == "9"
