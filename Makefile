@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test lint bench venv clean
+.PHONY: demo test lint bench venv clean crawl-real
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,3 +28,7 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Try the example project's spider against real sites (needs network).
+crawl-real: venv
+	cd example_project && PYTHONPATH=.. ../$(BIN)/scrapy crawl real_sites
