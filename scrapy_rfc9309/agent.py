@@ -63,7 +63,7 @@ def product_token(user_agent: str | bytes | None) -> str:
     top_level = _COMMENT.sub(" ", user_agent)
     for word in top_level.split():
         name = _name_of_product(word) if "/" in word else _token_prefix(word)
-        if name and name != "mozilla":
+        if name and name not in ("mozilla", "compatible"):
             return name
     return ""
 

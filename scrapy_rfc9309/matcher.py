@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from .urlnorm import canonical_path, path_of
 
-__all__ = ["Matcher", "Rule", "compile_pattern", "glob_match"]
+__all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "piece_forms"]
 
 #: Decisions a matcher makes before it is promoted to the single-regex tier; the
 #: promotion costs about as much as a few hundred decisions of the first tier.
@@ -60,45 +60,89 @@ class _Wildcard(NamedTuple):
     priority: int
     allow: bool
     rule: Rule
-    pieces: list[str]
+    pieces: list[str | tuple[str, str]]
     anchored: bool
-    needle: str  # the longest piece: a path without it cannot match
+    needle: str  # the longest plain piece: a path without it cannot match
 
 
-def compile_pattern(pattern: str) -> tuple[list[str], bool]:
-    """Split a pattern at its ``*`` wildcards and trailing ``$`` anchor and bring
-    each literal piece to canonical form (``%2A`` and ``%24`` become literal
-    ``*`` and ``$``). Returns ``(pieces, anchored)``."""
+def piece_forms(pattern: str) -> tuple[list[tuple[str, str]], bool]:
+    """Split a pattern at its ``*`` wildcards and trailing ``$`` anchor, and give
+    each literal piece in canonical form twice: as it reads where it lands in the
+    path, and where it lands in the query (``%2F`` stays encoded in a path but
+    equals ``/`` in a query, and a ``*`` can cross the URL's ``?``). The two forms
+    differ only for a piece after a ``*`` and before any ``?`` of the pattern.
+    ``%2A`` and ``%24`` become literal ``*`` and ``$``. Returns ``(forms, anchored)``."""
     anchored = pattern.endswith("$")
     if anchored:
         pattern = pattern[:-1]
-    pieces = []
+    forms = []
     in_query = False
     for raw in pattern.split("*"):
-        pieces.append(canonical_path(raw, in_query))
+        query_form = canonical_path(raw, True)
+        forms.append((query_form if in_query else canonical_path(raw), query_form))
         in_query = in_query or "?" in raw
-    return pieces, anchored
+    return forms, anchored
 
 
-def glob_match(path: str, pieces: Sequence[str], anchored: bool) -> bool:
-    """Whether a pattern split at its wildcards matches from the start of ``path``."""
+def compile_pattern(pattern: str) -> tuple[list[str], bool]:
+    """The pattern's pieces in their path form (see :func:`piece_forms`); the
+    priority of a rule is counted on these. Returns ``(pieces, anchored)``."""
+    forms, anchored = piece_forms(pattern)
+    return [path_form for path_form, _ in forms], anchored
+
+
+def glob_match(path: str, pieces: Sequence[str | tuple[str, str]], anchored: bool) -> bool:
+    """Whether a pattern split at its wildcards matches from the start of ``path``.
+    A piece is a string, or a ``(path form, query form)`` pair when the two differ."""
+    if any(type(piece) is tuple for piece in pieces):
+        return _glob_two_forms(path, pieces, anchored)
     first = pieces[0]
-    if not path.startswith(first):
+    if not path.startswith(first):  # type: ignore[arg-type]
         return False
     last = len(pieces) - 1
     if last == 0:
         return not anchored or len(path) == len(first)
     pos = len(first)
     for index in range(1, last):
-        piece = pieces[index]
+        piece: str = pieces[index]  # type: ignore[assignment]
         pos = path.find(piece, pos)
         if pos < 0:
             return False
         pos += len(piece)
-    tail = pieces[last]
+    tail: str = pieces[last]  # type: ignore[assignment]
     if anchored:
         return len(path) - len(tail) >= pos and path.endswith(tail)
     return path.find(tail, pos) >= 0
+
+
+def _glob_two_forms(path: str, pieces: Sequence[str | tuple[str, str]], anchored: bool) -> bool:
+    """Pieces that start at or before the URL's first ``?`` use their path form,
+    later ones their query form. The pieces in the path come first, so try each
+    split point; within a part, the leftmost occurrence is always the best."""
+    query = path.find("?")
+    if query < 0:
+        query = len(path)
+    count = len(pieces)
+    for split in range(count, 0, -1):  # pieces[:split] start in the path
+        pos = 0
+        for index, piece in enumerate(pieces):
+            in_path = index < split
+            text = piece if type(piece) is str else piece[0 if in_path else 1]  # type: ignore[index]
+            low = pos if in_path else max(pos, query + 1)
+            if index == 0:
+                start = 0 if path.startswith(text) else -1  # type: ignore[arg-type]
+            elif index == count - 1 and anchored:
+                start = len(path) - len(text)
+                if start < low or not path.endswith(text):  # type: ignore[arg-type]
+                    start = -1
+            else:
+                start = path.find(text, low)  # type: ignore[arg-type]
+            if start < 0 or (in_path and start > query):
+                break
+            pos = start + len(text)
+        else:
+            return not anchored or count > 1 or pos == len(path)
+    return False
 
 
 class Matcher:
@@ -111,15 +155,19 @@ class Matcher:
         literals: dict[str, Rule] = {}
         wildcards: list[_Wildcard] = []
         for allow, pattern, line in rules:
-            pieces, anchored = compile_pattern(pattern)
-            if len(pieces) == 1 and not anchored:
-                key = pieces[0]
+            forms, anchored = piece_forms(pattern)
+            if len(forms) == 1 and not anchored:
+                key = forms[0][0]
                 if key and ((prev := literals.get(key)) is None or (allow and not prev.allow)):
                     literals[key] = Rule(allow, pattern, line)
                 continue
-            # Priority: the length of the canonical pattern, wildcards and anchor included.
-            priority = sum(map(len, pieces)) + len(pieces) - 1 + anchored
-            needle = max(pieces, key=len)
+            # Priority: the length of the canonical pattern (path forms), wildcards
+            # and anchor included.
+            priority = sum(len(path_form) for path_form, _ in forms) + len(forms) - 1 + anchored
+            # The first piece always starts the path: only later ones have two forms.
+            pieces: list[str | tuple[str, str]] = [forms[0][0]]
+            pieces += [p if p == q else (p, q) for p, q in forms[1:]]
+            needle = max((p for p in pieces if type(p) is str), key=len, default="")
             wildcards.append(_Wildcard(priority, allow, Rule(allow, pattern, line), pieces, anchored, needle))
         wildcards.sort(key=lambda w: (-w.priority, not w.allow))
         self._keys = sorted(literals)
@@ -213,6 +261,8 @@ def _fast_decider(
 ) -> Callable[[str | bytes], bool]:
     exact_allowed = matcher.exact_allowed
     wildcards = matcher._wildcards
+    # Wildcard rules whose regex is a superset (a piece with two forms).
+    two_forms = [w.pieces for w in wildcards if any(type(p) is tuple for p in w.pieces)]
 
     def allowed(url: str | bytes) -> bool:
         try:
@@ -230,7 +280,9 @@ def _fast_decider(
             if allow_of[found.group(1)]:
                 return True
         else:
-            priority, allow, _rule, _pieces, _anchored, _needle = wildcards[group - 2]
+            priority, allow, _rule, pieces, _anchored, _needle = wildcards[group - 2]
+            if pieces in two_forms:
+                return exact_allowed(url)
             literal = found.group(1)
             if literal is not None and (len(literal), allow_of[literal]) > (priority, allow):
                 allow = allow_of[literal]
@@ -245,10 +297,17 @@ def _allow_all(url: str | bytes) -> bool:
     return True
 
 
-def _regex_source(pieces: list[str], anchored: bool) -> str:
+def _regex_source(pieces: list[str | tuple[str, str]], anchored: bool) -> str:
     """The regex of a wildcard pattern; empty pieces add nothing to what matches
-    (``/a**b`` is ``/a*b``, and a trailing ``*`` without ``$`` is no constraint)."""
-    escape = re.escape
+    (``/a**b`` is ``/a*b``, and a trailing ``*`` without ``$`` is no constraint).
+    A piece with two forms matches either, anywhere: a superset that the fast
+    tier hands to the exact tier."""
+
+    def escape(piece: str | tuple[str, str]) -> str:
+        if type(piece) is str:
+            return re.escape(piece)
+        return "(?:" + "|".join(map(re.escape, piece)) + ")"
+
     last = len(pieces) - 1
     if not anchored:
         while last > 0 and not pieces[last]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .agent import token_of_line
+from .urlnorm import utf8_octets
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_BYTES", "Group", "ParseResult", "parse_body"]
 
@@ -108,7 +109,7 @@ def _prepare(body: bytes, max_bytes: int) -> tuple[str, bool]:
 def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResult:
     """Parse robots.txt content; never raises on any content."""
     if isinstance(body, str):
-        body = body.encode("utf-8", "surrogateescape")
+        body = utf8_octets(body)
     result = ParseResult()
     result.size = len(body)
     text, result.truncated = _prepare(body, max_bytes)

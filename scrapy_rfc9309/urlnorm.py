@@ -50,9 +50,18 @@ def _encode_non_ascii(text: str) -> str:
         if ch < "\x80":
             out.append(ch)
         else:
-            for octet in ch.encode("utf-8", "surrogateescape"):
+            for octet in utf8_octets(ch):
                 out.append(f"%{octet:02X}")
     return "".join(out)
+
+
+def utf8_octets(text: str) -> bytes:
+    """UTF-8 octets; undecodable bytes kept by ``surrogateescape`` come back as
+    themselves, and any other lone surrogate as its (invalid) 3-byte form."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _decode_escapes(text: str, table: dict[str, str]) -> str:
