@@ -39,7 +39,11 @@ logger = logging.getLogger(__name__)
 
 #: Request meta key: the product token (or User-Agent string) to obey for this request.
 AGENT_META = "robotstxt_user_agent"
-_CLOSING = object()
+
+
+class _Closing(Exception):
+    """The spider started closing while a request waited."""
+
 _CLOSE_POLL = 0.2
 
 
@@ -122,24 +126,12 @@ class RobotsTxtMiddleware:
         self._log_agent(agent)
         held_since: float | None = None
         while True:
-            now = time.time()
-            state = self.store.get(origin)
-            if state is None or (state.expired(now) and state.decision(now, self.policy) is not Decision.RULES):
-                if state is not None and origin not in self._inflight:
-                    self._inc("refetch" if state.access is not Access.UNREACHABLE else "retry")
-                self._start_fetch(origin, request)
-                if state is None or state.access is not Access.UNREACHABLE:
-                    state = await self._wait_for_state(request, origin, None)
-                    if state is _CLOSING:
-                        self._drop(request, origin, "was still being fetched when the spider closed", "closing")
-                    if state is None:
-                        continue
-            elif state.expired(now):
-                # Unreachable, judged by the last good copy: retry in the background.
-                self._inc("retry")
-                self._start_fetch(origin, request)
-            else:
-                self._inc("cache_hit")
+            try:
+                state = await self._current_state(request, origin)
+            except _Closing:
+                self._drop(request, origin, "was still being fetched when the spider closed", "closing")
+            if state is None:
+                continue
             decision = state.decision(time.time(), self.policy)
             if decision is Decision.HOLD:
                 if held_since is None:
@@ -151,19 +143,39 @@ class RobotsTxtMiddleware:
                 if remaining <= 0:
                     self._drop(request, origin, f"unreachable for {self.policy.max_wait:g} s", "max_wait")
                 self._schedule_retry(origin, state)
-                new_state = await self._wait_for_state(request, origin, remaining, holding=True)
-                if new_state is _CLOSING:
+                try:
+                    await self._wait_for_state(request, origin, remaining, holding=True)
+                except _Closing:
                     self._drop(request, origin, "the spider is closing", "closing")
                 continue
             if held_since is not None:
                 self._inc("released")
             if decision is Decision.ALLOW_ALL:
                 return None
-            assert state.robots is not None
             robots = state.robots
+            assert robots is not None
             if robots.allowed(request.url, agent):
                 return None
             self._forbid(request, origin, robots.verdict(request.url, agent))
+
+    async def _current_state(self, request: Request, origin: Origin) -> OriginState | None:
+        """The origin's state, fetched (and waited for) when there is none or it
+        expired; an unreachable origin's retry is started but not waited for."""
+        now = time.time()
+        state = self.store.get(origin)
+        if state is None:
+            self._start_fetch(origin, request)
+            return await self._wait_for_state(request, origin, None)
+        if not state.expired(now):
+            self._inc("cache_hit")
+            return state
+        if origin not in self._inflight:
+            self._inc("retry" if state.access is Access.UNREACHABLE else "refetch")
+            self._start_fetch(origin, request)
+        if state.access is Access.UNREACHABLE:
+            # Judged by the last good copy, or held, while the retry runs.
+            return state
+        return await self._wait_for_state(request, origin, None)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         self._reattach(request)
@@ -239,7 +251,7 @@ class RobotsTxtMiddleware:
                 self._inc("retry")
                 self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
 
-        self._retry_calls[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined]
+        self._retry_calls[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined,arg-type]
 
     # -- waiting ----------------------------------------------------------------------
     def _notify(self, origin: Origin, value: Any) -> None:
@@ -248,10 +260,10 @@ class RobotsTxtMiddleware:
                 waiter.callback(value)
 
     async def _wait_for_state(self, request: Request, origin: Origin, timeout: float | None,
-                              holding: bool = False) -> Any:
+                              holding: bool = False) -> OriginState | None:
         """Wait, out of the downloader's active set, until the origin's state
-        changes (the value is the new state), the timeout passes (None) or the
-        spider closes (``_CLOSING``)."""
+        changes (returns the new state) or the timeout passes (returns None).
+        Raises :class:`_Closing` when the spider starts closing meanwhile."""
         from twisted.internet import reactor
 
         waiter: defer.Deferred[Any] = defer.Deferred()
@@ -264,7 +276,7 @@ class RobotsTxtMiddleware:
             self._held += 1
         self._watch_close()
         try:
-            return await maybe_deferred_to_future(waiter)
+            value = await maybe_deferred_to_future(waiter)
         except (defer.CancelledError, TxTimeoutError):
             return None
         finally:
@@ -275,6 +287,9 @@ class RobotsTxtMiddleware:
             if waiters and waiter in waiters:
                 waiters.remove(waiter)
             self._reattach(request)
+        if isinstance(value, _Closing):
+            raise value
+        return value
 
     def _detach(self, request: Request) -> None:
         engine = self.crawler.engine
@@ -318,7 +333,7 @@ class RobotsTxtMiddleware:
                 call.cancel()
         self._retry_calls.clear()
         for origin in list(self._waiters):
-            self._notify(origin, _CLOSING)
+            self._notify(origin, _Closing())
 
     def _spider_closed(self, spider: Any = None) -> None:
         self._release_all()
