@@ -20,7 +20,7 @@ demo: venv
 	$(BIN)/python -m example_project.demo
 
 test: venv
-	$(BIN)/ruff check scrapy_rfc9309 tests benchmarks example_project
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 bench: venv
