@@ -26,6 +26,9 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTSTXT_RETRY_MAX_DELAY": 600.0,
     "ROBOTSTXT_MAX_WAIT": 900.0,
     "ROBOTSTXT_KEEP_CACHED": 30 * DAY,
+    "ROBOTSTXT_CRAWL_DELAY": False,
+    "ROBOTSTXT_CRAWL_DELAY_MAX": 60.0,
+    "ROBOTSTXT_USAGE_DENY": [],
 }
 
 
@@ -55,6 +58,9 @@ class Config:
     max_size: int
     cache_size: int
     policy: Policy
+    crawl_delay: bool = False
+    crawl_delay_max: float = 60.0
+    usage_deny: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -83,9 +89,23 @@ class Config:
             keep_cached=_number(settings, "ROBOTSTXT_KEEP_CACHED", float, 0),
             max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT", float, 0, strict=True),
         )
+        try:
+            crawl_delay = settings.getbool("ROBOTSTXT_CRAWL_DELAY", False)
+        except ValueError:
+            raise RobotsTxtConfigError(
+                f"ROBOTSTXT_CRAWL_DELAY must be True or False, got {settings.get('ROBOTSTXT_CRAWL_DELAY')!r}"
+            ) from None
+        deny = settings.get("ROBOTSTXT_USAGE_DENY") or []
+        if isinstance(deny, str):
+            deny = [part.strip() for part in deny.split(",") if part.strip()]
+        if not isinstance(deny, (list, tuple)) or not all(isinstance(item, str) and item for item in deny):
+            raise RobotsTxtConfigError(f"ROBOTSTXT_USAGE_DENY must be a list of category names, got {deny!r}")
         return cls(
             user_agent=user_agent or None,
             max_size=max_size,
             cache_size=_number(settings, "ROBOTSTXT_CACHE_SIZE", int, 1),
             policy=policy,
+            crawl_delay=crawl_delay,
+            crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX", float, 0, strict=True),
+            usage_deny=tuple(item.lower() for item in deny),
         )

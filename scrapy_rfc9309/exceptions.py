@@ -9,7 +9,7 @@ from scrapy.exceptions import IgnoreRequest
 if TYPE_CHECKING:
     from .robotstxt import Verdict
 
-__all__ = ["RobotsTxtConfigError", "RobotsTxtForbidden", "RobotsTxtUnreachable"]
+__all__ = ["RobotsTxtConfigError", "RobotsTxtForbidden", "RobotsTxtUnreachable", "RobotsTxtUsageDenied"]
 
 
 class RobotsTxtConfigError(ValueError):
@@ -35,3 +35,13 @@ class RobotsTxtUnreachable(IgnoreRequest):
         super().__init__(message)
         self.robots_url = robots_url
         self.reason = reason
+
+
+class RobotsTxtUsageDenied(IgnoreRequest):
+    """Dropped because the applicable usage preference (``Content-Usage`` /
+    ``Content-Signal``) says ``n`` for a category listed in ``ROBOTSTXT_USAGE_DENY``."""
+
+    def __init__(self, message: str, preference: object, robots_url: str) -> None:
+        super().__init__(message)
+        self.preference = preference
+        self.robots_url = robots_url

@@ -19,10 +19,11 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import defer, task
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
+from . import signals as rfc_signals
 from .access import Access, Decision, OriginState
 from .agent import product_token
 from .config import Config
-from .exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
+from .exceptions import RobotsTxtForbidden, RobotsTxtUnreachable, RobotsTxtUsageDenied
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .scrapy_parser import RobotParser
@@ -39,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 #: Request meta key: the product token (or User-Agent string) to obey for this request.
 AGENT_META = "robotstxt_user_agent"
+#: Request (and so response) meta key set to the applicable usage preference.
+USAGE_META = "robotstxt_usage"
 
 
 class _Closing(Exception):
@@ -70,9 +73,15 @@ class RobotsTxtMiddleware:
         self._closing = False
         self._close_watch: task.LoopingCall | None = None
         self._agents_logged: set[str] = set()
+        self._slot_floors: dict[str, float] = {}
+        self._slot_delays: dict[str, float] = {}
+        self._capped_logged: set[Origin] = set()
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._request_left_downloader, signal=signals.request_left_downloader)
+        if self.config.crawl_delay:
+            # Connected after AutoThrottle's handler, so it runs after it.
+            crawler.signals.connect(self._keep_crawl_delay, signal=signals.response_downloaded)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -154,9 +163,13 @@ class RobotsTxtMiddleware:
                 return None
             robots = state.robots
             assert robots is not None
-            if robots.allowed(request.url, agent):
-                return None
-            self._forbid(request, origin, robots.verdict(request.url, agent))
+            if not robots.allowed(request.url, agent):
+                self._forbid(request, origin, robots.verdict(request.url, agent))
+            if self.config.crawl_delay:
+                self._apply_crawl_delay(request, origin, robots.crawl_delay(agent))
+            if robots.has_usage(agent):
+                self._apply_usage(request, origin, robots, agent)
+            return None
 
     async def _current_state(self, request: Request, origin: Origin) -> OriginState | None:
         """The origin's state, fetched (and waited for) when there is none or it
@@ -176,6 +189,97 @@ class RobotsTxtMiddleware:
             # Judged by the last good copy, or held, while the retry runs.
             return state
         return await self._wait_for_state(request, origin, None)
+
+    # -- public API -------------------------------------------------------------------
+    def state_for(self, url: str) -> OriginState | None:
+        """The cached state of the origin of ``url`` (no fetch), or None."""
+        origin = Origin.from_url(url)
+        return None if origin is None else self.store.get(origin)
+
+    async def fetch_state(self, url: str) -> OriginState | None:
+        """The state of the origin of ``url``, fetching its robots.txt through the
+        engine (once, shared with the requests waiting for it) when it is not
+        cached or expired. None for a URL without an http(s) origin."""
+        origin = Origin.from_url(url)
+        if origin is None or origin.scheme not in ("http", "https"):
+            return None
+        probe = Request(origin.robots_url, dont_filter=True)
+        state = None
+        while state is None:
+            state = await self._current_state(probe, origin)
+        return state
+
+    def sitemaps_for(self, url: str) -> list[str]:
+        """Sitemap URLs of the cached robots.txt of the origin of ``url``."""
+        state = self.state_for(url)
+        robots = None if state is None else state.robots
+        return [] if robots is None else list(robots.sitemaps)
+
+    # -- Crawl-delay and usage preferences ----------------------------------------------
+    def _apply_crawl_delay(self, request: Request, origin: Origin, delay: float | None) -> None:
+        """Never faster than the site asks: raise the request's download slot delay
+        to the group's Crawl-delay (capped), keeping the slot's jitter but raising
+        the delay so that the shortest randomised gap is still the Crawl-delay."""
+        if not delay:
+            return
+        cap = self.config.crawl_delay_max
+        if delay > cap:
+            if origin not in self._capped_logged:
+                self._capped_logged.add(origin)
+                logger.info("robots.txt of %s asks for Crawl-delay %g s; capped at ROBOTSTXT_CRAWL_DELAY_MAX %g s",
+                            origin, delay, cap, extra=self._log_extra)
+                self._inc("crawl_delay_capped")
+            delay = cap
+        engine = self.crawler.engine
+        assert engine is not None
+        downloader = engine.downloader
+        key = downloader.get_slot_key(request)
+        if self._slot_floors.get(key) == delay:
+            return
+        settings = downloader.per_slot_settings.setdefault(key, {})
+        configured = float(settings.get("configured_delay", settings.get("delay", downloader._delay)))
+        settings["configured_delay"] = configured
+        jitter = float(settings.get("jitter", downloader._jitter))
+        if jitter >= 1:
+            settings["jitter"] = jitter = 0.0
+        floor = max(configured, delay / (1 - jitter)) if jitter > 0 else max(configured, delay)
+        settings["delay"] = floor
+        slot = downloader.slots.get(key)
+        if slot is not None:
+            slot.delay = max(slot.delay, floor) if self._slot_floors.get(key) is None else floor
+            slot.jitter = jitter
+        self._slot_floors[key] = delay
+        self._slot_delays[key] = floor
+        self._inc("crawl_delay_applied")
+        logger.debug("Crawl-delay %g s of %s applied to download slot %r (delay %g s)", delay, origin, key, floor,
+                     extra=self._log_extra)
+
+    def _keep_crawl_delay(self, response: Response, request: Request, spider: Any = None) -> None:
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        key = request.meta.get("download_slot")
+        if key is None:
+            return
+        floor = self._slot_delays.get(key)
+        if floor is not None:
+            slot = engine.downloader.slots.get(key)
+            if slot is not None and slot.delay < floor:
+                slot.delay = floor
+
+    def _apply_usage(self, request: Request, origin: Origin, robots: Any, agent: str | bytes) -> None:
+        preference = robots.usage(request.url, agent)
+        if not preference:
+            return
+        request.meta[USAGE_META] = preference
+        self.crawler.signals.send_catch_log(rfc_signals.robotstxt_content_usage, request=request,
+                                            preference=preference)
+        for category in self.config.usage_deny:
+            if preference.denies(category):
+                self._inc("usage_denied")
+                message = f"Usage preference denies {category}: {request} ({preference} of {origin.robots_url})"
+                logger.debug(message, extra=self._log_extra)
+                raise RobotsTxtUsageDenied(message, preference, origin.robots_url)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         self._reattach(request)
@@ -219,6 +323,13 @@ class RobotsTxtMiddleware:
                 outcome, now, self.policy)
             self.store.put(origin, state)
             self._inc(outcome.access.value)
+            trigger = self._triggers.get(origin)
+            await self.crawler.signals.send_catch_log_async(
+                signal=rfc_signals.robotstxt_fetched, origin=origin, state=state, request=trigger)
+            if state.robots is not None and state.robots.sitemaps and outcome.access is Access.PARSED:
+                await self.crawler.signals.send_catch_log_async(
+                    signal=rfc_signals.robotstxt_sitemaps, origin=origin, sitemaps=list(state.robots.sitemaps),
+                    request=trigger)
             if outcome.access is Access.PARSED:
                 assert state.robots is not None
                 parser = RobotParser.from_robots(state.robots, self.crawler.spider)

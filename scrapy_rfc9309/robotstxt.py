@@ -8,6 +8,7 @@ from .agent import product_token
 from .matcher import Matcher, Rule
 from .parser import DEFAULT_MAX_BYTES, Group, parse_body
 from .urlnorm import path_of
+from .usage import UsagePreference, applicable
 
 __all__ = ["RobotsTxt", "Verdict", "parse"]
 
@@ -42,13 +43,16 @@ class Verdict:
 class _MergedGroup:
     """All groups that apply to one product token, merged (RFC 9309, 2.2.1)."""
 
-    __slots__ = ("groups", "matcher", "token")
+    __slots__ = ("groups", "matcher", "token", "usage_records")
 
     def __init__(self, token: str, groups: list[Group]) -> None:
         self.token = token
         self.groups = groups
         rules = [rule for group in groups for rule in group.rules]
         self.matcher = Matcher(rules)
+        self.usage_records = [
+            record for group in groups for record in group.records if record[0] in ("content-usage", "content-signal")
+        ]
 
     def records(self, name: str) -> list[tuple[str, int]]:
         return [(value, line) for group in self.groups for key, value, line in group.records if key == name]
@@ -143,6 +147,20 @@ class RobotsTxt:
         """Values and line numbers of a group record (``crawl-delay``,
         ``content-usage``, ``content-signal``) in the agent's merged group."""
         return self._group_for(user_agent).records(name)
+
+    def usage(self, url: str | bytes, user_agent: str | bytes | None) -> UsagePreference:
+        """The ``Content-Usage`` / ``Content-Signal`` preferences of the agent's
+        group that apply to ``url`` (empty when the group has none)."""
+        records = self._group_for(user_agent).usage_records
+        if not records:
+            return UsagePreference()
+        if not isinstance(url, str):
+            url = url.decode("utf-8", "surrogateescape")
+        return applicable(records, path_of(url))
+
+    def has_usage(self, user_agent: str | bytes | None) -> bool:
+        """Whether the agent's group has any usage-preference record."""
+        return bool(self._group_for(user_agent).usage_records)
 
     @property
     def agents(self) -> list[str]:

@@ -1,0 +1,24 @@
+"""Signals sent by the middleware, in addition to Scrapy's ``robots_parsed``.
+
+Connect with ``crawler.signals.connect(handler, signal=scrapy_rfc9309.signals.robotstxt_fetched)``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["robotstxt_content_usage", "robotstxt_fetched", "robotstxt_sitemaps"]
+
+#: Sent after every robots.txt fetch, whatever its result, with keyword
+#: arguments ``origin`` (a :class:`scrapy_rfc9309.origin.Origin`), ``state`` (the
+#: origin's :class:`scrapy_rfc9309.access.OriginState`: ``access``, ``robots``,
+#: ``outcome`` with status, redirects and truncation, ``expires_at``) and
+#: ``request`` (the request that caused the fetch, or None).
+robotstxt_fetched = object()
+
+#: Sent when a fetched robots.txt lists Sitemap URLs, with ``origin``,
+#: ``sitemaps`` (list of URLs, file order, no duplicates) and ``request``.
+robotstxt_sitemaps = object()
+
+#: Sent for a request whose applicable group carries a usage preference
+#: (``Content-Usage`` or ``Content-Signal``), with ``request`` and ``preference``
+#: (a :class:`scrapy_rfc9309.usage.UsagePreference`).
+robotstxt_content_usage = object()

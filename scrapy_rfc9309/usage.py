@@ -1,0 +1,100 @@
+"""Usage preferences in robots.txt: the AIPREF ``Content-Usage`` record
+(draft-ietf-aipref-attach) and the ``Content-Signal`` record.
+
+Both are group records (they never end a group). A value may start with a path
+pattern, which scopes it the way Allow/Disallow patterns are matched (longest
+pattern wins); without one it applies to the whole group::
+
+    Content-Usage: train-ai=n
+    Content-Usage: /public/ train-ai=y
+    Content-Signal: search=yes, ai-train=no
+
+Preferences are ``key=value`` pairs separated by commas; ``y``/``yes`` and
+``n``/``no`` are read as ``y`` and ``n``. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .matcher import glob_match, piece_forms
+
+__all__ = ["UsagePreference", "applicable", "parse_preferences"]
+
+_YES_NO = {"y": "y", "yes": "y", "n": "n", "no": "n"}
+#: Category names that mean the same thing in the two vocabularies.
+_SYNONYMS = {"train-ai": ("train-ai", "ai-train"), "ai-train": ("ai-train", "train-ai")}
+
+
+def parse_preferences(text: str) -> dict[str, str]:
+    """``"train-ai=n, search=yes"`` -> ``{"train-ai": "n", "search": "y"}``."""
+    found: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not key or not sep:
+            continue
+        value = value.strip().strip('"').lower()
+        value = value.split(";")[0].strip()  # drop structured-field parameters
+        found[key] = _YES_NO.get(value, value)
+    return found
+
+
+@dataclass(frozen=True)
+class UsagePreference:
+    """The usage preferences that apply to one URL: per record name
+    (``content-usage``, ``content-signal``) the values and the line they come from."""
+
+    values: dict[str, dict[str, str]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def get(self, category: str) -> str | None:
+        """``"y"``, ``"n"`` (or another value) for a category such as ``train-ai``
+        (``ai-train`` in Content-Signal is the same category), or None."""
+        for name in _SYNONYMS.get(category, (category,)):
+            for record in ("content-usage", "content-signal"):
+                value = self.values.get(record, {}).get(name)
+                if value is not None:
+                    return value
+        return None
+
+    def denies(self, category: str) -> bool:
+        return self.get(category) == "n"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"values": {k: dict(v) for k, v in self.values.items()}, "lines": dict(self.lines)}
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def __str__(self) -> str:
+        parts = []
+        for record, values in self.values.items():
+            text = ", ".join(f"{k}={v}" for k, v in values.items())
+            parts.append(f"{record}: {text} (line {self.lines[record]})")
+        return "; ".join(parts) or "no usage preference"
+
+
+def applicable(records: list[tuple[str, str, int]], path: str) -> UsagePreference:
+    """The preference per record name that applies to a canonical path:
+    the path-scoped record with the longest matching pattern, else the unscoped one."""
+    best: dict[str, tuple[int, dict[str, str], int]] = {}
+    for name, value, line in records:
+        value = value.strip()
+        scope, _, rest = value.partition(" ")
+        if scope.startswith(("/", "*")) and "=" not in scope:
+            forms, anchored = piece_forms(scope)
+            pieces = [forms[0][0]] + [p if p == q else (p, q) for p, q in forms[1:]]
+            if not glob_match(path, pieces, anchored):
+                continue
+            priority = len(scope)
+            prefs = parse_preferences(rest)
+        else:
+            priority = -1
+            prefs = parse_preferences(value)
+        if not prefs:
+            continue
+        current = best.get(name)
+        if current is None or priority > current[0]:
+            best[name] = (priority, prefs, line)
+    return UsagePreference({k: v[1] for k, v in best.items()}, {k: v[2] for k, v in best.items()})
