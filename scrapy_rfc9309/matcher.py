@@ -56,13 +56,11 @@ class Rule(NamedTuple):
         return f"{self.directive}: {self.pattern}, line {self.line}"
 
 
-class _Wildcard(NamedTuple):
-    priority: int
-    allow: bool
-    rule: Rule
-    pieces: list[str | tuple[str, str]]
-    anchored: bool
-    needle: str  # the longest plain piece: a path without it cannot match
+#: A rule as the parser keeps it: ``(allow, pattern, line)``.
+RawRule = tuple[bool, str, int]
+#: A compiled wildcard rule: ``(priority, allow, rule, pieces, anchored, needle)``,
+#: where ``needle`` is the longest plain piece (a path without it cannot match).
+_Wildcard = tuple[int, bool, RawRule, list[str | tuple[str, str]], bool, str]
 
 
 def piece_forms(pattern: str) -> tuple[list[tuple[str, str]], bool]:
@@ -78,8 +76,11 @@ def piece_forms(pattern: str) -> tuple[list[tuple[str, str]], bool]:
     forms = []
     in_query = False
     for raw in pattern.split("*"):
-        query_form = canonical_path(raw, True)
-        forms.append((query_form if in_query else canonical_path(raw), query_form))
+        if "%" not in raw and raw.isascii():  # already canonical, in both forms
+            forms.append((raw, raw))
+        else:
+            query_form = canonical_path(raw, True)
+            forms.append((query_form if in_query else canonical_path(raw), query_form))
         in_query = in_query or "?" in raw
     return forms, anchored
 
@@ -151,16 +152,17 @@ class Matcher:
 
     __slots__ = ("_fast", "_key_rules", "_keys", "_parents", "_uses", "_wildcards", "allowed")
 
-    def __init__(self, rules: Sequence[tuple[bool, str, int]]) -> None:
-        literals: dict[str, Rule] = {}
+    def __init__(self, rules: Sequence[RawRule]) -> None:
+        literals: dict[str, RawRule] = {}
         wildcards: list[_Wildcard] = []
-        for allow, pattern, line in rules:
-            forms, anchored = piece_forms(pattern)
-            if len(forms) == 1 and not anchored:
-                key = forms[0][0]
-                if key and ((prev := literals.get(key)) is None or (allow and not prev.allow)):
-                    literals[key] = Rule(allow, pattern, line)
+        for rule in rules:
+            allow, pattern, _line = rule
+            if "*" not in pattern and not pattern.endswith("$"):
+                key = pattern if "%" not in pattern and pattern.isascii() else canonical_path(pattern)
+                if key and ((prev := literals.get(key)) is None or (allow and not prev[0])):
+                    literals[key] = rule
                 continue
+            forms, anchored = piece_forms(pattern)
             # Priority: the length of the canonical pattern (path forms), wildcards
             # and anchor included.
             priority = sum(len(path_form) for path_form, _ in forms) + len(forms) - 1 + anchored
@@ -168,8 +170,8 @@ class Matcher:
             pieces: list[str | tuple[str, str]] = [forms[0][0]]
             pieces += [p if p == q else (p, q) for p, q in forms[1:]]
             needle = max((p for p in pieces if type(p) is str), key=len, default="")
-            wildcards.append(_Wildcard(priority, allow, Rule(allow, pattern, line), pieces, anchored, needle))
-        wildcards.sort(key=lambda w: (-w.priority, not w.allow))
+            wildcards.append((priority, allow, rule, pieces, anchored, needle))
+        wildcards.sort(key=lambda w: (-w[0], not w[1]))
         self._keys = sorted(literals)
         self._key_rules = [literals[key] for key in self._keys]
         # For each key, the index of the longest other key that prefixes it.
@@ -197,19 +199,23 @@ class Matcher:
             index = self._parents[index]
         return index
 
-    def best_rule(self, path: str) -> Rule | None:
-        """The deciding rule for a canonical path, or None when no rule matches."""
+    def _best(self, path: str) -> RawRule | None:
         index = self._longest_key(path)
         if index < 0:
             best, best_priority = None, -1
         else:
             best, best_priority = self._key_rules[index], len(self._keys[index])
         for priority, allow, rule, pieces, anchored, needle in self._wildcards:
-            if priority <= best_priority and (priority < best_priority or best.allow or not allow):  # type: ignore[union-attr]
+            if priority <= best_priority and (priority < best_priority or best[0] or not allow):  # type: ignore[index]
                 break
             if needle in path and glob_match(path, pieces, anchored):
                 return rule
         return best
+
+    def best_rule(self, path: str) -> Rule | None:
+        """The deciding rule for a canonical path, or None when no rule matches."""
+        best = self._best(path)
+        return None if best is None else Rule(*best)
 
     def exact_allowed(self, url: str | bytes) -> bool:
         if not isinstance(url, str):
@@ -217,8 +223,8 @@ class Matcher:
         path = path_of(url)
         if path == "/robots.txt":
             return True
-        rule = self.best_rule(path)
-        return rule is None or rule.allow
+        rule = self._best(path)
+        return rule is None or rule[0]
 
     def _counting_allowed(self, url: str | bytes) -> bool:
         self._uses += 1
@@ -245,13 +251,13 @@ class Matcher:
         # is the longest literal rule that prefixes the path; groups 2.. mark the
         # wildcard rules, in priority order, and the first one that matches is set
         # (and is then the last group closed, so ``lastindex`` names it).
-        wildcards = "|".join(f"{_regex_source(w.pieces, w.anchored)}()" for w in self._wildcards)
+        wildcards = "|".join(f"{_regex_source(w[3], w[4])}()" for w in self._wildcards)
         source = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(?=/)"
         source += f"(?:(?=({trie}))|)"
         if wildcards:
             source += f"(?:(?={wildcards})|)"
         self._fast = re.compile(source, re.S).match
-        allow_of = {key: rule.allow for key, rule in zip(keys, self._key_rules, strict=False)}
+        allow_of = {key: rule[0] for key, rule in zip(keys, self._key_rules, strict=True)}
         self.allowed = _fast_decider(self._fast, allow_of, self)
         return True
 
@@ -262,7 +268,7 @@ def _fast_decider(
     exact_allowed = matcher.exact_allowed
     wildcards = matcher._wildcards
     # Wildcard rules whose regex is a superset (a piece with two forms).
-    two_forms = [w.pieces for w in wildcards if any(type(p) is tuple for p in w.pieces)]
+    two_forms = [w[3] for w in wildcards if any(type(p) is tuple for p in w[3])]
 
     def allowed(url: str | bytes) -> bool:
         try:

@@ -7,6 +7,7 @@ lookup, so that parsing stays cheap for crawls over millions of hosts.
 from __future__ import annotations
 
 import re
+from array import array
 
 from .agent import token_of_line
 from .urlnorm import utf8_octets
@@ -53,29 +54,36 @@ _WS = "[ \\t\\v\\f]"
 # newline), so the engine never searches: groups are (user-agent key, allow key,
 # disallow key, other known key, value), all empty for any other line. A key is
 # followed by a colon, or (as Google accepts) by whitespace when the value is a
-# single word.
+# single word. The value comes without its trailing whitespace.
 _LINE = re.compile(
     rf"{_WS}*(?:(?:({_keys_regex([k for k, v in KEYS.items() if v == USER_AGENT])})"
     rf"|({_keys_regex([k for k, v in KEYS.items() if v == ALLOW])})"
     rf"|({_keys_regex([k for k, v in KEYS.items() if v == DISALLOW])})"
     rf"|({_keys_regex([k for k, v in KEYS.items() if v > DISALLOW])}))"
-    rf"(?:{_WS}*:|{_WS}+(?=[^ \t\v\f#\n]+{_WS}*(?:#|\n))){_WS}*([^#\n]*)[^\n]*|[^\n]*)\n"
+    rf"(?:{_WS}*:|{_WS}+(?=[^ \t\v\f#\n]+{_WS}*(?:#|\n))){_WS}*([^#\n]*[^ \t\v\f#\n])?[^\n]*|[^\n]*)\n"
 )
 _BOM = b"\xef\xbb\xbf"
-_STRIP = " \t\v\f"
 
 
 class Group:
-    """One group as written: its user-agent tokens (lower-cased), its rules as
-    ``(allow, pattern, line)`` tuples and its other records as
-    ``(name, value, line)`` tuples, in file order."""
+    """One group as written: its user-agent tokens (lower-cased), its rules and
+    its other records as ``(name, value, line)`` tuples, in file order.
 
-    __slots__ = ("agents", "records", "rules")
+    Rules are kept compactly (a pattern list and an array of ``line << 1 | allow``):
+    a broad crawl keeps many parsed files in memory. ``rules`` gives them as
+    ``(allow, pattern, line)`` tuples."""
+
+    __slots__ = ("agents", "codes", "patterns", "records")
 
     def __init__(self) -> None:
         self.agents: list[str] = []
-        self.rules: list[tuple[bool, str, int]] = []
+        self.patterns: list[str] = []
+        self.codes = array("I")
         self.records: list[tuple[str, str, int]] = []
+
+    @property
+    def rules(self) -> list[tuple[bool, str, int]]:
+        return [(bool(code & 1), pattern, code >> 1) for pattern, code in zip(self.patterns, self.codes, strict=True)]
 
 
 class ParseResult:
@@ -116,24 +124,23 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseRe
     groups = result.groups
     by_token = result.by_token
     group: Group | None = None
-    rules: list[tuple[bool, str, int]] = []  # the current group's rules
+    add_pattern = add_code = None  # the current group's appenders
     in_agents = False  # the last user-agent/rule line was a user-agent line
-    lineno = 0
-    for agent_key, allow_key, disallow_key, other_key, value in _LINE.findall(text):
-        lineno += 1
+    for lineno, (agent_key, allow_key, disallow_key, other_key, value) in enumerate(_LINE.findall(text), 1):
         if allow_key or disallow_key:
             if group is not None:
                 in_agents = False
-                value = value.rstrip(_STRIP)
                 if value:
-                    rules.append((not disallow_key, value, lineno))
+                    add_pattern(value)  # type: ignore[misc]
+                    add_code(lineno << 1 | (not disallow_key))  # type: ignore[misc]
         elif agent_key:
             if group is None or not in_agents:
                 group = Group()
-                rules = group.rules
+                add_pattern = group.patterns.append
+                add_code = group.codes.append
                 groups.append(group)
                 in_agents = True
-            token = token_of_line(value.rstrip(_STRIP))
+            token = token_of_line(value)
             if token:
                 group.agents.append(token)
                 same = by_token.get(token)
@@ -142,7 +149,6 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseRe
                 elif same[-1] is not group:
                     same.append(group)
         elif other_key:
-            value = value.rstrip(_STRIP)
             kind = KEYS[other_key.lower()]
             if kind == SITEMAP:
                 if value:

@@ -31,28 +31,19 @@ _KEEP_ENCODED_QUERY = _KEEP_ENCODED_PATH - frozenset(b":/?@")
 
 
 def _build_table(keep: frozenset[int]) -> dict[str, str]:
-    table = {}
+    """``"%xx"`` (any hex case) -> its canonical form; a lone ``"%"`` -> ``"%25"``."""
+    table = {"%": "%25"}
     for hi in _HEX:
         for lo in _HEX:
             octet = int(hi + lo, 16)
-            table[hi + lo] = f"%{octet:02X}" if octet >= 0x80 or octet in keep else chr(octet)
+            table["%" + hi + lo] = f"%{octet:02X}" if octet >= 0x80 or octet in keep else chr(octet)
     return table
 
 
 _DECODE_PATH = _build_table(_KEEP_ENCODED_PATH)
 _DECODE_QUERY = _build_table(_KEEP_ENCODED_QUERY)
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})?")
-
-
-def _encode_non_ascii(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch < "\x80":
-            out.append(ch)
-        else:
-            for octet in utf8_octets(ch):
-                out.append(f"%{octet:02X}")
-    return "".join(out)
+_ESCAPE_SPLIT = re.compile(r"(%[0-9A-Fa-f]{2}|%)")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def utf8_octets(text: str) -> bytes:
@@ -64,12 +55,20 @@ def utf8_octets(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def _decode_escapes(text: str, table: dict[str, str]) -> str:
-    def repl(match: re.Match[str]) -> str:
-        pair = match.group(1)
-        return "%25" if pair is None else table[pair]
+def _percent_encode(match: re.Match[str]) -> str:
+    return "%" + utf8_octets(match.group()).hex("%").upper()
 
-    return _ESCAPE.sub(repl, text)
+
+def _encode_non_ascii(text: str) -> str:
+    # One call per run of non-ASCII characters, not per character.
+    return _NON_ASCII.sub(_percent_encode, text)
+
+
+def _decode_escapes(text: str, table: dict[str, str]) -> str:
+    # Split around the escapes and map them all in C: no Python call per escape.
+    parts = _ESCAPE_SPLIT.split(text)
+    parts[1::2] = map(table.__getitem__, parts[1::2])
+    return "".join(parts)
 
 
 def canonical(text: str, in_query: bool = False) -> str:
@@ -78,10 +77,12 @@ def canonical(text: str, in_query: bool = False) -> str:
     ``in_query`` selects the query table for the whole of ``text``; use
     :func:`canonical_path` for text that may hold both a path and a query.
     """
-    if not text.isascii():
-        text = _encode_non_ascii(text)
+    # Escapes first, on the text as written: the escapes that encoding non-ASCII
+    # characters adds are already canonical.
     if "%" in text:
         text = _decode_escapes(text, _DECODE_QUERY if in_query else _DECODE_PATH)
+    if not text.isascii():
+        text = _encode_non_ascii(text)
     return text
 
 
