@@ -56,11 +56,10 @@ class Rule(NamedTuple):
         return f"{self.directive}: {self.pattern}, line {self.line}"
 
 
-#: A rule as the parser keeps it: ``(allow, pattern, line)``.
-RawRule = tuple[bool, str, int]
-#: A compiled wildcard rule: ``(priority, allow, rule, pieces, anchored, needle)``,
-#: where ``needle`` is the longest plain piece (a path without it cannot match).
-_Wildcard = tuple[int, bool, RawRule, list[str | tuple[str, str]], bool, str]
+#: A compiled wildcard rule: ``(priority, allow, rule index, pieces, anchored,
+#: needle)``, where ``needle`` is the longest plain piece (a path without it
+#: cannot match).
+_Wildcard = tuple[int, bool, int, list[str | tuple[str, str]], bool, str]
 
 
 def piece_forms(pattern: str) -> tuple[list[tuple[str, str]], bool]:
@@ -148,41 +147,71 @@ def _glob_two_forms(path: str, pieces: Sequence[str | tuple[str, str]], anchored
 
 class Matcher:
     """Decides URLs for one merged group. ``allowed(url)`` is the hot entry point;
-    ``best_rule(canonical_path)`` gives the deciding rule."""
+    ``best_rule(canonical_path)`` gives the deciding rule.
 
-    __slots__ = ("_fast", "_key_rules", "_keys", "_parents", "_uses", "_wildcards", "allowed")
+    Rules come as the parser keeps them: ``patterns[i]`` and ``codes[i] = line << 1
+    | allow``; the matcher refers to rules by index and builds :class:`Rule` only
+    for a verdict."""
 
-    def __init__(self, rules: Sequence[RawRule]) -> None:
-        literals: dict[str, RawRule] = {}
+    __slots__ = (
+        "_by_key", "_codes", "_fast", "_key_rules", "_keys", "_lengths", "_patterns", "_uses", "_wildcards", "allowed",
+    )
+
+    def __init__(self, patterns: Sequence[str], codes: Sequence[int]) -> None:
+        self._patterns = patterns
+        self._codes = codes
+        literals: dict[str, int] = {}
         wildcards: list[_Wildcard] = []
-        for rule in rules:
-            allow, pattern, _line = rule
+        joined = "\n".join(patterns)
+        if "*" not in joined and "$" not in joined and "%" not in joined and joined.isascii():
+            # All literal and already canonical (the common case): build in C.
+            literals = dict(zip(patterns, range(len(patterns)), strict=True))
+            if len(literals) < len(patterns):  # duplicates: allow wins, then the first
+                literals = {}
+                for index, pattern in enumerate(patterns):
+                    prev = literals.get(pattern)
+                    if prev is None or (codes[index] & 1 and not codes[prev] & 1):
+                        literals[pattern] = index
+            todo: Sequence[int] = ()
+        else:
+            todo = range(len(patterns))
+        for index in todo:
+            pattern = patterns[index]
+            allow = bool(codes[index] & 1)
             if "*" not in pattern and not pattern.endswith("$"):
                 key = pattern if "%" not in pattern and pattern.isascii() else canonical_path(pattern)
-                if key and ((prev := literals.get(key)) is None or (allow and not prev[0])):
-                    literals[key] = rule
+                if key and ((prev := literals.get(key)) is None or (allow and not codes[prev] & 1)):
+                    literals[key] = index
                 continue
-            forms, anchored = piece_forms(pattern)
-            # Priority: the length of the canonical pattern (path forms), wildcards
-            # and anchor included.
-            priority = sum(len(path_form) for path_form, _ in forms) + len(forms) - 1 + anchored
-            # The first piece always starts the path: only later ones have two forms.
-            pieces: list[str | tuple[str, str]] = [forms[0][0]]
-            pieces += [p if p == q else (p, q) for p, q in forms[1:]]
+            pieces: list[str | tuple[str, str]]
+            if "%" not in pattern and pattern.isascii():  # canonical as written
+                anchored = pattern.endswith("$")
+                pieces = (pattern[:-1] if anchored else pattern).split("*")  # type: ignore[assignment]
+                priority = len(pattern)
+            else:
+                forms, anchored = piece_forms(pattern)
+                # Priority: the length of the canonical pattern (path forms),
+                # wildcards and anchor included.
+                priority = sum(len(path_form) for path_form, _ in forms) + len(forms) - 1 + anchored
+                # The first piece always starts the path: only later ones have two forms.
+                pieces = [forms[0][0]]
+                pieces += [p if p == q else (p, q) for p, q in forms[1:]]
             needle = max((p for p in pieces if type(p) is str), key=len, default="")
-            wildcards.append((priority, allow, rule, pieces, anchored, needle))
-        wildcards.sort(key=lambda w: (-w[0], not w[1]))
-        self._keys = sorted(literals)
-        self._key_rules = [literals[key] for key in self._keys]
-        # For each key, the index of the longest other key that prefixes it.
-        parents = []
-        stack: list[int] = []
-        for index, key in enumerate(self._keys):
-            while stack and not key.startswith(self._keys[stack[-1]]):
-                stack.pop()
-            parents.append(stack[-1] if stack else -1)
-            stack.append(index)
-        self._parents = parents
+            wildcards.append((priority, allow, index, pieces, anchored, needle))
+        wildcards.sort(key=lambda w: (-w[0], not w[1], w[2]))
+        if len(literals) > _FAST_MAX_LITERALS:
+            # Too many to sort on a first decision, and never promoted: probe
+            # the path's prefixes once per distinct key length instead (at most
+            # about a thousand lengths fit in the parsing limit).
+            self._by_key: dict[str, int] | None = literals
+            self._lengths = sorted({len(key) for key in literals}, reverse=True)
+            self._keys = []
+            self._key_rules = []
+        else:
+            self._by_key = None
+            self._lengths = []
+            self._keys = sorted(literals)
+            self._key_rules = [literals[key] for key in self._keys]
         self._wildcards = wildcards
         self._uses = 0
         self._fast: Callable[..., re.Match[str] | None] | None = None
@@ -190,23 +219,52 @@ class Matcher:
         if literals or wildcards:
             self.allowed = self._counting_allowed
 
+    def rule(self, index: int) -> Rule:
+        code = self._codes[index]
+        return Rule(bool(code & 1), self._patterns[index], code >> 1)
+
     # -- first tier -----------------------------------------------------------------
     def _longest_key(self, path: str) -> int:
-        """Index of the longest literal key that prefixes ``path``, or -1."""
+        """Index of the longest literal key that prefixes ``path``, or -1.
+
+        The largest key not above ``path`` is the answer when it prefixes
+        ``path``; otherwise the answer prefixes their common prefix, so search
+        again with that (each round is shorter)."""
         keys = self._keys
         index = bisect_right(keys, path) - 1
-        while index >= 0 and not path.startswith(keys[index]):
-            index = self._parents[index]
-        return index
+        while index >= 0:
+            key = keys[index]
+            if path.startswith(key):
+                return index
+            low, high = 0, min(len(key), len(path))  # longest common prefix, by halves
+            while low < high:
+                middle = (low + high + 1) // 2
+                if path.startswith(key[:middle]):
+                    low = middle
+                else:
+                    high = middle - 1
+            index = bisect_right(keys, path[:low]) - 1
+        return -1
 
-    def _best(self, path: str) -> RawRule | None:
-        index = self._longest_key(path)
-        if index < 0:
-            best, best_priority = None, -1
+    def _best(self, path: str) -> int:
+        """Index of the deciding rule for a canonical path, or -1."""
+        codes = self._codes
+        best, best_priority = -1, -1
+        if self._by_key is not None:
+            by_key = self._by_key
+            size = len(path)
+            for length in self._lengths:
+                if length <= size:
+                    hit = by_key.get(path[:length])
+                    if hit is not None:
+                        best, best_priority = hit, length
+                        break
         else:
-            best, best_priority = self._key_rules[index], len(self._keys[index])
+            index = self._longest_key(path)
+            if index >= 0:
+                best, best_priority = self._key_rules[index], len(self._keys[index])
         for priority, allow, rule, pieces, anchored, needle in self._wildcards:
-            if priority <= best_priority and (priority < best_priority or best[0] or not allow):  # type: ignore[index]
+            if priority <= best_priority and (priority < best_priority or codes[best] & 1 or not allow):
                 break
             if needle in path and glob_match(path, pieces, anchored):
                 return rule
@@ -215,7 +273,7 @@ class Matcher:
     def best_rule(self, path: str) -> Rule | None:
         """The deciding rule for a canonical path, or None when no rule matches."""
         best = self._best(path)
-        return None if best is None else Rule(*best)
+        return None if best < 0 else self.rule(best)
 
     def exact_allowed(self, url: str | bytes) -> bool:
         if not isinstance(url, str):
@@ -223,8 +281,8 @@ class Matcher:
         path = path_of(url)
         if path == "/robots.txt":
             return True
-        rule = self._best(path)
-        return rule is None or rule[0]
+        best = self._best(path)
+        return best < 0 or bool(self._codes[best] & 1)
 
     def _counting_allowed(self, url: str | bytes) -> bool:
         self._uses += 1
@@ -240,7 +298,7 @@ class Matcher:
         if not _HAS_ATOMIC or len(self._wildcards) > _FAST_MAX_WILDCARDS:
             return False
         keys = self._keys
-        if len(keys) > _FAST_MAX_LITERALS or sum(map(len, keys)) > _FAST_MAX_CHARS:
+        if self._by_key is not None or sum(map(len, keys)) > _FAST_MAX_CHARS:
             return False
         never = "(?!)"
         try:
@@ -257,7 +315,7 @@ class Matcher:
         if wildcards:
             source += f"(?:(?={wildcards})|)"
         self._fast = re.compile(source, re.S).match
-        allow_of = {key: rule[0] for key, rule in zip(keys, self._key_rules, strict=True)}
+        allow_of = {key: bool(self._codes[rule] & 1) for key, rule in zip(keys, self._key_rules, strict=True)}
         self.allowed = _fast_decider(self._fast, allow_of, self)
         return True
 

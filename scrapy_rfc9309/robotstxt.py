@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 from .agent import product_token
@@ -48,8 +49,13 @@ class _MergedGroup:
     def __init__(self, token: str, groups: list[Group]) -> None:
         self.token = token
         self.groups = groups
-        rules = [rule for group in groups for rule in group.rules]
-        self.matcher = Matcher(rules)
+        if len(groups) == 1:
+            self.matcher = Matcher(groups[0].patterns, groups[0].codes)
+        else:
+            codes = array("I")
+            for group in groups:
+                codes.extend(group.codes)
+            self.matcher = Matcher([pattern for group in groups for pattern in group.patterns], codes)
         self.usage_records = [
             record for group in groups for record in group.records if record[0] in ("content-usage", "content-signal")
         ]
