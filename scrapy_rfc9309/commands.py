@@ -1,0 +1,128 @@
+"""``scrapy robotstxt URL [--agent TOKEN] [--file PATH]``: explain a verdict.
+
+Fetches the URL's robots.txt through the same code path as the middleware (the
+engine, the downloader middlewares, the RFC's status, redirect and size rules) and
+prints the access result, the lifetime, the verdict and the deciding line.
+``--file`` checks a local robots.txt without fetching anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from scrapy import Spider
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from .access import Access, OriginState
+from .agent import product_token
+from .middleware import RobotsTxtMiddleware
+from .robotstxt import RobotsTxt, parse
+
+__all__ = ["RobotstxtCommand", "explain"]
+
+
+def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState | None = None) -> list[str]:
+    """The report's lines."""
+    token = product_token(agent) or "(none: only the '*' group applies)"
+    lines = [f"URL:        {url}", f"Agent:      {agent}", f"Token:      {token}"]
+    if state is not None:
+        outcome = state.outcome
+        assert outcome is not None
+        lines.append(f"robots.txt: {outcome.url if not outcome.redirects else outcome.redirects[-1]}")
+        status = outcome.status if outcome.status is not None else "-"
+        lines.append(f"Access:     {state.access.value} (status {status}{', ' + _why(state) if _why(state) else ''})")
+        if outcome.redirects:
+            lines.append(f"Redirects:  {len(outcome.redirects)}: " + " -> ".join(outcome.redirects))
+        if outcome.truncated:
+            lines.append("Size:       cut at ROBOTSTXT_MAX_SIZE; later rules ignored")
+        lifetime = state.expires_at - time.time()
+        label = "Retry in:  " if state.access is Access.UNREACHABLE else "Lifetime:  "
+        lines.append(f"{label} {lifetime:.0f} s")
+    if robots is None:
+        if state is not None and state.access is Access.UNREACHABLE:
+            lines.append("Verdict:    disallowed (robots.txt unreachable: complete disallow, requests are held)")
+        else:
+            lines.append("Verdict:    allowed (no robots.txt applies)")
+        return lines
+    verdict = robots.verdict(url, agent)
+    group = verdict.token or "none"
+    lines.append(f"Group:      {group!r}")
+    lines.append(f"Verdict:    {'allowed' if verdict.allowed else 'disallowed'} ({verdict})")
+    delay = robots.crawl_delay(agent)
+    if delay is not None:
+        lines.append(f"Crawl-delay: {delay:g} s")
+    usage = robots.usage(url, agent)
+    if usage:
+        lines.append(f"Usage:      {usage}")
+    if robots.sitemaps:
+        lines.append("Sitemaps:   " + ", ".join(robots.sitemaps))
+    return lines
+
+
+def _why(state: OriginState) -> str:
+    outcome = state.outcome
+    return "" if outcome is None else (outcome.error or outcome.reason or "")
+
+
+class _ExplainSpider(Spider):
+    name = "robotstxt_explain"
+
+    def __init__(self, url: str, agent: str, lines: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.url = url
+        self.agent = agent
+        self.lines = lines
+
+    async def start(self) -> AsyncIterator[Any]:
+        middleware = self.crawler.get_downloader_middleware(RobotsTxtMiddleware)
+        if middleware is None:
+            raise UsageError("scrapy_rfc9309.RobotsTxtMiddleware is not enabled")
+        state = await middleware.fetch_state(self.url)
+        robots = None if state is None or state.access is Access.UNAVAILABLE else state.robots
+        if state is not None and state.access is Access.UNREACHABLE and robots is not None:
+            self.lines.append("(unreachable now; the last good copy applies)")
+        self.lines.extend(explain(robots, self.url, self.agent, state))
+        return
+        yield
+
+
+class RobotstxtCommand(ScrapyCommand):
+    requires_project = False
+    default_settings = {"LOG_LEVEL": "WARNING", "ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 0}}
+
+    def syntax(self) -> str:
+        return "[options] URL"
+
+    def short_desc(self) -> str:
+        return "Explain what robots.txt says about a URL (RFC 9309)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--agent", "-a", dest="agent", default=None,
+                            help="product token or User-Agent string (default: ROBOTSTXT_USER_AGENT or USER_AGENT)")
+        parser.add_argument("--file", "-f", dest="file", default=None,
+                            help="check this local robots.txt instead of fetching one")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give exactly one URL")
+        url = args[0]
+        assert self.settings is not None
+        agent = opts.agent or self.settings.get("ROBOTSTXT_USER_AGENT") or self.settings.get("USER_AGENT")
+        if opts.file:
+            with open(opts.file, "rb") as handle:
+                robots = parse(handle.read())
+            print("\n".join([f"File:       {opts.file}", *explain(robots, url, agent)]))
+            return
+        lines: list[str] = []
+        assert self.crawler_process is not None
+        self.settings.set("ROBOTSTXT_USER_AGENT", agent, "cmdline")
+        self.crawler_process.crawl(_ExplainSpider, url=url, agent=agent, lines=lines)
+        self.crawler_process.start()
+        print("\n".join(lines))
+        if not lines:
+            self.exitcode = 1
