@@ -67,6 +67,7 @@ class RobotsTxtMiddleware:
         self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
         self._retry_calls: dict[Origin, Any] = {}
         self._triggers: dict[Origin, Request] = {}
+        self._fetch_tasks: dict[Origin, defer.Deferred[Any]] = {}
         self._detached: set[Request] = set()
         self._waiting = 0
         self._held = 0
@@ -311,7 +312,13 @@ class RobotsTxtMiddleware:
             return
         self._inflight.add(origin)
         self._triggers[origin] = request
-        deferred_from_coro(self._fetch(origin))
+        fetching = deferred_from_coro(self._fetch(origin))
+        self._fetch_tasks[origin] = fetching
+        fetching.addBoth(self._fetch_done, origin, fetching)
+
+    def _fetch_done(self, result: Any, origin: Origin, fetching: defer.Deferred[Any]) -> None:
+        if self._fetch_tasks.get(origin) is fetching:
+            del self._fetch_tasks[origin]
 
     async def _fetch(self, origin: Origin) -> None:
         state: OriginState | None = None
@@ -346,7 +353,9 @@ class RobotsTxtMiddleware:
             logger.exception("Unexpected error handling robots.txt of %s", origin, extra=self._log_extra)
         finally:
             self._inflight.discard(origin)
-            self._triggers.pop(origin, None)
+            if state is None or state.decision(time.time(), self.policy) is not Decision.HOLD:
+                # Kept while held, so that a retry's robots_parsed names a real request.
+                self._triggers.pop(origin, None)
             self._notify(origin, state)
 
     def _schedule_retry(self, origin: Origin, state: OriginState) -> None:
@@ -388,7 +397,7 @@ class RobotsTxtMiddleware:
         self._watch_close()
         try:
             value = await maybe_deferred_to_future(waiter)
-        except (defer.CancelledError, TxTimeoutError):
+        except (defer.CancelledError, defer.TimeoutError, TxTimeoutError):
             return None
         finally:
             self._waiting -= 1
@@ -445,6 +454,10 @@ class RobotsTxtMiddleware:
         self._retry_calls.clear()
         for origin in list(self._waiters):
             self._notify(origin, _Closing())
+        # Scrapy's close waits for in-flight downloads: do not let a stalled
+        # robots.txt keep the crawl open until DOWNLOAD_TIMEOUT.
+        for fetching in list(self._fetch_tasks.values()):
+            fetching.cancel()
 
     def _spider_closed(self, spider: Any = None) -> None:
         self._release_all()

@@ -1,0 +1,108 @@
+"""Shared pieces of the ``scrapy_rfc9309.RobotsTxtMiddleware`` integration tests (test_middleware_*.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from crawl import CrawlResult, ListSpider
+from scrapy import Request
+from scrapy.utils.defer import maybe_deferred_to_future
+from servers import Hit, Origin, Static
+from twisted.internet import defer
+from twisted.internet.task import deferLater
+
+__all__ = [
+    "BUILTIN",
+    "ENABLE",
+    "MIDDLEWARE",
+    "BatchSpider",
+    "TrackingSpider",
+    "mw_settings",
+    "page_hits",
+    "robots_hits",
+    "sleep",
+    "stat",
+    "text",
+]
+
+MIDDLEWARE = "scrapy_rfc9309.RobotsTxtMiddleware"
+BUILTIN = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+
+#: The explicit way of enabling the middleware (README, "Install and enable").
+ENABLE: dict[str, Any] = {
+    "ROBOTSTXT_OBEY": True,
+    "DOWNLOADER_MIDDLEWARES": {BUILTIN: None, MIDDLEWARE: 100},
+}
+
+#: Short timings, so that held requests and retries play out in well under a second.
+FAST: dict[str, Any] = {
+    "ROBOTSTXT_RETRY_DELAY": 0.2,
+    "ROBOTSTXT_RETRY_MAX_DELAY": 0.5,
+    "ROBOTSTXT_MAX_WAIT": 3,
+}
+
+
+def mw_settings(**overrides: Any) -> dict[str, Any]:
+    """Settings enabling the middleware with short timings, updated by ``overrides``."""
+    return {**ENABLE, **FAST, **overrides}
+
+
+def text(body: str | bytes, status: int = 200, **headers: str) -> Static:
+    """A ``text/plain`` response (a robots.txt file), e.g. ``text("...", Cache_Control="max-age=1")``."""
+    data = body.encode() if isinstance(body, str) else body
+    hdrs = {"Content-Type": "text/plain; charset=utf-8"}
+    hdrs.update({k.replace("_", "-"): v for k, v in headers.items()})
+    return Static(data, status, hdrs)
+
+
+def sleep(seconds: float) -> defer.Deferred[None]:
+    from twisted.internet import reactor
+
+    return deferLater(reactor, seconds, lambda: None)
+
+
+def stat(result: CrawlResult, key: str, default: Any = 0) -> Any:
+    """``robotstxt/<key>`` from the crawl's stats."""
+    return result.stats.get(f"robotstxt/{key}", default)
+
+
+def robots_hits(origin: Origin) -> list[Hit]:
+    return origin.requests_for("/robots.txt")
+
+
+def page_hits(origin: Origin) -> list[Hit]:
+    """Every request the origin received except for /robots.txt."""
+    return [h for h in origin.requests if h.path_only != "/robots.txt"]
+
+
+class BatchSpider(ListSpider):
+    """Sends its requests in batches: ``batches=[(delay, [url_or_request, ...]), ...]``, each batch
+    ``delay`` seconds after the previous one. The spider stays open while ``start()`` sleeps."""
+
+    name = "batches"
+
+    def __init__(self, batches: Sequence[tuple[float, Iterable[str | Request]]] = (), **kwargs: Any) -> None:
+        super().__init__(urls=[], **kwargs)
+        self.batches = [(delay, list(entries)) for delay, entries in batches]
+
+    async def start(self):  # type: ignore[override]
+        for delay, entries in self.batches:
+            if delay:
+                await maybe_deferred_to_future(sleep(delay))
+            for entry in entries:
+                if isinstance(entry, Request):
+                    yield entry.replace(callback=self.parse, errback=self.on_error)
+                else:
+                    yield Request(entry, callback=self.parse, errback=self.on_error, dont_filter=True)
+
+
+class TrackingSpider(ListSpider):
+    """A ListSpider that remembers its latest instance, so a test can look at the crawler mid-crawl."""
+
+    name = "tracking"
+    latest: TrackingSpider | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        TrackingSpider.latest = self

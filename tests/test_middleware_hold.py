@@ -1,0 +1,233 @@
+"""RobotsTxtMiddleware against real origins: single flight, and requests held while robots.txt is
+being fetched or is unreachable (release, backoff, max wait, other origins, closing)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import pytest_twisted
+from crawl import run_crawl
+from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text
+from servers import Drop, Gate, Sequence, Stall, Static
+
+from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
+
+RULES = "User-agent: *\nDisallow: /private\n"
+
+
+def _failing(status: int = 503) -> Static:
+    # An error page that would allow everything if it were parsed.
+    return Static(b"User-agent: *\nAllow: /\n", status, {"Content-Type": "text/plain"})
+
+
+# --------------------------------------------------------------------------- single flight
+
+
+@pytest.mark.parametrize(
+    "middleware",
+    [
+        "rfc9309",
+        pytest.param(
+            "builtin",
+            marks=pytest.mark.xfail(
+                strict=True, reason="Scrapy's built-in middleware hands the parser to one waiting request only"
+            ),
+        ),
+    ],
+)
+@pytest_twisted.inlineCallbacks
+def test_every_request_waiting_for_one_robots_txt_gets_its_verdict(origins, middleware):
+    a = origins()
+    gate = Gate(text(RULES))
+    a["/robots.txt"] = gate
+    urls = [a.url(f"/private/{i}") if i % 2 else a.url(f"/public/{i}") for i in range(20)]
+    settings = {"CONCURRENT_REQUESTS": 32, "CONCURRENT_REQUESTS_PER_DOMAIN": 32}
+    if middleware == "rfc9309":
+        settings = mw_settings(**settings)
+
+    crawl = run_crawl(TrackingSpider, settings, urls=urls)
+    yield a.wait_for("/robots.txt")
+    yield sleep(0.5)
+    # All 20 requests have left the scheduler and wait for the one robots.txt fetch.
+    spider = TrackingSpider.latest
+    assert spider is not None
+    assert spider.crawler.stats.get_value("scheduler/dequeued") == 20
+    assert a.paths() == ["/robots.txt"]
+    assert gate.waiting == 1
+    gate.open()
+    result = yield crawl
+
+    assert len(robots_hits(a)) == 1
+    assert stat(result, "request_count") == 1
+    assert not [h for h in page_hits(a) if h.path.startswith("/private")]
+    assert sorted(h.path for h in page_hits(a)) == sorted(f"/public/{i}" for i in range(0, 20, 2))
+    assert len(result.responses) == 10
+    assert stat(result, "forbidden") == 10
+    assert len(result.errors) == 10
+    assert all(isinstance(e.exception, RobotsTxtForbidden) for e in result.errors) == (middleware == "rfc9309")
+
+
+# --------------------------------------------------------------------------- hold and release
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_are_held_while_unreachable_and_judged_once_it_is_back(origins):
+    a = origins()
+    a["/robots.txt"] = Sequence([_failing(), _failing(), text(RULES)])
+    urls = [a.url("/private/1"), a.url("/public/1"), a.url("/public/2"), a.url("/private/2")]
+
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_RETRY_DELAY=0.2, ROBOTSTXT_RETRY_MAX_DELAY=0.5))
+
+    hits = robots_hits(a)
+    assert len(hits) == 3
+    # Backoff: 0.2 s after the first failure, then 0.4 s (the doubled delay).
+    assert hits[1].time - hits[0].time >= 0.2 * 0.95
+    assert hits[2].time - hits[1].time >= 0.4 * 0.95
+    assert sorted(h.path for h in page_hits(a)) == ["/public/1", "/public/2"]
+    assert all(h.time > hits[2].time for h in page_hits(a))
+    assert sorted(result.responses) == sorted([a.url("/public/1"), a.url("/public/2")])
+    # Held requests never reached an errback; the only errors are the two verdicts.
+    assert [type(e.exception) for e in result.errors] == [RobotsTxtForbidden] * 2
+    assert stat(result, "held") == 4
+    assert stat(result, "released") == 4
+    assert stat(result, "retry") == 2
+    assert stat(result, "unreachable") == 2
+    assert stat(result, "parsed") == 1
+    assert stat(result, "dropped_unreachable") == 0
+
+
+@pytest.mark.parametrize("failure", ["503", "drop"])
+@pytest_twisted.inlineCallbacks
+def test_requests_held_longer_than_max_wait_are_dropped(origins, failure):
+    a = origins()
+    a["/robots.txt"] = _failing() if failure == "503" else Drop()
+    urls = [a.url("/public/1"), a.url("/public/2"), a.url("/private/1")]
+
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_MAX_WAIT=0.8))
+
+    assert page_hits(a) == []
+    assert len(robots_hits(a)) >= 2  # retried meanwhile
+    assert result.responses == []
+    assert sorted(e.url for e in result.errors) == sorted(urls)
+    for error in result.errors:
+        assert isinstance(error.exception, RobotsTxtUnreachable), repr(error.exception)
+        assert error.exception.reason == "max_wait"
+        assert error.exception.robots_url == a.url("/robots.txt")
+    assert stat(result, "dropped_unreachable") == 3
+    assert stat(result, "held") == 3
+    assert stat(result, "released") == 0
+
+
+@pytest.mark.parametrize("failure", ["503", "stall"])
+@pytest_twisted.inlineCallbacks
+def test_held_requests_do_not_stall_other_origins(origins, failure):
+    bad = origins("127.0.0.1")
+    good = origins("127.0.0.2")
+    bad["/robots.txt"] = _failing() if failure == "503" else Stall()
+    good.robots(RULES)
+    max_wait = 1.5
+    urls = [bad.url(f"/page/{i}") for i in range(10)] + [good.url(f"/page/{i}") for i in range(10)]
+    settings = mw_settings(
+        CONCURRENT_REQUESTS=2,
+        ROBOTSTXT_MAX_WAIT=max_wait,
+        DOWNLOAD_TIMEOUT=1,
+    )
+
+    result = yield run_crawl(urls, settings)
+
+    assert page_hits(bad) == []
+    good_pages = page_hits(good)
+    assert sorted(h.path for h in good_pages) == sorted(f"/page/{i}" for i in range(10))
+    # All of them arrived before the failing origin's requests could have been given up on.
+    first_bad = robots_hits(bad)[0].time
+    assert max(h.time for h in good_pages) < first_bad + max_wait
+    assert sorted(result.responses) == sorted(good.url(f"/page/{i}") for i in range(10))
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_spider_stays_open_while_requests_are_held(origins):
+    a = origins()
+    a["/robots.txt"] = Sequence([_failing(), _failing(), _failing(), text("User-agent: *\nAllow: /\n")])
+    urls = [a.url("/page")]
+
+    result = yield run_crawl(urls, mw_settings())
+
+    hits = robots_hits(a)
+    assert len(hits) == 4
+    assert hits[3].time - hits[0].time >= (0.2 + 0.4 + 0.5) * 0.95
+    assert a.hits("/page") == 1
+    assert a.requests_for("/page")[0].time > hits[3].time
+    assert result.responses == urls
+    assert result.errors == []
+    assert result.stats["finish_reason"] == "finished"
+    assert stat(result, "released") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_held_requests_are_released_when_the_spider_closes(origins):
+    a = origins()
+    a["/robots.txt"] = _failing()
+    urls = [a.url(f"/page/{i}") for i in range(5)]
+    started = time.monotonic()
+
+    result = yield run_crawl(urls, mw_settings(CLOSESPIDER_TIMEOUT=1, ROBOTSTXT_MAX_WAIT=30))
+
+    elapsed = time.monotonic() - started
+    assert elapsed < 10  # far from the 30 s max wait
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert page_hits(a) == []
+    assert sorted(e.url for e in result.errors) == sorted(urls)
+    for error in result.errors:
+        assert isinstance(error.exception, RobotsTxtUnreachable), repr(error.exception)
+        assert error.exception.reason == "closing"
+    assert stat(result, "held_released_on_close") == 5
+    assert stat(result, "dropped_unreachable") == 0
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_pending_robots_txt_does_not_take_a_concurrent_requests_place(origins):
+    """With CONCURRENT_REQUESTS=1, an origin whose robots.txt is still being fetched (and the requests
+    waiting for it) leave the one place to other origins."""
+    slow = origins("127.0.0.1")
+    fast = origins("127.0.0.2")
+    gate = Gate(text(RULES))
+    slow["/robots.txt"] = gate
+    urls = [slow.url(f"/page/{i}") for i in range(5)] + [fast.url(f"/page/{i}") for i in range(5)]
+
+    crawl = run_crawl(urls, mw_settings(CONCURRENT_REQUESTS=1))
+    yield slow.wait_for("/robots.txt")
+    # Every page of the other origin arrives while robots.txt is still held back.
+    yield fast.wait_for("/page/4", timeout=3)
+    assert len(page_hits(fast)) == 5
+    assert page_hits(slow) == []
+    assert gate.waiting == 1
+    gate.open()
+    result = yield crawl
+
+    assert sorted(h.path for h in page_hits(slow)) == sorted(f"/page/{i}" for i in range(5))
+    assert len(result.responses) == 10
+    assert stat(result, "request_count") == 2
+
+
+@pytest.mark.parametrize("stalled", ["first-fetch", "retry"])
+@pytest_twisted.inlineCallbacks
+def test_the_crawl_stops_promptly_while_a_robots_txt_fetch_stalls(origins, stalled):
+    """Closing (CLOSESPIDER_TIMEOUT=1) while the origin's robots.txt fetch hangs, before any answer or
+    on a retry of a 503: the waiting requests are released and the crawl ends without waiting for the
+    hung fetch to time out (DOWNLOAD_TIMEOUT 5 s, ROBOTSTXT_MAX_WAIT 30 s)."""
+    a = origins()
+    a["/robots.txt"] = Stall() if stalled == "first-fetch" else Sequence([_failing(), Stall()])
+    urls = [a.url(f"/page/{i}") for i in range(3)]
+    started = time.monotonic()
+
+    result = yield run_crawl(urls, mw_settings(CLOSESPIDER_TIMEOUT=1, DOWNLOAD_TIMEOUT=5, ROBOTSTXT_MAX_WAIT=30))
+
+    elapsed = time.monotonic() - started
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert len(robots_hits(a)) == (1 if stalled == "first-fetch" else 2)
+    assert page_hits(a) == []
+    assert sorted(e.url for e in result.errors) == sorted(urls)
+    assert all(isinstance(e.exception, RobotsTxtUnreachable) for e in result.errors), result.errors
+    assert stat(result, "held_released_on_close") == 3
+    assert elapsed < 4, f"the crawl took {elapsed:.1f} s to stop"

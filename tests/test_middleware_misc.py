@@ -1,0 +1,348 @@
+"""RobotsTxtMiddleware against real origins: which group applies (product tokens), compatibility
+with Scrapy's built-in middleware (meta keys, signals, stats, the add-on, the parser on its own) and
+start-up errors for bad settings."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import crawl
+import pytest
+import pytest_twisted
+from crawl import ListSpider, run_crawl
+from middleware_support import ENABLE, BatchSpider, mw_settings, page_hits, robots_hits, stat, text
+from scrapy import Request, signals
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
+from servers import Redirect, Sequence
+
+from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware
+from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
+
+MW_LOGGER = "scrapy_rfc9309.middleware"
+AGENTS = (
+    "User-agent: ExampleBot\n"
+    "Disallow: /example\n"
+    "\n"
+    "User-agent: OtherBot\n"
+    "Disallow: /other\n"
+    "\n"
+    "User-agent: *\n"
+    "Disallow: /star\n"
+)
+PATHS = ("/example", "/other", "/star")
+EXAMPLE_UA = "Mozilla/5.0 (compatible; ExampleBot/0.1; +https://e.com/bot.html)"
+
+
+def _fetched(origin) -> list[str]:
+    return sorted(h.path for h in page_hits(origin))
+
+
+def _agent_log_lines(result) -> list[str]:
+    return [m for m in result.messages(logging.INFO, logger=MW_LOGGER) if m.startswith("robots.txt: obeying")]
+
+
+# --------------------------------------------------------------------------- product tokens
+
+
+@pytest.mark.parametrize(
+    ("agent", "blocked"),
+    [("OtherBot", "/other"), ("examplebot", "/example"), ("NoSuchBot", "/star"), (EXAMPLE_UA, "/example")],
+)
+@pytest_twisted.inlineCallbacks
+def test_robotstxt_user_agent_selects_the_group(origins, agent, blocked):
+    a = origins()
+    a.robots(AGENTS)
+
+    result = yield run_crawl([a.url(p) for p in PATHS], mw_settings(ROBOTSTXT_USER_AGENT=agent))
+
+    assert _fetched(a) == sorted(p for p in PATHS if p != blocked)
+    (error,) = result.errors
+    assert error.url == a.url(blocked)
+    assert isinstance(error.exception, RobotsTxtForbidden)
+    # The User-Agent header sent is still Scrapy's: the setting only picks the group.
+    assert robots_hits(a)[0].headers["user-agent"].startswith("Scrapy/")
+
+
+class ExampleBotSpider(ListSpider):
+    name = "examplebot"
+    custom_settings = {"ROBOTSTXT_USER_AGENT": "ExampleBot"}
+
+
+@pytest_twisted.inlineCallbacks
+def test_per_spider_custom_settings_select_the_group(origins):
+    a = origins()
+    a.robots(AGENTS)
+
+    result = yield run_crawl(ExampleBotSpider, mw_settings(), urls=[a.url(p) for p in PATHS])
+
+    assert _fetched(a) == ["/other", "/star"]
+    assert [e.url for e in result.errors] == [a.url("/example")]
+
+
+@pytest_twisted.inlineCallbacks
+def test_meta_robotstxt_user_agent_overrides_per_request(origins):
+    a = origins()
+    a.robots(AGENTS)
+    other = {"robotstxt_user_agent": "OtherBot"}
+    urls = [
+        Request(a.url("/other/1"), meta=other),
+        Request(a.url("/example/1"), meta=other),
+        a.url("/other/2"),
+        a.url("/example/2"),
+    ]
+
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_USER_AGENT="ExampleBot"))
+
+    assert _fetched(a) == ["/example/1", "/other/2"]
+    assert sorted(e.url for e in result.errors) == sorted([a.url("/other/1"), a.url("/example/2")])
+    assert len(robots_hits(a)) == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_user_agent_header_form_selects_the_named_product(origins):
+    a = origins()
+    a.robots(AGENTS)
+    urls = [a.url(p) for p in PATHS] + [a.url(f"/page/{i}") for i in range(4)]
+
+    result = yield run_crawl(urls, mw_settings(USER_AGENT=EXAMPLE_UA))
+
+    assert _fetched(a) == sorted(["/other", "/star"] + [f"/page/{i}" for i in range(4)])
+    assert [e.url for e in result.errors] == [a.url("/example")]
+    assert robots_hits(a)[0].headers["user-agent"] == EXAMPLE_UA
+    # The token in effect is logged once, however many requests use it.
+    lines = _agent_log_lines(result)
+    assert len(lines) == 1
+    assert "'examplebot'" in lines[0]
+    assert EXAMPLE_UA in lines[0]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_request_user_agent_header_selects_the_group(origins):
+    a = origins()
+    a.robots(AGENTS)
+    header = {"User-Agent": "Mozilla/5.0 (compatible; OtherBot/2.1)"}
+    urls = [Request(a.url(p), headers=header) for p in PATHS]
+
+    result = yield run_crawl(urls, mw_settings())
+
+    assert _fetched(a) == ["/example", "/star"]
+    assert [e.url for e in result.errors] == [a.url("/other")]
+
+
+# --------------------------------------------------------------------------- Scrapy compatibility
+
+
+@pytest_twisted.inlineCallbacks
+def test_dont_obey_robotstxt_meta_is_honoured(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /\n")
+    urls = [Request(a.url("/anyway"), meta={"dont_obey_robotstxt": True})]
+
+    result = yield run_crawl(urls, mw_settings())
+
+    assert a.paths() == ["/anyway"]  # robots.txt not even fetched
+    assert result.responses == [a.url("/anyway")]
+    assert stat(result, "request_count") == 0
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_page_redirected_to_another_origin_is_checked_against_that_origin(origins):
+    a = origins("127.0.0.1")
+    b = origins("127.0.0.2")
+    b.robots("User-agent: *\nDisallow: /private\n")
+    a["/old"] = Redirect(b.url("/private/x"))
+    a["/also-old"] = Redirect(b.url("/public/x"), status=302)
+
+    result = yield run_crawl([a.url("/old"), a.url("/also-old")], mw_settings())
+
+    assert sorted(h.path for h in page_hits(a)) == ["/also-old", "/old"]
+    assert [h.path for h in page_hits(b)] == ["/public/x"]
+    assert len(robots_hits(a)) == len(robots_hits(b)) == 1
+    assert result.responses == [b.url("/public/x")]
+    (error,) = result.errors
+    assert isinstance(error.exception, RobotsTxtForbidden)
+    assert error.exception.robots_url == b.url("/robots.txt")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_data_url_passes_unchecked(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /\n")
+    urls = ["data:text/plain,hello", a.url("/blocked")]
+
+    result = yield run_crawl(urls, mw_settings())
+
+    assert result.responses == ["data:text/plain,hello"]
+    assert a.paths() == ["/robots.txt"]
+    assert stat(result, "request_count") == 1
+    assert stat(result, "forbidden") == 1
+    assert [e.url for e in result.errors] == [a.url("/blocked")]
+
+
+class _RecordsRobotsParsed:
+    """Spider mix-in: ``parsed_signals`` lists the ``(robotparser, request)`` of each robots_parsed signal."""
+
+    @classmethod
+    def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
+        spider = super().from_crawler(crawler, *args, **kwargs)  # type: ignore[misc]
+        spider.parsed_signals = []
+        crawler.signals.connect(spider.on_robots_parsed, signal=signals.robots_parsed)
+        return spider
+
+    def on_robots_parsed(self, robotparser, request, **kwargs: Any) -> None:
+        self.parsed_signals.append((robotparser, request))
+
+
+class SignalSpider(_RecordsRobotsParsed, ListSpider):
+    name = "signals"
+
+
+class BatchSignalSpider(_RecordsRobotsParsed, BatchSpider):
+    name = "batch-signals"
+
+
+@pytest_twisted.inlineCallbacks
+def test_robots_parsed_signal_and_scrapy_stats_keys(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+    urls = [a.url("/public"), a.url("/private/1")]
+
+    result = yield run_crawl(SignalSpider, mw_settings(), urls=urls)
+
+    ((parser, request),) = result.crawler.spider.parsed_signals
+    assert isinstance(parser, RobotParser)
+    assert parser.allowed(a.url("/public"), "AnyBot") is True
+    assert parser.allowed(a.url("/private/x"), "AnyBot") is False
+    assert request.url in urls
+    assert result.stats["robotstxt/request_count"] == 1
+    assert result.stats["robotstxt/response_count"] == 1
+    assert result.stats["robotstxt/response_status_count/200"] == 1
+    assert result.stats["robotstxt/forbidden"] == 1
+    # The robots.txt request as the server got it.
+    (hit,) = robots_hits(a)
+    assert hit.headers["accept-encoding"] == "identity"
+
+
+@pytest_twisted.inlineCallbacks
+def test_robots_parsed_after_a_retry_names_a_request_that_waited(origins):
+    a = origins()
+    a["/robots.txt"] = Sequence([text("busy", status=503), text("User-agent: *\nDisallow: /private\n")])
+    urls = [a.url("/public"), a.url("/private/1")]
+
+    result = yield run_crawl(SignalSpider, mw_settings(), urls=urls)
+
+    assert len(robots_hits(a)) == 2
+    ((parser, request),) = result.crawler.spider.parsed_signals
+    assert parser.allowed(a.url("/private/1"), "AnyBot") is False
+    # Scrapy: "the request that triggered the robots.txt download", i.e. one of the spider's requests.
+    assert request.url in urls
+
+
+def _downloader_middleware_types(result) -> list[type]:
+    return [type(m) for m in result.crawler.engine.downloader.middleware.middlewares]
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_addon_enables_the_middleware_and_removes_the_builtin_one(origins, monkeypatch):
+    # Scrapy's default ROBOTSTXT_OBEY (False): the add-on alone turns it on.
+    monkeypatch.delitem(crawl.BASE_SETTINGS, "ROBOTSTXT_OBEY")
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+    urls = [a.url("/public"), a.url("/private/1")]
+
+    result = yield run_crawl(urls, {"ADDONS": {"scrapy_rfc9309.Addon": 0}})
+
+    types = _downloader_middleware_types(result)
+    assert RobotsTxtMiddleware in types
+    assert BuiltinRobotsTxtMiddleware not in types
+    assert _fetched(a) == ["/public"]
+    (error,) = result.errors
+    assert isinstance(error.exception, RobotsTxtForbidden)
+    assert stat(result, "parsed") == 1
+    assert result.crawler.settings.getbool("ROBOTSTXT_OBEY") is True
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_addon_holds_for_an_unreachable_robots_txt(origins):
+    """Through the add-on too, a 5xx robots.txt is a complete disallow (the built-in would parse it)."""
+    a = origins()
+    a["/robots.txt"] = text("User-agent: *\nAllow: /\n", status=503)
+    urls = [a.url("/public")]
+
+    result = yield run_crawl(
+        urls, {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "ROBOTSTXT_RETRY_DELAY": 0.2, "ROBOTSTXT_MAX_WAIT": 0.5}
+    )
+
+    assert page_hits(a) == []
+    assert result.responses == []
+    assert stat(result, "held") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_robotstxt_obey_false_still_turns_the_addon_off(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /\n")
+
+    result = yield run_crawl([a.url("/page")], {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "ROBOTSTXT_OBEY": False})
+
+    types = _downloader_middleware_types(result)
+    assert RobotsTxtMiddleware not in types
+    assert BuiltinRobotsTxtMiddleware not in types
+    assert a.paths() == ["/page"]
+    assert result.responses == [a.url("/page")]
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_parser_works_with_the_builtin_middleware(origins):
+    a = origins()
+    # %62%61%7A is "baz" (RFC 9309, 2.2.2): this parser blocks /foo/bar/baz.
+    a.robots("User-agent: *\nDisallow: /private\nDisallow: /foo/bar/%62%61%7A\n")
+    # The first request alone, the others once robots.txt is parsed: the built-in middleware hands the
+    # parser to one waiting request only, which is not what this test is about.
+    batches = [(0, [a.url("/public")]), (0.3, [a.url("/private/1"), a.url("/foo/bar/baz")])]
+
+    result = yield run_crawl(BatchSignalSpider, {"ROBOTSTXT_PARSER": "scrapy_rfc9309.RobotParser"}, batches=batches)
+
+    types = _downloader_middleware_types(result)
+    assert BuiltinRobotsTxtMiddleware in types
+    assert RobotsTxtMiddleware not in types
+    ((parser, _request),) = result.crawler.spider.parsed_signals
+    assert isinstance(parser, RobotParser)
+    assert _fetched(a) == ["/public"]
+    assert len(robots_hits(a)) == 1
+    assert stat(result, "forbidden") == 2
+    assert sorted(e.url for e in result.errors) == sorted([a.url("/private/1"), a.url("/foo/bar/baz")])
+
+
+# --------------------------------------------------------------------------- bad configuration
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "extra"),
+    [
+        ("ROBOTSTXT_CACHE_TTL", -1, {}),
+        ("ROBOTSTXT_CACHE_TTL", 0, {}),
+        ("ROBOTSTXT_MAX_SIZE", "abc", {}),
+        ("ROBOTSTXT_MAX_SIZE", 1000, {}),
+        ("ROBOTSTXT_CACHE_MIN_TTL", 120, {"ROBOTSTXT_CACHE_TTL": 60}),
+        ("ROBOTSTXT_RETRY_MAX_DELAY", 1, {"ROBOTSTXT_RETRY_DELAY": 5}),
+        ("ROBOTSTXT_USER_AGENT", 123, {}),
+        ("ROBOTSTXT_CACHE_SIZE", 0, {}),
+        ("ROBOTSTXT_MAX_WAIT", "soon", {}),
+        ("ROBOTSTXT_MAX_REDIRECTS", 2.5, {}),
+        ("ROBOTSTXT_KEEP_CACHED", float("nan"), {}),
+    ],
+)
+@pytest.mark.parametrize("enable", ["explicit", "addon"])
+@pytest_twisted.inlineCallbacks
+def test_a_bad_setting_stops_the_crawl_at_start_up(origins, name, value, extra, enable):
+    a = origins()
+    base = dict(ENABLE) if enable == "explicit" else {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
+    settings = {**base, **extra, name: value}
+
+    with pytest.raises(RobotsTxtConfigError) as info:
+        yield run_crawl([a.url("/page")], settings)
+
+    assert name in str(info.value)
+    assert a.requests == []
