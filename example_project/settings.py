@@ -48,6 +48,16 @@ ROBOTSTXT_CACHE_TTL = 24 * 3600.0
 # 512000 (500 KiB) is the RFC's minimum and the default; it can only be raised.
 ROBOTSTXT_MAX_SIZE = 512_000
 
+# Apply the Crawl-delay of the group we obey to the site's download slot (never
+# faster than the site asks), but never wait more than 30 s between requests.
+ROBOTSTXT_CRAWL_DELAY = True
+ROBOTSTXT_CRAWL_DELAY_MAX = 30.0
+
+# Usage preferences (Content-Usage / Content-Signal) are exposed in
+# response.meta["robotstxt_usage"]. A crawler collecting AI training data can
+# drop the pages whose preference says train-ai=n:
+# ROBOTSTXT_USAGE_DENY = ["train-ai"]
+
 # --- polite defaults ----------------------------------------------------------------
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
