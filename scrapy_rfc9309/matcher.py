@@ -40,6 +40,12 @@ _FAST_MAX_DEPTH = 60
 #: Atomic groups (Python 3.11+) keep the wildcard lookahead from backtracking.
 _HAS_ATOMIC = sys.version_info >= (3, 11)
 
+try:  # the optional C accelerator (built at install when a compiler is there)
+    from ._speedups import FastMatcher
+except ImportError:  # pragma: no cover - depends on the build
+    FastMatcher = None
+
+
 
 class Rule(NamedTuple):
     """A rule as written in the file."""
@@ -157,7 +163,7 @@ class Matcher:
         "_by_key", "_codes", "_fast", "_key_rules", "_keys", "_lengths", "_patterns", "_uses", "_wildcards", "allowed",
     )
 
-    def __init__(self, patterns: Sequence[str], codes: Sequence[int]) -> None:
+    def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True) -> None:
         self._patterns = patterns
         self._codes = codes
         literals: dict[str, int] = {}
@@ -218,6 +224,24 @@ class Matcher:
         self.allowed: Callable[[str | bytes], bool] = _allow_all
         if literals or wildcards:
             self.allowed = self._counting_allowed
+            if speedups:
+                self._accelerate()
+
+    def _accelerate(self) -> bool:
+        """Decide plain ASCII URLs in C from the first decision on, when the
+        accelerator is built (and every piece has a single form)."""
+        if FastMatcher is None or self._by_key is not None:
+            return False
+        if any(type(piece) is tuple for wildcard in self._wildcards for piece in wildcard[3]):
+            return False
+        codes = self._codes
+        self.allowed = FastMatcher(
+            self._keys,
+            bytes(codes[index] & 1 for index in self._key_rules),
+            [(priority, allow, pieces, anchored) for priority, allow, _, pieces, anchored, _ in self._wildcards],
+            self.exact_allowed,
+        )
+        return True
 
     def rule(self, index: int) -> Rule:
         code = self._codes[index]
@@ -293,7 +317,10 @@ class Matcher:
     # -- single-regex tier ------------------------------------------------------------
     def promote(self) -> bool:
         """Build the single-regex tier; stay on the first tier when the group is too
-        large or deep for it to pay off. Returns whether it was built."""
+        large or deep for it to pay off. Returns whether a fast tier is in use
+        (the C accelerator, when built, already is)."""
+        if FastMatcher is not None and type(self.allowed) is FastMatcher:
+            return True
         self.allowed = self.exact_allowed
         if not _HAS_ATOMIC or len(self._wildcards) > _FAST_MAX_WILDCARDS:
             return False

@@ -46,16 +46,16 @@ class _MergedGroup:
 
     __slots__ = ("groups", "matcher", "token", "usage_records")
 
-    def __init__(self, token: str, groups: list[Group]) -> None:
+    def __init__(self, token: str, groups: list[Group], speedups: bool = True) -> None:
         self.token = token
         self.groups = groups
         if len(groups) == 1:
-            self.matcher = Matcher(groups[0].patterns, groups[0].codes)
+            self.matcher = Matcher(groups[0].patterns, groups[0].codes, speedups)
         else:
             codes = array("I")
             for group in groups:
                 codes.extend(group.codes)
-            self.matcher = Matcher([pattern for group in groups for pattern in group.patterns], codes)
+            self.matcher = Matcher([pattern for group in groups for pattern in group.patterns], codes, speedups)
         self.usage_records = [
             record for group in groups for record in group.records if record[0] in ("content-usage", "content-signal")
         ]
@@ -77,14 +77,16 @@ class RobotsTxt:
         "_groups",
         "_matchers",
         "_merged",
+        "_speedups",
         "hosts",
         "sitemaps",
         "size",
         "truncated",
     )
 
-    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True) -> None:
         result = parse_body(body, max_bytes)
+        self._speedups = speedups
         self.sitemaps: list[str] = list(dict.fromkeys(result.sitemaps))
         self.hosts: list[str] = result.hosts
         self.size: int = result.size
@@ -103,7 +105,7 @@ class RobotsTxt:
             key = token if token in self._by_token else "*" if "*" in self._by_token else ""
             merged = self._merged.get(key)
             if merged is None:
-                merged = self._merged[key] = _MergedGroup(key, self._by_token.get(key, []))
+                merged = self._merged[key] = _MergedGroup(key, self._by_token.get(key, []), self._speedups)
             if len(self._by_agent) >= _MAX_AGENT_MEMO:
                 self._by_agent.clear()
                 self._matchers.clear()
@@ -174,9 +176,10 @@ class RobotsTxt:
         return list(self._by_token)
 
 
-def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> RobotsTxt:
+def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True) -> RobotsTxt:
     """Parse robots.txt content. Never raises on any content; only the first
-    ``max_bytes`` bytes are used (RFC 9309, 2.5: at least 500 KiB)."""
+    ``max_bytes`` bytes are used (RFC 9309, 2.5: at least 500 KiB). With
+    ``speedups=False`` the C accelerator is not used even when it is built."""
     if max_bytes < DEFAULT_MAX_BYTES:
         raise ValueError(f"max_bytes must be at least {DEFAULT_MAX_BYTES} (RFC 9309, 2.5), got {max_bytes}")
-    return RobotsTxt(body, max_bytes)
+    return RobotsTxt(body, max_bytes, speedups=speedups)

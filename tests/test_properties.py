@@ -8,9 +8,34 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309 import parse
+from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309 import parse as parse_one
 from scrapy_rfc9309.matcher import compile_pattern, piece_forms
 from scrapy_rfc9309.urlnorm import canonical_path, path_of
+
+
+class BothTiers:
+    """The same file parsed twice: with the C accelerator (when built) and in pure
+    Python. ``allowed`` asks both and insists they agree; everything else (the
+    verdict, promoting the pure-Python matcher to its regex tier) goes to the
+    pure-Python one."""
+
+    def __init__(self, body: str | bytes) -> None:
+        self.fast = parse_one(body)
+        self.pure = parse_one(body, speedups=False)
+
+    def allowed(self, url: str | bytes, agent: str) -> bool:
+        fast, pure = self.fast.allowed(url, agent), self.pure.allowed(url, agent)
+        assert fast == pure, ("the C and pure-Python tiers disagree", url)
+        return pure
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.pure, name)
+
+
+def parse(body: str | bytes) -> RobotsTxt:
+    return BothTiers(body)  # type: ignore[return-value]
+
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HOST = "http://example.com"

@@ -1,0 +1,308 @@
+/* Optional C accelerator for the matcher's hot path (see matcher.py).
+ *
+ * A FastMatcher holds one merged group's rules in canonical form: the literal
+ * rules as a sorted array (longest prefix found by binary search), the wildcard
+ * rules sorted by priority. Calling it with a URL decides plain ASCII URLs
+ * without "%" or "#" entirely in C, with the same semantics as the Python tiers;
+ * any other URL goes to the Python fallback. Every search is linear (memmem), so
+ * no input can make a decision blow up.
+ */
+#define _GNU_SOURCE
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <string.h>
+
+typedef struct {
+    const char *s;
+    Py_ssize_t n;
+} Str;
+
+typedef struct {
+    Py_ssize_t priority;
+    int allow;
+    int anchored;
+    Py_ssize_t npieces;
+    Str *pieces;
+} Wild;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Py_ssize_t nkeys;
+    Str *keys;
+    unsigned char *key_allow;
+    Py_ssize_t nwild;
+    Wild *wild;
+    PyObject *fallback;
+    PyObject *owned; /* keeps the str objects whose data the arrays point into */
+} FastMatcher;
+
+static int
+ascii_str(PyObject *obj, Str *out)
+{
+    if (!PyUnicode_Check(obj) || !PyUnicode_IS_ASCII(obj)) {
+        PyErr_SetString(PyExc_ValueError, "FastMatcher takes ASCII strings only");
+        return -1;
+    }
+    out->s = (const char *)PyUnicode_1BYTE_DATA(obj);
+    out->n = PyUnicode_GET_LENGTH(obj);
+    return 0;
+}
+
+/* Python's ordering of ASCII strings. */
+static int
+compare(const char *a, Py_ssize_t an, const char *b, Py_ssize_t bn)
+{
+    Py_ssize_t n = an < bn ? an : bn;
+    int c = memcmp(a, b, (size_t)n);
+    if (c)
+        return c;
+    return (an > bn) - (an < bn);
+}
+
+/* Index of the last key <= text, or -1. */
+static Py_ssize_t
+bisect_last(FastMatcher *self, const char *text, Py_ssize_t n)
+{
+    Py_ssize_t lo = 0, hi = self->nkeys;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (compare(text, n, self->keys[mid].s, self->keys[mid].n) < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo - 1;
+}
+
+static Py_ssize_t
+longest_key(FastMatcher *self, const char *path, Py_ssize_t n)
+{
+    Py_ssize_t index = bisect_last(self, path, n);
+    while (index >= 0) {
+        Str key = self->keys[index];
+        if (key.n <= n && memcmp(key.s, path, (size_t)key.n) == 0)
+            return index;
+        Py_ssize_t common = 0, limit = key.n < n ? key.n : n;
+        while (common < limit && key.s[common] == path[common])
+            common++;
+        index = bisect_last(self, path, common);
+    }
+    return -1;
+}
+
+static Py_ssize_t
+find(const char *hay, Py_ssize_t hn, Py_ssize_t from, Str needle)
+{
+    if (needle.n == 0)
+        return from <= hn ? from : -1;
+    if (from > hn)
+        return -1;
+    const char *hit = memmem(hay + from, (size_t)(hn - from), needle.s, (size_t)needle.n);
+    return hit ? (Py_ssize_t)(hit - hay) : -1;
+}
+
+static int
+glob(const char *path, Py_ssize_t n, Wild *w)
+{
+    Str first = w->pieces[0];
+    if (first.n > n || memcmp(first.s, path, (size_t)first.n) != 0)
+        return 0;
+    Py_ssize_t last = w->npieces - 1;
+    if (last == 0)
+        return !w->anchored || n == first.n;
+    Py_ssize_t pos = first.n;
+    for (Py_ssize_t i = 1; i < last; i++) {
+        pos = find(path, n, pos, w->pieces[i]);
+        if (pos < 0)
+            return 0;
+        pos += w->pieces[i].n;
+    }
+    Str tail = w->pieces[last];
+    if (w->anchored)
+        return n - tail.n >= pos && memcmp(path + n - tail.n, tail.s, (size_t)tail.n) == 0;
+    return find(path, n, pos, tail) >= 0;
+}
+
+static PyObject *
+call_fallback(FastMatcher *self, PyObject *url)
+{
+    return PyObject_CallOneArg(self->fallback, url);
+}
+
+static PyObject *
+fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FastMatcher *self = (FastMatcher *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "FastMatcher takes one URL");
+        return NULL;
+    }
+    PyObject *url = args[0];
+    if (!PyUnicode_Check(url) || !PyUnicode_IS_ASCII(url))
+        return call_fallback(self, url);
+    const char *u = (const char *)PyUnicode_1BYTE_DATA(url);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(url);
+    if (memchr(u, '%', (size_t)n) || memchr(u, '#', (size_t)n))
+        return call_fallback(self, url);
+    /* scheme "://" authority, then the path must start with "/" */
+    Py_ssize_t i = 0;
+    if (n == 0 || !((u[0] | 32) >= 'a' && (u[0] | 32) <= 'z'))
+        return call_fallback(self, url);
+    for (i = 1; i < n; i++) {
+        char c = u[i];
+        if (!(((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '.' || c == '-'))
+            break;
+    }
+    if (i + 3 > n || u[i] != ':' || u[i + 1] != '/' || u[i + 2] != '/')
+        return call_fallback(self, url);
+    for (i += 3; i < n; i++) {
+        char c = u[i];
+        if (c == '/' || c == '?' || c == ';')
+            break;
+    }
+    if (i >= n || u[i] != '/')
+        return call_fallback(self, url);
+    const char *path = u + i;
+    Py_ssize_t plen = n - i;
+    if (plen == 11 && memcmp(path, "/robots.txt", 11) == 0)
+        Py_RETURN_TRUE;
+    Py_ssize_t best_priority = -1;
+    int best_allow = 1;
+    Py_ssize_t index = longest_key(self, path, plen);
+    if (index >= 0) {
+        best_priority = self->keys[index].n;
+        best_allow = self->key_allow[index];
+    }
+    for (Py_ssize_t k = 0; k < self->nwild; k++) {
+        Wild *w = &self->wild[k];
+        if (w->priority < best_priority || (w->priority == best_priority && (best_allow || !w->allow)))
+            break;
+        if (glob(path, plen, w)) {
+            best_allow = w->allow;
+            break;
+        }
+    }
+    return PyBool_FromLong(best_allow);
+}
+
+static void
+fast_dealloc(FastMatcher *self)
+{
+    for (Py_ssize_t k = 0; k < self->nwild; k++)
+        PyMem_Free(self->wild[k].pieces);
+    PyMem_Free(self->wild);
+    PyMem_Free(self->keys);
+    PyMem_Free(self->key_allow);
+    Py_XDECREF(self->fallback);
+    Py_XDECREF(self->owned);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* FastMatcher(keys: list[str] (sorted), allows: bytes,
+ *             wildcards: list[(priority, allow, pieces: list[str], anchored)] (sorted),
+ *             fallback: callable) */
+static PyObject *
+fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
+{
+    PyObject *keys, *allows, *wildcards, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O!O!O:FastMatcher", &PyList_Type, &keys, &PyBytes_Type, &allows,
+                          &PyList_Type, &wildcards, &fallback))
+        return NULL;
+    Py_ssize_t nkeys = PyList_GET_SIZE(keys);
+    if (PyBytes_GET_SIZE(allows) != nkeys) {
+        PyErr_SetString(PyExc_ValueError, "one allow flag per key");
+        return NULL;
+    }
+    FastMatcher *self = (FastMatcher *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = fast_vectorcall;
+    self->owned = PyList_New(0);
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    if (self->owned == NULL)
+        goto fail;
+    if (PyList_Append(self->owned, keys) < 0 || PyList_Append(self->owned, wildcards) < 0)
+        goto fail;
+    self->keys = PyMem_Calloc((size_t)(nkeys ? nkeys : 1), sizeof(Str));
+    self->key_allow = PyMem_Malloc((size_t)(nkeys ? nkeys : 1));
+    if (!self->keys || !self->key_allow) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memcpy(self->key_allow, PyBytes_AS_STRING(allows), (size_t)nkeys);
+    for (Py_ssize_t k = 0; k < nkeys; k++)
+        if (ascii_str(PyList_GET_ITEM(keys, k), &self->keys[k]) < 0)
+            goto fail;
+    self->nkeys = nkeys;
+    Py_ssize_t nwild = PyList_GET_SIZE(wildcards);
+    self->wild = PyMem_Calloc((size_t)(nwild ? nwild : 1), sizeof(Wild));
+    if (!self->wild) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t k = 0; k < nwild; k++) {
+        PyObject *item = PyList_GET_ITEM(wildcards, k), *pieces;
+        Py_ssize_t priority;
+        int allow, anchored;
+        if (!PyArg_ParseTuple(item, "npO!p", &priority, &allow, &PyList_Type, &pieces, &anchored))
+            goto fail;
+        Wild *w = &self->wild[k];
+        self->nwild = k + 1;
+        w->priority = priority;
+        w->allow = allow;
+        w->anchored = anchored;
+        w->npieces = PyList_GET_SIZE(pieces);
+        if (w->npieces < 1) {
+            PyErr_SetString(PyExc_ValueError, "a wildcard rule has at least one piece");
+            goto fail;
+        }
+        w->pieces = PyMem_Calloc((size_t)w->npieces, sizeof(Str));
+        if (!w->pieces) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t p = 0; p < w->npieces; p++)
+            if (ascii_str(PyList_GET_ITEM(pieces, p), &w->pieces[p]) < 0)
+                goto fail;
+    }
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static PyTypeObject FastMatcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "scrapy_rfc9309._speedups.FastMatcher",
+    .tp_basicsize = sizeof(FastMatcher),
+    .tp_dealloc = (destructor)fast_dealloc,
+    .tp_vectorcall_offset = offsetof(FastMatcher, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "One merged group's rules, decided in C for plain ASCII URLs.",
+    .tp_new = fast_new,
+};
+
+static struct PyModuleDef speedups = {
+    PyModuleDef_HEAD_INIT, "_speedups", "C accelerator of scrapy_rfc9309.matcher.", -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    if (PyType_Ready(&FastMatcherType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&speedups);
+    if (module == NULL)
+        return NULL;
+    Py_INCREF(&FastMatcherType);
+    if (PyModule_AddObject(module, "FastMatcher", (PyObject *)&FastMatcherType) < 0) {
+        Py_DECREF(&FastMatcherType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
