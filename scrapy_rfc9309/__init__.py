@@ -7,16 +7,19 @@ from typing import TYPE_CHECKING, Any
 from .matcher import Rule
 from .robotstxt import RobotsTxt, Verdict, parse
 
-__all__ = ["Addon", "RobotParser", "RobotsTxt", "RobotsTxtMiddleware", "Rule", "Verdict", "parse"]
+__all__ = ["Addon", "RobotParser", "RobotsTxt", "RobotsTxtMiddleware", "Rule", "SitemapSpider", "Verdict", "parse"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsTxtMiddleware
     from .scrapy_parser import RobotParser
+    from .sitemap import SitemapSpider
 
 # The Scrapy layer is imported lazily, so that the core works without Scrapy.
-_LAZY = {"RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon"}
+_LAZY = {
+    "RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon", "SitemapSpider": "sitemap",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -286,8 +286,137 @@ static PyTypeObject FastMatcherType = {
     .tp_new = fast_new,
 };
 
+/* ---- the line scanner of parser.py ---------------------------------------------
+ * scan_lines(text, keys) -> [(kind, value, lineno)] for the lines that hold a known
+ * record, with exactly the semantics of parser._LINE: optional leading [ \t\v\f],
+ * a key (case-insensitive; ``keys`` is a list of (lowercase key, kind), longest
+ * first), then "[ws]*:" or, for a one-word value, whitespace; the value runs to
+ * "#" or the end of the line, without its trailing whitespace. ``text`` ends with
+ * "\n" and has no "\r".
+ */
+static int
+is_ws(Py_UCS4 c)
+{
+    return c == ' ' || c == '\t' || c == '\v' || c == '\f';
+}
+
+static PyObject *
+scan_lines(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *text, *keys;
+    if (!PyArg_ParseTuple(args, "UO!:scan_lines", &text, &PyList_Type, &keys))
+        return NULL;
+    Py_ssize_t nkeys = PyList_GET_SIZE(keys);
+    const char *key_s[64];
+    Py_ssize_t key_n[64];
+    long key_kind[64];
+    if (nkeys > 64) {
+        PyErr_SetString(PyExc_ValueError, "at most 64 keys");
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        PyObject *pair = PyList_GET_ITEM(keys, k), *name;
+        long kind;
+        if (!PyArg_ParseTuple(pair, "Ul", &name, &kind))
+            return NULL;
+        if (!PyUnicode_IS_ASCII(name)) {
+            PyErr_SetString(PyExc_ValueError, "keys are ASCII");
+            return NULL;
+        }
+        key_s[k] = (const char *)PyUnicode_1BYTE_DATA(name);
+        key_n[k] = PyUnicode_GET_LENGTH(name);
+        key_kind[k] = kind;
+    }
+    int ukind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t start = 0, lineno = 0;
+    while (start < n) {
+        Py_ssize_t end = start;
+        while (end < n && PyUnicode_READ(ukind, data, end) != '\n')
+            end++;
+        lineno++;
+        Py_ssize_t p = start;
+        while (p < end && is_ws(PyUnicode_READ(ukind, data, p)))
+            p++;
+        for (Py_ssize_t k = 0; k < nkeys; k++) {
+            Py_ssize_t kn = key_n[k], i;
+            if (p + kn > end)
+                continue;
+            for (i = 0; i < kn; i++) {
+                Py_UCS4 c = PyUnicode_READ(ukind, data, p + i);
+                if (c >= 'A' && c <= 'Z')
+                    c += 32;
+                if (c != (Py_UCS4)(unsigned char)key_s[k][i])
+                    break;
+            }
+            if (i < kn)
+                continue;
+            Py_ssize_t q = p + kn, vstart = -1, vend = -1;
+            Py_ssize_t r = q;
+            while (r < end && is_ws(PyUnicode_READ(ukind, data, r)))
+                r++;
+            if (r < end && PyUnicode_READ(ukind, data, r) == ':') {
+                vstart = r + 1;
+                while (vstart < end && is_ws(PyUnicode_READ(ukind, data, vstart)))
+                    vstart++;
+                vend = vstart;
+                while (vend < end && PyUnicode_READ(ukind, data, vend) != '#')
+                    vend++;
+                while (vend > vstart && is_ws(PyUnicode_READ(ukind, data, vend - 1)))
+                    vend--;
+            }
+            else if (r > q) {
+                /* whitespace instead of the colon: one word, then only whitespace */
+                Py_ssize_t w = r;
+                while (w < end) {
+                    Py_UCS4 c = PyUnicode_READ(ukind, data, w);
+                    if (is_ws(c) || c == '#')
+                        break;
+                    w++;
+                }
+                if (w == r)
+                    continue;
+                Py_ssize_t t = w;
+                while (t < end && is_ws(PyUnicode_READ(ukind, data, t)))
+                    t++;
+                if (t < end && PyUnicode_READ(ukind, data, t) != '#')
+                    continue;
+                vstart = r;
+                vend = w;
+            }
+            else
+                continue;
+            PyObject *value = PyUnicode_Substring(text, vstart, vend);
+            if (value == NULL)
+                goto fail;
+            PyObject *item = Py_BuildValue("(lNn)", key_kind[k], value, lineno);
+            if (item == NULL || PyList_Append(out, item) < 0) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
+            break;
+        }
+        start = end + 1;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyMethodDef speedups_methods[] = {
+    {"scan_lines", scan_lines, METH_VARARGS, "The known records of a robots.txt text: [(kind, value, line)]."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef speedups = {
-    PyModuleDef_HEAD_INIT, "_speedups", "C accelerator of scrapy_rfc9309.matcher.", -1, NULL, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_speedups", "C accelerator of scrapy_rfc9309's parser and matcher.", -1,
+    speedups_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

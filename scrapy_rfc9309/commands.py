@@ -16,6 +16,7 @@ from typing import Any
 from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.utils.url import add_http_if_no_scheme
 
 from .access import Access, OriginState
 from .agent import product_token
@@ -103,19 +104,22 @@ class RobotstxtCommand(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--agent", "-a", dest="agent", default=None,
-                            help="product token or User-Agent string (default: ROBOTSTXT_USER_AGENT or USER_AGENT)")
+                            help="product token or User-Agent string, by default ROBOTSTXT_USER_AGENT or USER_AGENT")
         parser.add_argument("--file", "-f", dest="file", default=None,
                             help="check this local robots.txt instead of fetching one")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give exactly one URL")
-        url = args[0]
+        url = add_http_if_no_scheme(args[0])
         assert self.settings is not None
         agent = opts.agent or self.settings.get("ROBOTSTXT_USER_AGENT") or self.settings.get("USER_AGENT")
         if opts.file:
-            with open(opts.file, "rb") as handle:
-                robots = parse(handle.read())
+            try:
+                with open(opts.file, "rb") as handle:
+                    robots = parse(handle.read())
+            except OSError as exc:
+                raise UsageError(f"cannot read --file {opts.file}: {exc.strerror or exc}") from None
             print("\n".join([f"File:       {opts.file}", *explain(robots, url, agent)]))
             return
         lines: list[str] = []

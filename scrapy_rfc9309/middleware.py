@@ -76,6 +76,7 @@ class RobotsTxtMiddleware:
         self._agents_logged: set[str] = set()
         self._slot_floors: dict[str, float] = {}
         self._slot_delays: dict[str, float] = {}
+        self._slot_origin_delays: dict[str, dict[Origin, float]] = {}
         self._capped_logged: set[Origin] = set()
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -132,6 +133,8 @@ class RobotsTxtMiddleware:
         origin = Origin.from_url(request.url)
         if origin is None or origin.scheme not in ("http", "https"):
             return None
+        # A redirect copies meta: a preference found for the URL before it is stale.
+        meta.pop(USAGE_META, None)
         agent = self.user_agent_for(request)
         self._log_agent(agent)
         held_since: float | None = None
@@ -235,6 +238,11 @@ class RobotsTxtMiddleware:
         assert engine is not None
         downloader = engine.downloader
         key = downloader.get_slot_key(request)
+        # Origins can share a slot (Scrapy keys slots by host): the slot goes no
+        # faster than the slowest of them asks.
+        asked = self._slot_origin_delays.setdefault(key, {})
+        asked[origin] = delay
+        delay = max(asked.values())
         if self._slot_floors.get(key) == delay:
             return
         settings = downloader.per_slot_settings.setdefault(key, {})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Iterator
 
 from .agent import token_of_line
 from .urlnorm import utf8_octets
@@ -114,7 +115,28 @@ def _prepare(body: bytes, max_bytes: int) -> tuple[str, bool]:
     return body.decode("utf-8", "surrogateescape") + "\n", truncated
 
 
-def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResult:
+try:  # the optional C accelerator (see _speedups.c)
+    from ._speedups import scan_lines
+except ImportError:  # pragma: no cover - depends on the build
+    scan_lines = None
+#: The keys for the C scanner, longest first (as the regex tries them).
+_KEY_LIST = sorted(KEYS.items(), key=lambda item: -len(item[0]))
+
+
+def _scan_regex(text: str) -> Iterator[tuple[int, str, int]]:
+    """``(kind, value, line)`` for each line that holds a known record."""
+    for lineno, (agent_key, allow_key, disallow_key, other_key, value) in enumerate(_LINE.findall(text), 1):
+        if disallow_key:
+            yield DISALLOW, value, lineno
+        elif allow_key:
+            yield ALLOW, value, lineno
+        elif agent_key:
+            yield USER_AGENT, value, lineno
+        elif other_key:
+            yield KEYS[other_key.lower()], value, lineno
+
+
+def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: bool = True) -> ParseResult:
     """Parse robots.txt content; never raises on any content."""
     if isinstance(body, str):
         body = utf8_octets(body)
@@ -126,14 +148,15 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseRe
     group: Group | None = None
     add_pattern = add_code = None  # the current group's appenders
     in_agents = False  # the last user-agent/rule line was a user-agent line
-    for lineno, (agent_key, allow_key, disallow_key, other_key, value) in enumerate(_LINE.findall(text), 1):
-        if allow_key or disallow_key:
+    rows = scan_lines(text, _KEY_LIST) if speedups and scan_lines is not None else _scan_regex(text)
+    for kind, value, lineno in rows:
+        if kind == DISALLOW or kind == ALLOW:
             if group is not None:
                 in_agents = False
                 if value:
                     add_pattern(value)  # type: ignore[misc]
-                    add_code(lineno << 1 | (not disallow_key))  # type: ignore[misc]
-        elif agent_key:
+                    add_code(lineno << 1 | (kind == ALLOW))  # type: ignore[misc]
+        elif kind == USER_AGENT:
             if group is None or not in_agents:
                 group = Group()
                 add_pattern = group.patterns.append
@@ -148,14 +171,12 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseRe
                     by_token[token] = [group]
                 elif same[-1] is not group:
                     same.append(group)
-        elif other_key:
-            kind = KEYS[other_key.lower()]
-            if kind == SITEMAP:
-                if value:
-                    result.sitemaps.append(value)
-            elif kind == HOST:
-                if value:
-                    result.hosts.append(value)
-            elif group is not None:
-                group.records.append((GROUP_RECORDS[kind], value, lineno))
+        elif kind == SITEMAP:
+            if value:
+                result.sitemaps.append(value)
+        elif kind == HOST:
+            if value:
+                result.hosts.append(value)
+        elif group is not None:
+            group.records.append((GROUP_RECORDS[kind], value, lineno))
     return result

@@ -85,7 +85,7 @@ class RobotsTxt:
     )
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True) -> None:
-        result = parse_body(body, max_bytes)
+        result = parse_body(body, max_bytes, speedups)
         self._speedups = speedups
         self.sitemaps: list[str] = list(dict.fromkeys(result.sitemaps))
         self.hosts: list[str] = result.hosts

@@ -34,8 +34,7 @@ def parse_preferences(text: str) -> dict[str, str]:
         key = key.strip().lower()
         if not key or not sep:
             continue
-        value = value.strip().strip('"').lower()
-        value = value.split(";")[0].strip()  # drop structured-field parameters
+        value = value.split(";")[0].strip().strip('"').lower()  # without structured-field parameters
         found[key] = _YES_NO.get(value, value)
     return found
 
@@ -80,9 +79,9 @@ def applicable(records: list[tuple[str, str, int]], path: str) -> UsagePreferenc
     the path-scoped record with the longest matching pattern, else the unscoped one."""
     best: dict[str, tuple[int, dict[str, str], int]] = {}
     for name, value, line in records:
-        value = value.strip()
-        scope, _, rest = value.partition(" ")
-        if scope.startswith(("/", "*")) and "=" not in scope:
+        parts = value.split(None, 1)
+        if len(parts) == 2 and parts[0].startswith(("/", "*")):
+            scope, rest = parts
             forms, anchored = piece_forms(scope)
             pieces = [forms[0][0]] + [p if p == q else (p, q) for p, q in forms[1:]]
             if not glob_match(path, pieces, anchored):

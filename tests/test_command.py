@@ -1,0 +1,350 @@
+"""``scrapy robotstxt URL [--agent X] [--file PATH]`` run as a real command in a subprocess.
+
+The fetch-mode tests serve robots.txt from an ``http.server`` in a thread of this process (not the
+Twisted origins of ``servers.py``: the test does not run the reactor while it waits for the
+subprocess); the server records every path it receives.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+ROBOTS = (
+    "User-agent: *\n"  # line 1
+    "Disallow: /private\n"  # line 2
+    "Allow: /private/ok\n"  # line 3
+    "Crawl-delay: 2.5\n"  # line 4
+    "Content-Usage: train-ai=n\n"  # line 5
+    "Sitemap: https://example.com/sitemap.xml\n"  # line 6
+    "Sitemap: https://example.com/news.xml\n"  # line 7
+    "\n"  # line 8
+    "User-agent: ExampleBot\n"  # line 9
+    "Disallow: /eb\n"  # line 10
+)
+
+
+def _env(columns: int = 200) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        # No proxy for loopback traffic, and no project from the environment.
+        if not k.lower().endswith("_proxy") and not k.startswith("SCRAPY_")
+    }
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env["COLUMNS"] = str(columns)
+    return env
+
+
+def scrapy(cwd: Path, *args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
+    """``python -m scrapy ARGS`` in ``cwd`` (a directory without scrapy.cfg)."""
+    assert not (cwd / "scrapy.cfg").exists()
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=cwd,
+        env=_env(columns),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def field(output: str, name: str) -> str:
+    """The value of the report line ``Name: value`` (the first one)."""
+    for line in output.splitlines():
+        if line.startswith(f"{name}:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {name!r} line in:\n{output}")
+
+
+def has_field(output: str, name: str) -> bool:
+    return any(line.startswith(f"{name}:") for line in output.splitlines())
+
+
+# --------------------------------------------------------------------------- --file mode
+
+
+@pytest.fixture
+def robots_file(tmp_path: Path) -> Path:
+    path = tmp_path / "robots.txt"
+    path.write_text(ROBOTS)
+    return path
+
+
+def test_file_mode_explains_a_disallowed_url(tmp_path, robots_file):
+    run = scrapy(tmp_path, "robotstxt", "https://example.com/private/x", "--file", str(robots_file))
+
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert field(out, "File") == str(robots_file)
+    assert field(out, "URL") == "https://example.com/private/x"
+    assert field(out, "Agent").startswith("Scrapy/")
+    assert field(out, "Token") == "scrapy"
+    assert field(out, "Group") == "'*'"
+    assert field(out, "Verdict") == "disallowed (Disallow: /private, line 2)"
+    assert field(out, "Crawl-delay") == "2.5 s"
+    assert field(out, "Usage") == "content-usage: train-ai=n (line 5)"
+    assert field(out, "Sitemaps") == "https://example.com/sitemap.xml, https://example.com/news.xml"
+    # Nothing was fetched, so there is no access result.
+    assert not has_field(out, "Access")
+
+
+def test_file_mode_explains_an_allowed_url(tmp_path, robots_file):
+    run = scrapy(tmp_path, "robotstxt", "https://example.com/private/ok/1", "--file", str(robots_file))
+
+    assert run.returncode == 0, run.stderr
+    assert field(run.stdout, "Verdict") == "allowed (Allow: /private/ok, line 3)"
+
+    run = scrapy(tmp_path, "robotstxt", "https://example.com/public", "-f", str(robots_file))
+
+    assert field(run.stdout, "Verdict") == "allowed (no rule matched)"
+
+
+@pytest.mark.parametrize("agent", ["ExampleBot", "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://e.com/bot)"])
+def test_file_mode_with_an_agent_uses_its_group(tmp_path, robots_file, agent):
+    blocked = scrapy(tmp_path, "robotstxt", "https://example.com/eb/1", "--agent", agent, "--file", str(robots_file))
+    free = scrapy(tmp_path, "robotstxt", "https://example.com/private/x", "-a", agent, "--file", str(robots_file))
+
+    assert blocked.returncode == free.returncode == 0, blocked.stderr + free.stderr
+    assert field(blocked.stdout, "Agent") == agent
+    assert field(blocked.stdout, "Token") == "examplebot"
+    assert field(blocked.stdout, "Group") == "'examplebot'"
+    assert field(blocked.stdout, "Verdict") == "disallowed (Disallow: /eb, line 10)"
+    assert field(free.stdout, "Verdict") == "allowed (no rule matched)"
+    # The ExampleBot group has no Crawl-delay or usage records of its own ('*' does).
+    assert not has_field(free.stdout, "Crawl-delay")
+    assert not has_field(free.stdout, "Usage")
+
+
+def test_file_mode_robots_txt_itself_is_always_allowed(tmp_path):
+    path = tmp_path / "robots.txt"
+    path.write_text("User-agent: *\nDisallow: /\n")
+
+    run = scrapy(tmp_path, "robotstxt", "https://example.com/robots.txt", "--file", str(path))
+
+    assert field(run.stdout, "Verdict") == "allowed (/robots.txt is always allowed)"
+
+
+def test_no_url_is_a_usage_error(tmp_path):
+    run = scrapy(tmp_path, "robotstxt")
+
+    assert run.returncode == 2
+    assert "give exactly one URL" in run.stderr
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path):
+    run = scrapy(tmp_path, "robotstxt", "https://example.com/", "--file", str(tmp_path / "nope.txt"))
+
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+
+
+# --------------------------------------------------------------------------- fetch mode
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.routes: dict[str, tuple[int, dict[str, str], bytes]] = {}
+        self.received: list[str] = []
+        self.lock = threading.Lock()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def route(self, path: str, status: int = 200, body: bytes | str = b"", **headers: str) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        hdrs = {"Content-Type": "text/plain; charset=utf-8"}
+        hdrs.update({k.replace("_", "-"): v for k, v in headers.items()})
+        self.routes[path] = (status, hdrs, data)
+
+    def paths(self) -> list[str]:
+        with self.lock:
+            return list(self.received)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        with self.server.lock:
+            self.server.received.append(self.path)
+        status, headers, body = self.server.routes.get(self.path, (404, {"Content-Type": "text/plain"}, b"no"))
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def http_server() -> Iterator[_Server]:
+    server = _Server()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def redirected_robots(server: _Server, **headers: str) -> None:
+    server.route("/robots.txt", 301, Location=server.url("/real-robots.txt"))
+    server.route("/real-robots.txt", 200, ROBOTS, **headers)
+
+
+def test_fetch_mode_follows_a_redirect_and_reports_access_lifetime_and_verdict(tmp_path, http_server):
+    redirected_robots(http_server, Cache_Control="max-age=3600")
+    url = http_server.url("/private/x")
+
+    run = scrapy(tmp_path, "robotstxt", url)
+
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert field(out, "URL") == url
+    assert field(out, "robots.txt") == http_server.url("/real-robots.txt")
+    assert "Access:     parsed (status 200" in out
+    assert "Redirects:  1" in out
+    assert field(out, "Redirects") == "1: " + http_server.url("/real-robots.txt")
+    lifetime = int(re.search(r"^Lifetime:\s+(\d+) s$", out, re.M).group(1))  # type: ignore[union-attr]
+    assert 3500 <= lifetime <= 3600
+    assert field(out, "Verdict") == "disallowed (Disallow: /private, line 2)"
+    assert field(out, "Crawl-delay") == "2.5 s"
+    assert field(out, "Sitemaps") == "https://example.com/sitemap.xml, https://example.com/news.xml"
+    # One robots.txt request plus the redirect target, and never the page itself.
+    assert http_server.paths() == ["/robots.txt", "/real-robots.txt"]
+
+
+def test_fetch_mode_allowed_url_and_default_lifetime(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/public/page"), "--agent", "ExampleBot")
+
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "Access:     parsed (status 200" in out
+    assert not has_field(out, "Redirects")
+    assert field(out, "Lifetime") == "86400 s"  # ROBOTSTXT_CACHE_TTL, no Cache-Control
+    assert field(out, "Token") == "examplebot"
+    assert field(out, "Verdict") == "allowed (no rule matched)"
+    assert http_server.paths() == ["/robots.txt"]
+
+
+def test_fetch_mode_uses_settings_given_on_the_command_line(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/eb/x"), "-s", "ROBOTSTXT_USER_AGENT=ExampleBot",
+                 "-s", "ROBOTSTXT_CACHE_TTL=100", "-s", "ROBOTSTXT_CACHE_MIN_TTL=10")
+
+    assert run.returncode == 0, run.stderr
+    assert field(run.stdout, "Lifetime") == "100 s"
+    assert field(run.stdout, "Token") == "examplebot"
+    assert field(run.stdout, "Verdict") == "disallowed (Disallow: /eb, line 10)"
+
+
+def test_fetch_mode_404_is_unavailable_and_allows(tmp_path, http_server):
+    http_server.route("/robots.txt", 404, "User-agent: *\nDisallow: /\n")
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"))
+
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "Access:     unavailable (status 404" in out
+    assert field(out, "Verdict").startswith("allowed")
+    assert http_server.paths() == ["/robots.txt"]
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_fetch_mode_5xx_is_unreachable_and_disallows(tmp_path, http_server, status):
+    http_server.route("/robots.txt", status, "User-agent: *\nAllow: /\n")
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/public/x"))
+
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert f"Access:     unreachable (status {status}" in out
+    assert field(out, "Verdict").startswith("disallowed")
+    assert "unreachable" in field(out, "Verdict")
+    assert has_field(out, "Retry in")
+    # Fetched once; the command does not wait for retries.
+    assert http_server.paths() == ["/robots.txt"]
+
+
+def test_fetch_mode_connection_refused_is_unreachable(tmp_path):
+    # A port that was just free: bind, note it, close.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    run = scrapy(tmp_path, "robotstxt", f"http://127.0.0.1:{port}/x")
+
+    assert run.returncode == 0, run.stderr
+    assert "Access:     unreachable (status -" in run.stdout
+    assert field(run.stdout, "Verdict").startswith("disallowed")
+
+
+def test_fetch_mode_a_url_without_a_scheme_is_not_reported_allowed(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+    schemeless = http_server.url("/private/x").removeprefix("http://")
+
+    run = scrapy(tmp_path, "robotstxt", schemeless)
+
+    assert run.returncode != 0 or field(run.stdout, "Verdict").startswith("disallowed"), run.stdout
+
+
+# --------------------------------------------------------------------------- help
+
+
+def test_scrapy_help_lists_the_command(tmp_path):
+    run = scrapy(tmp_path, "-h")
+
+    assert run.returncode == 0, run.stderr
+    (line,) = [line for line in run.stdout.splitlines() if line.split()[:1] == ["robotstxt"]]
+    assert "Explain what robots.txt says about a URL" in line
+
+
+def test_robotstxt_help_shows_usage_and_options(tmp_path):
+    run = scrapy(tmp_path, "robotstxt", "-h")
+
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "scrapy robotstxt [options] URL" in out
+    assert "--agent" in out
+    assert "--file" in out
+    assert "Explain what robots.txt says about a URL (RFC 9309)" in out
+
+
+def test_robotstxt_help_is_not_mangled_at_80_columns(tmp_path):
+    run = scrapy(tmp_path, "robotstxt", "-h", columns=80)
+
+    headings = [
+        previous.strip()
+        for previous, line in zip(run.stdout.splitlines(), run.stdout.splitlines()[1:], strict=False)
+        if line and set(line) <= {"=", "-"}
+    ]
+    assert headings == ["Usage", "Options", "Global Options"]

@@ -1,0 +1,446 @@
+"""Usage preferences (AIPREF ``Content-Usage``, ``Content-Signal``): the pure parsing and scoping in
+``scrapy_rfc9309.usage`` and ``RobotsTxt.usage()``, then the middleware against real origins
+(``response.meta["robotstxt_usage"]``, the ``robotstxt_content_usage`` signal, ``ROBOTSTXT_USAGE_DENY``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import pytest_twisted
+from crawl import ListSpider, run_crawl
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from servers import Origin, Redirect
+
+import scrapy_rfc9309
+from scrapy_rfc9309 import signals as rfc_signals
+from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUsageDenied
+from scrapy_rfc9309.middleware import USAGE_META
+from scrapy_rfc9309.usage import UsagePreference, applicable, parse_preferences
+
+ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
+
+# --------------------------------------------------------------------------- parse_preferences
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("train-ai=n", {"train-ai": "n"}),
+        ("train-ai=y", {"train-ai": "y"}),
+        ("train-ai=n, search=y", {"train-ai": "n", "search": "y"}),
+        # Content-Signal spells the values yes/no.
+        ("search=yes, ai-train=no", {"search": "y", "ai-train": "n"}),
+        ("search=YES,ai-input=No", {"search": "y", "ai-input": "n"}),
+        # Keys and values are case-insensitive; whitespace around items, keys and values is ignored.
+        ("  Train-AI = N ,SEARCH=Y  ", {"train-ai": "n", "search": "y"}),
+        # Quoted values and structured-field parameters.
+        ('train-ai="n"', {"train-ai": "n"}),
+        ("train-ai=n;reason=policy", {"train-ai": "n"}),
+        # Other values are kept (lower-cased), not read as y/n.
+        ("train-ai=maybe", {"train-ai": "maybe"}),
+        # Items without "=" or without a key are skipped.
+        ("train-ai, =n, search=y", {"search": "y"}),
+        ("", {}),
+        (",,,", {}),
+        # A repeated key: the last one wins (as in a structured-field dictionary).
+        ("train-ai=y, train-ai=n", {"train-ai": "n"}),
+    ],
+)
+def test_parse_preferences(text, expected):
+    assert parse_preferences(text) == expected
+
+
+def test_parse_preferences_quoted_value_with_a_parameter():
+    assert parse_preferences('train-ai="n";p=1') == {"train-ai": "n"}
+
+
+# --------------------------------------------------------------------------- applicable (path scopes)
+
+
+def _cu(value: str, line: int) -> tuple[str, str, int]:
+    return ("content-usage", value, line)
+
+
+def test_an_unscoped_record_applies_to_every_path():
+    records = [_cu("train-ai=n", 3)]
+    for path in ("/", "/a", "/public/x?q=1"):
+        preference = applicable(records, path)
+        assert preference.get("train-ai") == "n"
+        assert preference.lines == {"content-usage": 3}
+
+
+def test_a_path_scope_applies_only_under_its_pattern():
+    records = [_cu("/public/ train-ai=y", 4)]
+    assert applicable(records, "/public/x").get("train-ai") == "y"
+    assert applicable(records, "/public/").get("train-ai") == "y"
+    assert not applicable(records, "/public")
+    assert not applicable(records, "/other/public/x")
+    assert applicable(records, "/other").get("train-ai") is None
+
+
+def test_a_path_scope_overrides_the_unscoped_record_wherever_it_matches():
+    records = [_cu("train-ai=n", 3), _cu("/public/ train-ai=y", 4)]
+    assert applicable(records, "/article").get("train-ai") == "n"
+    assert applicable(records, "/public/a").get("train-ai") == "y"
+    assert applicable(records, "/public/a").lines == {"content-usage": 4}
+
+
+@pytest.mark.parametrize("order", [1, -1], ids=["shorter-first", "longer-first"])
+def test_the_longest_matching_scope_wins_whatever_the_order(order):
+    records = [_cu("train-ai=n", 1), _cu("/a/ train-ai=y", 2), _cu("/a/b/ train-ai=n, search=y", 3)][::order]
+    deep = applicable(records, "/a/b/c")
+    assert deep.get("train-ai") == "n"
+    assert deep.get("search") == "y"
+    assert deep.lines == {"content-usage": 3}
+    assert applicable(records, "/a/c").get("train-ai") == "y"
+    assert applicable(records, "/x").get("train-ai") == "n"
+
+
+def test_scopes_are_matched_like_allow_and_disallow_patterns():
+    records = [_cu("/*.pdf$ train-ai=n", 1), _cu("/docs/*/draft train-ai=n", 2)]
+    assert applicable(records, "/x/report.pdf").denies("train-ai")
+    assert not applicable(records, "/x/report.pdf?download=1")  # "$" anchors the end
+    assert applicable(records, "/docs/v2/draft-1").lines == {"content-usage": 2}
+    assert not applicable(records, "/docs/draft")
+    # The path given is canonical (as urlnorm.path_of makes it); the scope is normalised the same way.
+    for scope in ("/caf%C3%A9/", "/caf%c3%a9/", "/café/"):
+        assert applicable([_cu(f"{scope} train-ai=n", 1)], "/caf%C3%A9/menu").denies("train-ai"), scope
+
+
+def test_content_usage_and_content_signal_are_scoped_separately():
+    records = [
+        ("content-usage", "train-ai=n", 1),
+        ("content-signal", "/blog/ ai-train=yes, search=yes", 2),
+        ("content-usage", "/blog/drafts/ train-ai=y", 3),
+    ]
+    blog = applicable(records, "/blog/post")
+    assert blog.values == {"content-usage": {"train-ai": "n"}, "content-signal": {"ai-train": "y", "search": "y"}}
+    assert blog.lines == {"content-usage": 1, "content-signal": 2}
+    other = applicable(records, "/shop")
+    assert other.values == {"content-usage": {"train-ai": "n"}}
+
+
+def test_a_record_with_no_preference_is_ignored():
+    records = [_cu("train-ai=n", 1), _cu("/public/", 2), _cu("/public/ nonsense", 3)]
+    assert applicable(records, "/public/x").lines == {"content-usage": 1}
+    assert not applicable([], "/")
+
+
+def test_a_tab_separates_the_scope_from_the_preferences():
+    records = [_cu("/p/\ttrain-ai=n", 1)]
+    assert applicable(records, "/p/x").denies("train-ai")
+    assert not applicable(records, "/other")
+
+
+def test_a_scope_with_a_query_is_still_a_scope():
+    records = [_cu("/search?q= train-ai=n", 1)]
+    assert applicable(records, "/search?q=shoes").denies("train-ai")
+    assert not applicable(records, "/other")
+
+
+# --------------------------------------------------------------------------- UsagePreference
+
+
+def test_ai_train_and_train_ai_are_one_category():
+    signal = UsagePreference({"content-signal": {"ai-train": "n", "search": "y"}}, {"content-signal": 5})
+    assert signal.get("train-ai") == "n"
+    assert signal.get("ai-train") == "n"
+    assert signal.denies("train-ai")
+    assert signal.denies("ai-train")
+    assert not signal.denies("search")
+    usage = UsagePreference({"content-usage": {"train-ai": "n"}}, {"content-usage": 2})
+    assert usage.get("ai-train") == "n"
+    assert usage.denies("ai-train")
+
+
+def test_content_usage_is_read_before_content_signal():
+    both = UsagePreference(
+        {"content-usage": {"train-ai": "y"}, "content-signal": {"ai-train": "n", "search": "n"}},
+        {"content-usage": 2, "content-signal": 3},
+    )
+    assert both.get("train-ai") == "y"
+    assert not both.denies("train-ai")
+    # A category only Content-Signal names still comes from it.
+    assert both.denies("search")
+
+
+def test_denies_only_an_explicit_n():
+    preference = UsagePreference({"content-usage": {"train-ai": "y", "search": "maybe"}}, {"content-usage": 1})
+    assert not preference.denies("train-ai")
+    assert not preference.denies("search")
+    assert not preference.denies("ai-input")
+    assert preference.get("ai-input") is None
+
+
+def test_an_empty_preference_is_false_and_says_so():
+    empty = UsagePreference()
+    assert not empty
+    assert str(empty) == "no usage preference"
+    assert empty.get("train-ai") is None
+    assert not empty.denies("train-ai")
+
+
+def test_str_and_as_dict_name_the_values_and_lines():
+    preference = applicable([_cu("train-ai=n", 3), ("content-signal", "search=yes", 4)], "/")
+    assert str(preference) == "content-usage: train-ai=n (line 3); content-signal: search=y (line 4)"
+    assert preference.as_dict() == {
+        "values": {"content-usage": {"train-ai": "n"}, "content-signal": {"search": "y"}},
+        "lines": {"content-usage": 3, "content-signal": 4},
+    }
+
+
+# --------------------------------------------------------------------------- RobotsTxt.usage()
+
+ROBOTS = (
+    "User-agent: *\n"  # line 1
+    "Disallow: /private\n"  # line 2
+    "Content-Usage: train-ai=n\n"  # line 3
+    "Content-Usage: /public/ train-ai=y\n"  # line 4
+    "\n"  # line 5
+    "User-agent: SignalBot\n"  # line 6
+    "Disallow: /nothing\n"  # line 7
+    "Content-Signal: search=yes, ai-train=no\n"  # line 8
+    "\n"  # line 9
+    "User-agent: PlainBot\n"  # line 10
+    "Disallow: /plain\n"  # line 11
+)
+
+
+def test_robotstxt_usage_of_the_star_group():
+    robots = scrapy_rfc9309.parse(ROBOTS)
+    article = robots.usage("https://h/article/1", "AnyBot")
+    assert article.get("train-ai") == "n"
+    assert article.lines == {"content-usage": 3}
+    public = robots.usage("https://h/public/1?x=y", "AnyBot")
+    assert public.get("train-ai") == "y"
+    assert public.lines == {"content-usage": 4}
+    assert robots.has_usage("AnyBot")
+
+
+def test_robotstxt_usage_follows_the_agents_group():
+    robots = scrapy_rfc9309.parse(ROBOTS)
+    signal = robots.usage("https://h/public/1", "Mozilla/5.0 (compatible; SignalBot/1.0)")
+    # The SignalBot group replaces '*': its Content-Signal applies, '*''s Content-Usage does not.
+    assert signal.values == {"content-signal": {"search": "y", "ai-train": "n"}}
+    assert signal.denies("train-ai")
+    assert signal.lines == {"content-signal": 8}
+    # A group without usage records has no preference, even though '*' has one.
+    assert not robots.usage("https://h/article/1", "PlainBot")
+    assert not robots.has_usage("PlainBot")
+
+
+def test_usage_records_do_not_end_a_group_or_change_its_rules():
+    robots = scrapy_rfc9309.parse("User-agent: *\nContent-Usage: train-ai=n\nDisallow: /x\nContent-Signal: search=no\n")
+    assert not robots.allowed("https://h/x", "Bot")
+    assert robots.allowed("https://h/y", "Bot")
+    preference = robots.usage("https://h/y", "Bot")
+    assert preference.denies("train-ai")
+    assert preference.denies("search")
+
+
+@pytest.mark.parametrize("url", ["https://h/café/menu", "https://h/caf%c3%a9/menu", "https://h/caf%C3%A9/menu"])
+def test_robotstxt_usage_normalises_percent_encoding_of_the_url(url):
+    robots = scrapy_rfc9309.parse("User-agent: *\nDisallow: /x\nContent-Usage: /caf%C3%A9/ train-ai=n\n")
+    assert robots.usage(url, "Bot").denies("train-ai")
+    assert not robots.usage("https://h/cafe/menu", "Bot")
+
+
+def test_usage_with_no_usage_records():
+    robots = scrapy_rfc9309.parse("User-agent: *\nDisallow: /x\n")
+    assert not robots.usage("https://h/y", "Bot")
+    assert not robots.has_usage("Bot")
+
+
+# --------------------------------------------------------------------------- the middleware
+
+
+class UsageSpider(ListSpider):
+    """Records ``response.meta["robotstxt_usage"]`` per URL and the ``robotstxt_content_usage`` signals."""
+
+    name = "usage"
+
+    @classmethod
+    def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.usage = {}
+        spider.signalled = []
+        crawler.signals.connect(spider.on_content_usage, signal=rfc_signals.robotstxt_content_usage)
+        return spider
+
+    def on_content_usage(self, request, preference, **kwargs: Any) -> None:
+        self.signalled.append((request.url, preference))
+
+    def parse(self, response, **kwargs: Any):
+        self.usage[response.url] = response.meta.get(USAGE_META)
+        yield from super().parse(response, **kwargs)
+
+
+SITE = (
+    "User-agent: *\n"  # line 1
+    "Disallow: /private\n"  # line 2
+    "Content-Usage: train-ai=n\n"  # line 3
+    "Content-Usage: /public/ train-ai=y\n"  # line 4
+)
+PATHS = ("/article/1", "/article/2", "/public/1", "/private/1")
+
+
+def _site(origin: Origin) -> list[str]:
+    origin.robots(SITE)
+    return [origin.url(p) for p in PATHS]
+
+
+def page_paths(origin: Origin) -> list[str]:
+    return sorted(h.path for h in origin.requests if h.path_only != "/robots.txt")
+
+
+def spider(result: Any) -> UsageSpider:
+    return result.crawler.spider
+
+
+@pytest_twisted.inlineCallbacks
+def test_response_meta_carries_the_preference_and_nothing_is_dropped_by_default(origins):
+    a = origins()
+    urls = _site(a)
+
+    result = yield run_crawl(UsageSpider, ADDON, urls=urls)
+
+    assert page_paths(a) == ["/article/1", "/article/2", "/public/1"]
+    usage = spider(result).usage
+    for path in ("/article/1", "/article/2"):
+        preference = usage[a.url(path)]
+        assert isinstance(preference, UsagePreference)
+        assert preference.get("train-ai") == "n"
+        assert preference.denies("train-ai")
+        assert preference.lines == {"content-usage": 3}
+    public = usage[a.url("/public/1")]
+    assert public.get("train-ai") == "y"
+    assert public.lines == {"content-usage": 4}
+    # /private/1 is forbidden by the rules, as ever.
+    (error,) = result.errors
+    assert error.url == a.url("/private/1")
+    assert isinstance(error.exception, RobotsTxtForbidden)
+    assert "robotstxt/usage_denied" not in result.stats
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_content_usage_signal_fires_for_each_judged_request(origins):
+    a = origins()
+    urls = _site(a)
+
+    result = yield run_crawl(UsageSpider, ADDON, urls=urls)
+
+    signalled = dict(spider(result).signalled)
+    # Forbidden requests are dropped before their usage is looked at.
+    assert sorted(signalled) == sorted(a.url(p) for p in ("/article/1", "/article/2", "/public/1"))
+    assert signalled[a.url("/article/1")].get("train-ai") == "n"
+    assert signalled[a.url("/public/1")].get("train-ai") == "y"
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_origin_without_usage_records_sets_no_meta_and_sends_no_signal(origins):
+    a = origins("127.0.0.1")
+    b = origins("127.0.0.2")
+    a.robots("User-agent: *\nDisallow: /private\n")
+    # b: no robots.txt at all
+
+    result = yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": ["train-ai"]},
+                             urls=[a.url("/x"), b.url("/y")])
+
+    assert sorted(result.responses) == sorted([a.url("/x"), b.url("/y")])
+    assert spider(result).usage == {a.url("/x"): None, b.url("/y"): None}
+    assert spider(result).signalled == []
+
+
+@pytest.mark.parametrize(
+    "deny",
+    [["train-ai"], ("train-ai",), ["ai-train"], ["TRAIN-AI"], "train-ai", "search, train-ai"],
+    ids=["list", "tuple", "synonym", "upper-case", "string", "comma-separated"],
+)
+@pytest_twisted.inlineCallbacks
+def test_usage_deny_drops_requests_before_they_are_sent(origins, deny):
+    a = origins()
+    urls = _site(a)
+
+    result = yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": deny}, urls=urls)
+
+    # The server never saw the train-ai=n pages; /public/ (train-ai=y) was fetched.
+    assert page_paths(a) == ["/public/1"]
+    assert result.responses == [a.url("/public/1")]
+    assert spider(result).usage[a.url("/public/1")].get("train-ai") == "y"
+    denied = {e.url: e.exception for e in result.errors if isinstance(e.exception, RobotsTxtUsageDenied)}
+    assert sorted(denied) == [a.url("/article/1"), a.url("/article/2")]
+    for exception in denied.values():
+        assert isinstance(exception, IgnoreRequest)
+        assert exception.robots_url == a.url("/robots.txt")
+        assert isinstance(exception.preference, UsagePreference)
+        assert exception.preference.denies("train-ai")
+        assert "train-ai" in str(exception)
+    assert result.stats.get("robotstxt/usage_denied") == 2
+    assert result.stats.get("robotstxt/forbidden") == 1  # /private/1, by the rules
+
+
+@pytest_twisted.inlineCallbacks
+def test_usage_deny_applies_content_signal_ai_train_no(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\nContent-Signal: search=yes, ai-train=no\n")
+
+    result = yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": ["train-ai"]}, urls=[a.url("/page")])
+
+    assert page_paths(a) == []
+    assert [type(e.exception) for e in result.errors] == [RobotsTxtUsageDenied]
+    assert result.stats.get("robotstxt/usage_denied") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_usage_deny_of_another_category_drops_nothing(origins):
+    a = origins()
+    urls = _site(a)
+
+    result = yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": ["search"]}, urls=urls)
+
+    assert page_paths(a) == ["/article/1", "/article/2", "/public/1"]
+    assert "robotstxt/usage_denied" not in result.stats
+
+
+@pytest_twisted.inlineCallbacks
+def test_dont_obey_robotstxt_skips_the_usage_check(origins):
+    a = origins()
+    _site(a)
+    urls = [Request(a.url("/article/1"), meta={"dont_obey_robotstxt": True})]
+
+    result = yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": ["train-ai"]}, urls=urls)
+
+    assert page_paths(a) == ["/article/1"]
+    assert spider(result).usage == {a.url("/article/1"): None}
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_usage_meta_describes_the_final_url_after_a_redirect(origins):
+    a = origins("127.0.0.1")
+    b = origins("127.0.0.2")
+    _site(a)
+    a["/article/moved"] = Redirect(b.url("/landing"))
+    b.robots("User-agent: *\nDisallow: /private\n")  # no usage preference at all
+
+    result = yield run_crawl(UsageSpider, ADDON, urls=[a.url("/article/moved")])
+
+    assert result.responses == [b.url("/landing")]
+    assert spider(result).usage[b.url("/landing")] is None
+
+
+# --------------------------------------------------------------------------- start-up errors
+
+
+@pytest.mark.parametrize("value", [5, [5], [""], {"train-ai": True}, ["train-ai", None]])
+@pytest_twisted.inlineCallbacks
+def test_a_bad_usage_deny_value_stops_the_crawl_at_start_up(origins, value):
+    a = origins()
+    _site(a)
+
+    with pytest.raises(RobotsTxtConfigError) as info:
+        yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": value}, urls=[a.url("/public/1")])
+
+    assert "ROBOTSTXT_USAGE_DENY" in str(info.value)
+    assert a.requests == []
