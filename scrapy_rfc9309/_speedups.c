@@ -2,9 +2,9 @@
  *
  * A FastMatcher holds one merged group's rules in canonical form: the literal
  * rules as a sorted array (longest prefix found by binary search), the wildcard
- * rules sorted by priority. Calling it with a URL decides plain ASCII URLs
- * without "%" or "#" entirely in C, with the same semantics as the Python tiers;
- * any other URL goes to the Python fallback. Every search is linear (memmem), so
+ * rules sorted by priority. Calling it with an absolute URL whose path starts
+ * with "/" decides it entirely in C (canonical form included), with the same
+ * semantics as the Python tiers; any other URL goes to the Python fallback. Every search is linear (memmem), so
  * no input can make a decision blow up.
  */
 #define _GNU_SOURCE
@@ -131,6 +131,69 @@ call_fallback(FastMatcher *self, PyObject *url)
     return PyObject_CallOneArg(self->fallback, url);
 }
 
+/* The canonical form of urlnorm.py: "%xx" of an ASCII octet that has no
+ * delimiting role is decoded, other escapes and non-ASCII octets are "%XX", a lone
+ * "%" is "%25". In the query (after the first "?") ":" "/" "?" "@" are decoded too. */
+static int
+hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 32;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static int
+keep_encoded(int octet, int in_query)
+{
+    if (octet >= 0x80)
+        return 1;
+    if (in_query && (octet == ':' || octet == '/' || octet == '?' || octet == '@'))
+        return 0;
+    return strchr("%/?#[]:@!&'()+,;=", octet) != NULL && octet != 0;
+}
+
+static Py_ssize_t
+canonical_path_c(const char *src, Py_ssize_t n, char *out)
+{
+    static const char HEX[] = "0123456789ABCDEF";
+    Py_ssize_t o = 0;
+    int in_query = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)src[i];
+        if (c == '%') {
+            int hi = i + 2 < n ? hexval(src[i + 1]) : -1, lo = i + 2 < n ? hexval(src[i + 2]) : -1;
+            if (hi < 0 || lo < 0) {
+                memcpy(out + o, "%25", 3);
+                o += 3;
+                continue;
+            }
+            int octet = hi * 16 + lo;
+            i += 2;
+            if (keep_encoded(octet, in_query)) {
+                out[o++] = '%';
+                out[o++] = HEX[octet >> 4];
+                out[o++] = HEX[octet & 15];
+            }
+            else
+                out[o++] = (char)octet;
+        }
+        else if (c >= 0x80) {
+            out[o++] = '%';
+            out[o++] = HEX[c >> 4];
+            out[o++] = HEX[c & 15];
+        }
+        else {
+            if (c == '?')
+                in_query = 1;
+            out[o++] = (char)c;
+        }
+    }
+    return o;
+}
+
 static PyObject *
 fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -140,12 +203,22 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
         return NULL;
     }
     PyObject *url = args[0];
-    if (!PyUnicode_Check(url) || !PyUnicode_IS_ASCII(url))
+    if (!PyUnicode_Check(url))
         return call_fallback(self, url);
-    const char *u = (const char *)PyUnicode_1BYTE_DATA(url);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(url);
-    if (memchr(u, '%', (size_t)n) || memchr(u, '#', (size_t)n))
-        return call_fallback(self, url);
+    const char *u;
+    Py_ssize_t n;
+    int ascii = PyUnicode_IS_ASCII(url);
+    if (ascii) {
+        u = (const char *)PyUnicode_1BYTE_DATA(url);
+        n = PyUnicode_GET_LENGTH(url);
+    }
+    else {
+        u = PyUnicode_AsUTF8AndSize(url, &n);
+        if (u == NULL) { /* lone surrogates: the Python tier knows what to do */
+            PyErr_Clear();
+            return call_fallback(self, url);
+        }
+    }
     /* scheme "://" authority, then the path must start with "/" */
     Py_ssize_t i = 0;
     if (n == 0 || !((u[0] | 32) >= 'a' && (u[0] | 32) <= 'z'))
@@ -159,32 +232,49 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
         return call_fallback(self, url);
     for (i += 3; i < n; i++) {
         char c = u[i];
-        if (c == '/' || c == '?' || c == ';')
+        if (c == '/' || c == '?' || c == ';' || c == '#')
             break;
     }
     if (i >= n || u[i] != '/')
         return call_fallback(self, url);
     const char *path = u + i;
     Py_ssize_t plen = n - i;
+    const char *hash = memchr(path, '#', (size_t)plen);
+    if (hash)
+        plen = hash - path;
+    char stack[2048], *heap = NULL;
+    if (!ascii || memchr(path, '%', (size_t)plen)) {
+        char *buf = stack;
+        if (plen * 3 > (Py_ssize_t)sizeof(stack)) {
+            heap = PyMem_Malloc((size_t)plen * 3);
+            if (heap == NULL)
+                return PyErr_NoMemory();
+            buf = heap;
+        }
+        plen = canonical_path_c(path, plen, buf);
+        path = buf;
+    }
+    int allow = 1;
     if (plen == 11 && memcmp(path, "/robots.txt", 11) == 0)
-        Py_RETURN_TRUE;
+        goto done;
     Py_ssize_t best_priority = -1;
-    int best_allow = 1;
     Py_ssize_t index = longest_key(self, path, plen);
     if (index >= 0) {
         best_priority = self->keys[index].n;
-        best_allow = self->key_allow[index];
+        allow = self->key_allow[index];
     }
     for (Py_ssize_t k = 0; k < self->nwild; k++) {
         Wild *w = &self->wild[k];
-        if (w->priority < best_priority || (w->priority == best_priority && (best_allow || !w->allow)))
+        if (w->priority < best_priority || (w->priority == best_priority && (allow || !w->allow)))
             break;
         if (glob(path, plen, w)) {
-            best_allow = w->allow;
+            allow = w->allow;
             break;
         }
     }
-    return PyBool_FromLong(best_allow);
+done:
+    PyMem_Free(heap);
+    return PyBool_FromLong(allow);
 }
 
 static void
