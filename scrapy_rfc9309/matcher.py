@@ -160,7 +160,17 @@ class Matcher:
     for a verdict."""
 
     __slots__ = (
-        "_by_key", "_codes", "_fast", "_key_rules", "_keys", "_lengths", "_patterns", "_uses", "_wildcards", "allowed",
+        "_by_key",
+        "_codes",
+        "_fast",
+        "_key_rules",
+        "_keys",
+        "_lengths",
+        "_patterns",
+        "_two_forms",
+        "_uses",
+        "_wildcards",
+        "allowed",
     )
 
     def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True) -> None:
@@ -168,19 +178,23 @@ class Matcher:
         self._codes = codes
         literals: dict[str, int] = {}
         wildcards: list[_Wildcard] = []
+        count = len(patterns)
         joined = "\n".join(patterns)
-        if "*" not in joined and "$" not in joined and "%" not in joined and joined.isascii():
-            # All literal and already canonical (the common case): build in C.
-            literals = dict(zip(patterns, range(len(patterns)), strict=True))
-            if len(literals) < len(patterns):  # duplicates: allow wins, then the first
-                literals = {}
-                for index, pattern in enumerate(patterns):
-                    prev = literals.get(pattern)
-                    if prev is None or (codes[index] & 1 and not codes[prev] & 1):
-                        literals[pattern] = index
-            todo: Sequence[int] = ()
-        else:
-            todo = range(len(patterns))
+        # Most patterns are plain canonical literals: index them in C and look at
+        # the others (wildcards, anchors, escapes, non-ASCII) one by one.
+        special: list[int] = []
+        if not joined.isascii() or "*" in joined or "$" in joined or "%" in joined:
+            special = [i for i, p in enumerate(patterns) if "*" in p or "$" in p or "%" in p or not p.isascii()]
+        # Among equal patterns an allow rule wins, then the first one: written in
+        # reverse, the first one is written last.
+        backwards = range(count - 1, -1, -1)
+        literals = dict(zip(reversed(patterns), backwards, strict=True))
+        allows = [index for index in backwards if codes[index] & 1]
+        literals.update(zip([patterns[index] for index in allows], allows, strict=True))
+        for index in special:
+            literals.pop(patterns[index], None)
+        todo: Sequence[int] = special
+        two_forms = False  # a wildcard piece reads differently in the path and the query
         for index in todo:
             pattern = patterns[index]
             allow = bool(codes[index] & 1)
@@ -202,15 +216,19 @@ class Matcher:
                 # The first piece always starts the path: only later ones have two forms.
                 pieces = [forms[0][0]]
                 pieces += [p if p == q else (p, q) for p, q in forms[1:]]
-            needle = max((p for p in pieces if type(p) is str), key=len, default="")
-            wildcards.append((priority, allow, index, pieces, anchored, needle))
+                needle = max((p for p in pieces if type(p) is str), key=len, default="")
+                wildcards.append((priority, allow, index, pieces, anchored, needle))
+                two_forms = two_forms or any(type(piece) is tuple for piece in pieces)
+                continue
+            wildcards.append((priority, allow, index, pieces, anchored, max(pieces, key=len)))  # type: ignore[arg-type]
         wildcards.sort(key=lambda w: (-w[0], not w[1], w[2]))
+        self._two_forms = two_forms
         if len(literals) > _FAST_MAX_LITERALS:
             # Too many to sort on a first decision, and never promoted: probe
             # the path's prefixes once per distinct key length instead (at most
             # about a thousand lengths fit in the parsing limit).
             self._by_key: dict[str, int] | None = literals
-            self._lengths = sorted({len(key) for key in literals}, reverse=True)
+            self._lengths = sorted(set(map(len, literals)), reverse=True)
             self._keys = []
             self._key_rules = []
         else:
@@ -232,7 +250,7 @@ class Matcher:
         accelerator is built (and every piece has a single form)."""
         if FastMatcher is None or self._by_key is not None:
             return False
-        if any(type(piece) is tuple for wildcard in self._wildcards for piece in wildcard[3]):
+        if self._two_forms:
             return False
         codes = self._codes
         self.allowed = FastMatcher(
