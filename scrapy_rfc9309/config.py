@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTSTXT_CRAWL_DELAY": False,
     "ROBOTSTXT_CRAWL_DELAY_MAX": 60.0,
     "ROBOTSTXT_USAGE_DENY": [],
+    "ROBOTSTXT_MAX_WAITING": 10_000,
 }
 
 
@@ -61,6 +62,7 @@ class Config:
     crawl_delay: bool = False
     crawl_delay_max: float = 60.0
     usage_deny: tuple[str, ...] = ()
+    max_waiting: int = 10_000
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -108,4 +110,5 @@ class Config:
             crawl_delay=crawl_delay,
             crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX", float, 0, strict=True),
             usage_deny=tuple(item.lower() for item in deny),
+            max_waiting=_number(settings, "ROBOTSTXT_MAX_WAITING", int, 0),
         )

@@ -42,7 +42,7 @@ class RobotsFetcher:
         self.policy = policy
         self.max_size = max_size
         self.stats = crawler.stats
-        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+        self._in_flight = 0
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         meta = request.meta
@@ -86,6 +86,11 @@ class RobotsFetcher:
         while True:
             request = self.request_for(url, origin)
             self._inc("request_count")
+            # Listen to bytes_received only while a robots.txt is being fetched:
+            # every chunk of every download would pay for the dispatch otherwise.
+            if not self._in_flight:
+                self.crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+            self._in_flight += 1
             try:
                 response: Response = await engine.download_async(request)
             except IgnoreRequest as exc:
@@ -101,6 +106,10 @@ class RobotsFetcher:
                             extra={"spider": self.crawler.spider})
                 return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
                                     error=f"{type(exc).__name__}: {exc}", reason="network error")
+            finally:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self.crawler.signals.disconnect(self._bytes_received, signal=signals.bytes_received)
             status = response.status
             self._inc("response_count")
             if "dataloss" in response.flags:

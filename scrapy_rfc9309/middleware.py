@@ -68,6 +68,8 @@ class RobotsTxtMiddleware:
         self._retry_calls: dict[Origin, Any] = {}
         self._triggers: dict[Origin, Request] = {}
         self._fetch_tasks: dict[Origin, defer.Deferred[Any]] = {}
+        self._origins: dict[str, Origin | None] = {}
+        self._cache_hits = 0
         self._detached: set[Request] = set()
         self._waiting = 0
         self._held = 0
@@ -80,7 +82,6 @@ class RobotsTxtMiddleware:
         self._capped_logged: set[Origin] = set()
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(self._request_left_downloader, signal=signals.request_left_downloader)
         if self.config.crawl_delay:
             # Connected after AutoThrottle's handler, so it runs after it.
             crawler.signals.connect(self._keep_crawl_delay, signal=signals.response_downloaded)
@@ -130,8 +131,8 @@ class RobotsTxtMiddleware:
             return None
         if meta.get("dont_obey_robotstxt") or request.url.startswith(("data:", "file:")):
             return None
-        origin = Origin.from_url(request.url)
-        if origin is None or origin.scheme not in ("http", "https"):
+        origin = self._origin_of(request.url)
+        if origin is None:
             return None
         # A redirect copies meta: a preference found for the URL before it is stale.
         meta.pop(USAGE_META, None)
@@ -184,7 +185,9 @@ class RobotsTxtMiddleware:
             self._start_fetch(origin, request)
             return await self._wait_for_state(request, origin, None)
         if not state.expired(now):
-            self._inc("cache_hit")
+            self._cache_hits += 1  # counted here, written to the stats now and then (see _flush_stats)
+            if self._cache_hits >= 1000:
+                self._flush_stats()
             return state
         if origin not in self._inflight:
             self._inc("retry" if state.access is Access.UNREACHABLE else "refetch")
@@ -193,6 +196,22 @@ class RobotsTxtMiddleware:
             # Judged by the last good copy, or held, while the retry runs.
             return state
         return await self._wait_for_state(request, origin, None)
+
+    def _origin_of(self, url: str) -> Origin | None:
+        """The http(s) origin of ``url``, memoised by its ``scheme://authority`` text."""
+        end = url.find("/", url.find("//") + 2) if "//" in url else -1
+        prefix = url if end < 0 else url[:end]
+        try:
+            return self._origins[prefix]
+        except KeyError:
+            origin = Origin.from_url(url)
+            if origin is not None and origin.scheme not in ("http", "https"):
+                origin = None
+            if len(self._origins) >= 4096:
+                self._origins.clear()
+            if "?" not in prefix and "#" not in prefix and ";" not in prefix:
+                self._origins[prefix] = origin
+            return origin
 
     # -- public API -------------------------------------------------------------------
     def state_for(self, url: str) -> OriginState | None:
@@ -322,6 +341,7 @@ class RobotsTxtMiddleware:
         self._triggers[origin] = request
         fetching = deferred_from_coro(self._fetch(origin))
         self._fetch_tasks[origin] = fetching
+        self._watch_close()
         fetching.addBoth(self._fetch_done, origin, fetching)
 
     def _fetch_done(self, result: Any, origin: Origin, fetching: defer.Deferred[Any]) -> None:
@@ -338,6 +358,7 @@ class RobotsTxtMiddleware:
                 outcome, now, self.policy)
             self.store.put(origin, state)
             self._inc(outcome.access.value)
+            self._flush_stats()
             trigger = self._triggers.get(origin)
             await self.crawler.signals.send_catch_log_async(
                 signal=rfc_signals.robotstxt_fetched, origin=origin, state=state, request=trigger)
@@ -420,7 +441,13 @@ class RobotsTxtMiddleware:
         return value
 
     def _detach(self, request: Request) -> None:
+        """Take a waiting request out of the downloader's active set, up to
+        ``ROBOTSTXT_MAX_WAITING`` of them: beyond, waiting requests count against
+        CONCURRENT_REQUESTS again, so the scheduler stops handing out more and
+        memory stays bounded."""
         engine = self.crawler.engine
+        if self._waiting >= self.config.max_waiting and FETCH_META not in request.meta:
+            return
         if engine is not None and request in engine.downloader.active:
             engine.downloader.active.discard(request)
             self._detached.add(request)
@@ -431,9 +458,6 @@ class RobotsTxtMiddleware:
             engine = self.crawler.engine
             if engine is not None:
                 engine.downloader.active.add(request)
-
-    def _request_left_downloader(self, request: Request, spider: Any = None) -> None:
-        self._reattach(request)
 
     # -- closing ----------------------------------------------------------------------
     def _spider_idle(self, spider: Any = None) -> None:
@@ -451,7 +475,8 @@ class RobotsTxtMiddleware:
         closing = engine is None or not engine.running or slot is None or slot.closing is not None
         if closing:
             self._release_all()
-        if (closing or not self._waiting) and self._close_watch is not None and self._close_watch.running:
+        if (closing or not (self._waiting or self._fetch_tasks)) and self._close_watch is not None \
+                and self._close_watch.running:
             self._close_watch.stop()
 
     def _release_all(self) -> None:
@@ -467,7 +492,14 @@ class RobotsTxtMiddleware:
         for fetching in list(self._fetch_tasks.values()):
             fetching.cancel()
 
+    def _flush_stats(self) -> None:
+        if self._cache_hits:
+            assert self.stats is not None
+            self.stats.inc_value("robotstxt/cache_hit", self._cache_hits)
+            self._cache_hits = 0
+
     def _spider_closed(self, spider: Any = None) -> None:
+        self._flush_stats()
         self._release_all()
         if self._close_watch is not None and self._close_watch.running:
             self._close_watch.stop()

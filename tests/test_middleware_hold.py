@@ -231,3 +231,28 @@ def test_the_crawl_stops_promptly_while_a_robots_txt_fetch_stalls(origins, stall
     assert all(isinstance(e.exception, RobotsTxtUnreachable) for e in result.errors), result.errors
     assert stat(result, "held_released_on_close") == 3
     assert elapsed < 4, f"the crawl took {elapsed:.1f} s to stop"
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_waiting_outside_the_active_set_are_bounded(origins):
+    """Beyond ROBOTSTXT_MAX_WAITING, waiting requests count against
+    CONCURRENT_REQUESTS again, so the scheduler stops handing out more."""
+    a = origins()
+    gate = Gate(text(RULES))
+    a["/robots.txt"] = gate
+    urls = [a.url(f"/public/{i}") for i in range(60)]
+    settings = mw_settings(ROBOTSTXT_MAX_WAITING=5, CONCURRENT_REQUESTS=3, CONCURRENT_REQUESTS_PER_DOMAIN=3)
+
+    crawl = run_crawl(TrackingSpider, settings, urls=urls)
+    yield a.wait_for("/robots.txt")
+    yield sleep(0.5)
+    spider = TrackingSpider.latest
+    assert spider is not None
+    # 5 wait outside the active set, then 3 fill it (the robots.txt fetch is outside too).
+    assert spider.crawler.stats.get_value("scheduler/dequeued") == 5 + 3
+    gate.open()
+    result = yield crawl
+
+    assert len(robots_hits(a)) == 1
+    assert len(page_hits(a)) == 60
+    assert len(result.responses) == 60
