@@ -382,7 +382,8 @@ static PyTypeObject FastMatcherType = {
  * a key (case-insensitive; ``keys`` is a list of (lowercase key, kind), longest
  * first), then "[ws]*:" or, for a one-word value, whitespace; the value runs to
  * "#" or the end of the line, without its trailing whitespace. ``text`` ends with
- * "\n" and has no "\r".
+ * "\n" and has no "\r". An Allow/Disallow value with "*", "$", "%" or a non-ASCII
+ * character has SPECIAL (8) added to its kind.
  */
 static int
 is_ws(Py_UCS4 c)
@@ -480,10 +481,20 @@ scan_lines(PyObject *Py_UNUSED(module), PyObject *args)
             }
             else
                 continue;
+            long kind = key_kind[k];
+            if (kind == 1 || kind == 2) { /* allow, disallow: flag a pattern that is not a plain literal */
+                for (Py_ssize_t v = vstart; v < vend; v++) {
+                    Py_UCS4 c = PyUnicode_READ(ukind, data, v);
+                    if (c == '*' || c == '$' || c == '%' || c >= 0x80) {
+                        kind += 8;
+                        break;
+                    }
+                }
+            }
             PyObject *value = PyUnicode_Substring(text, vstart, vend);
             if (value == NULL)
                 goto fail;
-            PyObject *item = Py_BuildValue("(lNn)", key_kind[k], value, lineno);
+            PyObject *item = Py_BuildValue("(lNn)", kind, value, lineno);
             if (item == NULL || PyList_Append(out, item) < 0) {
                 Py_XDECREF(item);
                 goto fail;

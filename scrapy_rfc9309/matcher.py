@@ -173,24 +173,31 @@ class Matcher:
         "allowed",
     )
 
-    def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True) -> None:
+    def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
+                 special: Sequence[int] | None = None, allows: Sequence[int] | None = None) -> None:
+        """``special`` and ``allows`` (indices of the patterns that are more than
+        plain literals, and of the allow rules, both ascending) are derived when
+        not given; the parser gives them."""
         self._patterns = patterns
         self._codes = codes
         literals: dict[str, int] = {}
         wildcards: list[_Wildcard] = []
         count = len(patterns)
-        joined = "\n".join(patterns)
         # Most patterns are plain canonical literals: index them in C and look at
         # the others (wildcards, anchors, escapes, non-ASCII) one by one.
-        special: list[int] = []
-        if not joined.isascii() or "*" in joined or "$" in joined or "%" in joined:
-            special = [i for i, p in enumerate(patterns) if "*" in p or "$" in p or "%" in p or not p.isascii()]
+        if special is None:
+            special = []
+            joined = "\n".join(patterns)
+            if not joined.isascii() or "*" in joined or "$" in joined or "%" in joined:
+                special = [i for i, p in enumerate(patterns) if "*" in p or "$" in p or "%" in p or not p.isascii()]
         # Among equal patterns an allow rule wins, then the first one: written in
         # reverse, the first one is written last.
-        backwards = range(count - 1, -1, -1)
-        literals = dict(zip(reversed(patterns), backwards, strict=True))
-        allows = [index for index in backwards if codes[index] & 1]
-        literals.update(zip([patterns[index] for index in allows], allows, strict=True))
+        literals = dict(zip(reversed(patterns), range(count - 1, -1, -1), strict=True))
+        if allows is None:
+            allows = [index for index in range(count) if codes[index] & 1]
+        if allows:
+            allows = allows[::-1]
+            literals.update(zip([patterns[index] for index in allows], allows, strict=True))
         for index in special:
             literals.pop(patterns[index], None)
         todo: Sequence[int] = special

@@ -22,6 +22,8 @@ MAX_LINE_BYTES = 2083 * 8 - 1
 
 # Record kinds.
 USER_AGENT, ALLOW, DISALLOW, SITEMAP, CRAWL_DELAY, CONTENT_USAGE, CONTENT_SIGNAL, HOST = range(8)
+#: Added to ALLOW/DISALLOW for a pattern that is not a plain literal.
+SPECIAL = 8
 
 _UA = ("user-agent", "useragent", "user agent", "user_agent")
 _CD = ("crawl-delay", "crawldelay", "crawl delay", "crawl_delay")
@@ -74,13 +76,18 @@ class Group:
     a broad crawl keeps many parsed files in memory. ``rules`` gives them as
     ``(allow, pattern, line)`` tuples."""
 
-    __slots__ = ("agents", "codes", "patterns", "records")
+    __slots__ = ("agents", "allows", "codes", "patterns", "records", "special")
 
     def __init__(self) -> None:
         self.agents: list[str] = []
         self.patterns: list[str] = []
         self.codes = array("I")
         self.records: list[tuple[str, str, int]] = []
+        #: Indices (into ``patterns``) of the allow rules, and of the patterns that
+        #: are more than plain literals (``*``, ``$``, ``%``, non-ASCII): the
+        #: matcher indexes the rest in bulk.
+        self.allows: list[int] = []
+        self.special: list[int] = []
 
     @property
     def rules(self) -> list[tuple[bool, str, int]]:
@@ -126,10 +133,11 @@ _KEY_LIST = sorted(KEYS.items(), key=lambda item: -len(item[0]))
 def _scan_regex(text: str) -> Iterator[tuple[int, str, int]]:
     """``(kind, value, line)`` for each line that holds a known record."""
     for lineno, (agent_key, allow_key, disallow_key, other_key, value) in enumerate(_LINE.findall(text), 1):
-        if disallow_key:
-            yield DISALLOW, value, lineno
-        elif allow_key:
-            yield ALLOW, value, lineno
+        if disallow_key or allow_key:
+            kind = DISALLOW if disallow_key else ALLOW
+            if "*" in value or "$" in value or "%" in value or not value.isascii():
+                kind += SPECIAL
+            yield kind, value, lineno
         elif agent_key:
             yield USER_AGENT, value, lineno
         elif other_key:
@@ -146,20 +154,39 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
     groups = result.groups
     by_token = result.by_token
     group: Group | None = None
+    patterns: list[str] = []  # the current group's
     add_pattern = add_code = None  # the current group's appenders
     in_agents = False  # the last user-agent/rule line was a user-agent line
     rows = scan_lines(text, _KEY_LIST) if speedups and scan_lines is not None else _scan_regex(text)
     for kind, value, lineno in rows:
-        if kind == DISALLOW or kind == ALLOW:
+        if kind == DISALLOW:
             if group is not None:
                 in_agents = False
                 if value:
                     add_pattern(value)  # type: ignore[misc]
-                    add_code(lineno << 1 | (kind == ALLOW))  # type: ignore[misc]
+                    add_code(lineno << 1)  # type: ignore[misc]
+        elif kind == ALLOW:
+            if group is not None:
+                in_agents = False
+                if value:
+                    group.allows.append(len(patterns))
+                    add_pattern(value)  # type: ignore[misc]
+                    add_code(lineno << 1 | 1)  # type: ignore[misc]
+        elif kind > SPECIAL:
+            if group is not None:
+                in_agents = False
+                if value:
+                    allow = kind == ALLOW + SPECIAL
+                    if allow:
+                        group.allows.append(len(patterns))
+                    group.special.append(len(patterns))
+                    add_pattern(value)  # type: ignore[misc]
+                    add_code(lineno << 1 | allow)  # type: ignore[misc]
         elif kind == USER_AGENT:
             if group is None or not in_agents:
                 group = Group()
-                add_pattern = group.patterns.append
+                patterns = group.patterns
+                add_pattern = patterns.append
                 add_code = group.codes.append
                 groups.append(group)
                 in_agents = True

@@ -50,12 +50,20 @@ class _MergedGroup:
         self.token = token
         self.groups = groups
         if len(groups) == 1:
-            self.matcher = Matcher(groups[0].patterns, groups[0].codes, speedups)
+            group = groups[0]
+            self.matcher = Matcher(group.patterns, group.codes, speedups, group.special, group.allows)
         else:
+            patterns: list[str] = []
             codes = array("I")
+            special: list[int] = []
+            allows: list[int] = []
             for group in groups:
+                offset = len(patterns)
+                special += [offset + index for index in group.special]
+                allows += [offset + index for index in group.allows]
+                patterns += group.patterns
                 codes.extend(group.codes)
-            self.matcher = Matcher([pattern for group in groups for pattern in group.patterns], codes, speedups)
+            self.matcher = Matcher(patterns, codes, speedups, special, allows)
         self.usage_records = [
             record for group in groups for record in group.records if record[0] in ("content-usage", "content-signal")
         ]
