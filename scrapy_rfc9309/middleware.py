@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -123,7 +124,10 @@ class RobotsTxtMiddleware:
         )
 
     # -- the downloader hooks -----------------------------------------------------------
-    async def process_request(self, request: Request, spider: Any = None) -> None:
+    def process_request(self, request: Request, spider: Any = None) -> Coroutine[Any, Any, None] | None:
+        """Judge ``request``. A request of an origin whose robots.txt is cached and
+        fresh is judged at once; otherwise a coroutine waits for the fetch (Scrapy
+        awaits what ``process_request`` returns)."""
         meta = request.meta
         if FETCH_META in meta:
             # Our own robots.txt fetch: keep it from occupying a CONCURRENT_REQUESTS place.
@@ -137,7 +141,18 @@ class RobotsTxtMiddleware:
         # A redirect copies meta: a preference found for the URL before it is stale.
         meta.pop(USAGE_META, None)
         agent = self.user_agent_for(request)
-        self._log_agent(agent)
+        if agent not in self._agents_logged:
+            self._log_agent(agent)
+        state = self.store.get(origin)
+        if state is not None and not state.expired(time.time()) and state.access is not Access.UNREACHABLE:
+            self._cache_hits += 1  # written to the stats now and then (see _flush_stats)
+            if self._cache_hits >= 1000:
+                self._flush_stats()
+            self._judge(request, origin, state, agent)
+            return None
+        return self._process_request_waiting(request, origin, agent)
+
+    async def _process_request_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> None:
         held_since: float | None = None
         while True:
             try:
@@ -164,17 +179,21 @@ class RobotsTxtMiddleware:
                 continue
             if held_since is not None:
                 self._inc("released")
-            if decision is Decision.ALLOW_ALL:
-                return None
-            robots = state.robots
-            assert robots is not None
-            if not robots.allowed(request.url, agent):
-                self._forbid(request, origin, robots.verdict(request.url, agent))
-            if self.config.crawl_delay:
-                self._apply_crawl_delay(request, origin, robots.crawl_delay(agent))
-            if robots.has_usage(agent):
-                self._apply_usage(request, origin, robots, agent)
-            return None
+            self._judge(request, origin, state, agent)
+            return
+
+    def _judge(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes) -> None:
+        """Raise for a request the state forbids; apply Crawl-delay and usage
+        preferences to one it allows."""
+        robots = state.robots
+        if robots is None:  # unavailable: everything is allowed
+            return
+        if not robots.allowed(request.url, agent):
+            self._forbid(request, origin, robots.verdict(request.url, agent))
+        if self.config.crawl_delay:
+            self._apply_crawl_delay(request, origin, robots.crawl_delay(agent))
+        if robots.has_usage(agent):
+            self._apply_usage(request, origin, robots, agent)
 
     async def _current_state(self, request: Request, origin: Origin) -> OriginState | None:
         """The origin's state, fetched (and waited for) when there is none or it
