@@ -401,12 +401,26 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]]) -> 
         timings.setdefault(name, []).append(clock() - started)
 
     class TimedOurs(Ours):
-        async def process_request(self, request: Any, spider: Any = None) -> Any:
+        def process_request(self, request: Any, spider: Any = None) -> Any:
+            # Ours judges cached origins synchronously and returns a coroutine only
+            # for requests that must wait: time both shapes.
             t = clock()
             try:
-                return await super().process_request(request)
-            finally:
+                result = super().process_request(request)
+            except BaseException:
                 add("process_request", t)
+                raise
+            if result is None:
+                add("process_request", t)
+                return None
+
+            async def waiting() -> Any:
+                try:
+                    return await result
+                finally:
+                    add("process_request", t)
+
+            return waiting()
 
         def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
             t = clock()
@@ -421,13 +435,6 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]]) -> 
                 return super().process_exception(request, exception)
             finally:
                 add("process_exception", t)
-
-        def _request_left_downloader(self, request: Any, spider: Any = None) -> None:
-            t = clock()
-            try:
-                super()._request_left_downloader(request)
-            finally:
-                add("signal request_left_downloader", t)
 
     original_bytes = RobotsFetcher._bytes_received
 
