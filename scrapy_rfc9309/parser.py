@@ -76,18 +76,17 @@ class Group:
     a broad crawl keeps many parsed files in memory. ``rules`` gives them as
     ``(allow, pattern, line)`` tuples."""
 
-    __slots__ = ("agents", "allows", "codes", "patterns", "records", "special")
+    __slots__ = ("agents", "codes", "patterns", "records", "special")
 
     def __init__(self) -> None:
         self.agents: list[str] = []
         self.patterns: list[str] = []
         self.codes = array("I")
-        self.records: list[tuple[str, str, int]] = []
-        #: Indices (into ``patterns``) of the allow rules, and of the patterns that
-        #: are more than plain literals (``*``, ``$``, ``%``, non-ASCII): the
-        #: matcher indexes the rest in bulk.
-        self.allows: list[int] = []
-        self.special: list[int] = []
+        self.records: list[tuple[str, str, int]] | None = None  # made on the first one
+        #: Indices (into ``patterns``) of the patterns that are more than plain
+        #: literals (``*``, ``$``, ``%``, non-ASCII), so that the matcher can index
+        #: the rest in bulk; an array made on the first one.
+        self.special: array[int] | None = None
 
     @property
     def rules(self) -> list[tuple[bool, str, int]]:
@@ -169,19 +168,17 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
             if group is not None:
                 in_agents = False
                 if value:
-                    group.allows.append(len(patterns))
                     add_pattern(value)  # type: ignore[misc]
                     add_code(lineno << 1 | 1)  # type: ignore[misc]
         elif kind > SPECIAL:
             if group is not None:
                 in_agents = False
                 if value:
-                    allow = kind == ALLOW + SPECIAL
-                    if allow:
-                        group.allows.append(len(patterns))
+                    if group.special is None:
+                        group.special = array("I")
                     group.special.append(len(patterns))
                     add_pattern(value)  # type: ignore[misc]
-                    add_code(lineno << 1 | allow)  # type: ignore[misc]
+                    add_code(lineno << 1 | (kind == ALLOW + SPECIAL))  # type: ignore[misc]
         elif kind == USER_AGENT:
             if group is None or not in_agents:
                 group = Group()
@@ -205,5 +202,7 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
             if value:
                 result.hosts.append(value)
         elif group is not None:
+            if group.records is None:
+                group.records = []
             group.records.append((GROUP_RECORDS[kind], value, lineno))
     return result

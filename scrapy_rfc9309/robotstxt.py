@@ -51,25 +51,26 @@ class _MergedGroup:
         self.groups = groups
         if len(groups) == 1:
             group = groups[0]
-            self.matcher = Matcher(group.patterns, group.codes, speedups, group.special, group.allows)
+            self.matcher = Matcher(group.patterns, group.codes, speedups, group.special or ())
         else:
             patterns: list[str] = []
             codes = array("I")
             special: list[int] = []
-            allows: list[int] = []
             for group in groups:
                 offset = len(patterns)
-                special += [offset + index for index in group.special]
-                allows += [offset + index for index in group.allows]
+                special += [offset + index for index in group.special or ()]
                 patterns += group.patterns
                 codes.extend(group.codes)
-            self.matcher = Matcher(patterns, codes, speedups, special, allows)
+            self.matcher = Matcher(patterns, codes, speedups, special)
         self.usage_records = [
-            record for group in groups for record in group.records if record[0] in ("content-usage", "content-signal")
+            record
+            for group in groups
+            for record in group.records or ()
+            if record[0] in ("content-usage", "content-signal")
         ]
 
     def records(self, name: str) -> list[tuple[str, int]]:
-        return [(value, line) for group in self.groups for key, value, line in group.records if key == name]
+        return [(value, line) for group in self.groups for key, value, line in group.records or () if key == name]
 
 
 class RobotsTxt:

@@ -63,7 +63,7 @@ body_text = st.lists(st.one_of(line_text, st.text(max_size=12)), max_size=25).ma
 
 
 def shape(result: parser.ParseResult) -> object:
-    groups = [(g.agents, g.rules, g.records, g.special, g.allows) for g in result.groups]
+    groups = [(g.agents, g.rules, g.records, list(g.special or ())) for g in result.groups]
     return groups, result.sitemaps, result.hosts, sorted(result.by_token), result.truncated
 
 
