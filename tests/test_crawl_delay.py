@@ -84,19 +84,6 @@ def test_crawl_delay_spaces_the_pages_of_its_origin_and_not_of_another(origins):
 
 
 @pytest_twisted.inlineCallbacks
-def test_the_crawl_delay_also_separates_robots_txt_from_the_first_page(origins):
-    a = origins()
-    a.robots("User-agent: *\nCrawl-delay: 0.4\n")
-
-    result = yield run_crawl(urls(a, PAGES[:2]), settings(ROBOTSTXT_CRAWL_DELAY=True, DOWNLOAD_DELAY_JITTER=0))
-
-    assert_all_fetched(result, a, paths=PAGES[:2])
-    times = [h.time for h in a.requests]
-    assert a.requests[0].path == "/robots.txt"
-    assert all(later - earlier >= 0.4 - TOLERANCE for earlier, later in pairwise(times)), times
-
-
-@pytest_twisted.inlineCallbacks
 def test_crawl_delay_is_ignored_by_default(origins):
     a = origins()
     a.robots("User-agent: *\nCrawl-delay: 0.5\n")
