@@ -73,7 +73,6 @@ class RobotsTxtMiddleware:
         self._cache_hits = 0
         self._detached: set[Request] = set()
         self._waiting = 0
-        self._held = 0
         self._closing = False
         self._close_watch: task.LoopingCall | None = None
         self._agents_logged: set[str] = set()
@@ -173,7 +172,7 @@ class RobotsTxtMiddleware:
                     self._drop(request, origin, f"unreachable for {self.policy.max_wait:g} s", "max_wait")
                 self._schedule_retry(origin, state)
                 try:
-                    await self._wait_for_state(request, origin, remaining, holding=True)
+                    await self._wait_for_state(request, origin, remaining)
                 except _Closing:
                     self._drop(request, origin, "the spider is closing", "closing")
                 continue
@@ -427,8 +426,7 @@ class RobotsTxtMiddleware:
             if not waiter.called:
                 waiter.callback(value)
 
-    async def _wait_for_state(self, request: Request, origin: Origin, timeout: float | None,
-                              holding: bool = False) -> OriginState | None:
+    async def _wait_for_state(self, request: Request, origin: Origin, timeout: float | None) -> OriginState | None:
         """Wait, out of the downloader's active set, until the origin's state
         changes (returns the new state) or the timeout passes (returns None).
         Raises :class:`_Closing` when the spider starts closing meanwhile."""
@@ -440,8 +438,6 @@ class RobotsTxtMiddleware:
             waiter.addTimeout(timeout, reactor)
         self._detach(request)
         self._waiting += 1
-        if holding:
-            self._held += 1
         self._watch_close()
         try:
             value = await maybe_deferred_to_future(waiter)
@@ -449,8 +445,6 @@ class RobotsTxtMiddleware:
             return None
         finally:
             self._waiting -= 1
-            if holding:
-                self._held -= 1
             waiters = self._waiters.get(origin)
             if waiters and waiter in waiters:
                 waiters.remove(waiter)
