@@ -104,6 +104,11 @@ class FetchOutcome:
     truncated: bool = False
     reason: str = ""
 
+    @property
+    def detail(self) -> str:
+        """Why the result is what it is, in words ("" when nothing to add)."""
+        return self.error or self.reason
+
 
 @dataclass(frozen=True)
 class OriginState:

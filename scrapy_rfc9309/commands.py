@@ -35,7 +35,8 @@ def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState |
         assert outcome is not None
         lines.append(f"robots.txt: {outcome.url if not outcome.redirects else outcome.redirects[-1]}")
         status = outcome.status if outcome.status is not None else "-"
-        lines.append(f"Access:     {state.access.value} (status {status}{', ' + _why(state) if _why(state) else ''})")
+        detail = f", {outcome.detail}" if outcome.detail else ""
+        lines.append(f"Access:     {state.access.value} (status {status}{detail})")
         if outcome.redirects:
             lines.append(f"Redirects:  {len(outcome.redirects)}: " + " -> ".join(outcome.redirects))
         if outcome.truncated:
@@ -62,11 +63,6 @@ def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState |
     if robots.sitemaps:
         lines.append("Sitemaps:   " + ", ".join(robots.sitemaps))
     return lines
-
-
-def _why(state: OriginState) -> str:
-    outcome = state.outcome
-    return "" if outcome is None else (outcome.error or outcome.reason or "")
 
 
 class _ExplainSpider(Spider):

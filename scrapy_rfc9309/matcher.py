@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from .urlnorm import canonical_path, path_of
 
-__all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "piece_forms"]
+__all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "glob_pieces", "piece_forms"]
 
 #: Decisions a matcher makes before it is promoted to the single-regex tier; the
 #: promotion costs about as much as a few hundred decisions of the first tier.
@@ -95,6 +95,22 @@ def compile_pattern(pattern: str) -> tuple[list[str], bool]:
     priority of a rule is counted on these. Returns ``(pieces, anchored)``."""
     forms, anchored = piece_forms(pattern)
     return [path_form for path_form, _ in forms], anchored
+
+
+def glob_pieces(pattern: str) -> tuple[list[str | tuple[str, str]], bool, int, bool]:
+    """A wildcard pattern ready for :func:`glob_match`: ``(pieces, anchored,
+    priority, two_forms)``. A piece is a string, or a ``(path form, query form)``
+    pair where the two differ (never the first piece: it always starts the path);
+    the priority is the length of the canonical pattern (path forms), wildcards and
+    anchor included."""
+    if "%" not in pattern and pattern.isascii():  # canonical as written
+        anchored = pattern.endswith("$")
+        return (pattern[:-1] if anchored else pattern).split("*"), anchored, len(pattern), False  # type: ignore[return-value]
+    forms, anchored = piece_forms(pattern)
+    priority = sum(len(path_form) for path_form, _ in forms) + len(forms) - 1 + anchored
+    pieces: list[str | tuple[str, str]] = [forms[0][0]]
+    pieces += [p if p == q else (p, q) for p, q in forms[1:]]
+    return pieces, anchored, priority, any(type(piece) is tuple for piece in pieces)
 
 
 def glob_match(path: str, pieces: Sequence[str | tuple[str, str]], anchored: bool) -> bool:
@@ -210,24 +226,13 @@ class Matcher:
                 if key and ((prev := literals.get(key)) is None or (allow and not codes[prev] & 1)):
                     literals[key] = index
                 continue
-            pieces: list[str | tuple[str, str]]
-            if "%" not in pattern and pattern.isascii():  # canonical as written
-                anchored = pattern.endswith("$")
-                pieces = (pattern[:-1] if anchored else pattern).split("*")  # type: ignore[assignment]
-                priority = len(pattern)
-            else:
-                forms, anchored = piece_forms(pattern)
-                # Priority: the length of the canonical pattern (path forms),
-                # wildcards and anchor included.
-                priority = sum(len(path_form) for path_form, _ in forms) + len(forms) - 1 + anchored
-                # The first piece always starts the path: only later ones have two forms.
-                pieces = [forms[0][0]]
-                pieces += [p if p == q else (p, q) for p, q in forms[1:]]
+            pieces, anchored, priority, two = glob_pieces(pattern)
+            if two:
+                two_forms = True
                 needle = max((p for p in pieces if type(p) is str), key=len, default="")
-                wildcards.append((priority, allow, index, pieces, anchored, needle))
-                two_forms = two_forms or any(type(piece) is tuple for piece in pieces)
-                continue
-            wildcards.append((priority, allow, index, pieces, anchored, max(pieces, key=len)))  # type: ignore[arg-type]
+            else:
+                needle = max(pieces, key=len)  # type: ignore[arg-type,assignment]
+            wildcards.append((priority, allow, index, pieces, anchored, needle))  # type: ignore[arg-type]
         wildcards.sort(key=lambda w: (-w[0], not w[1], w[2]))
         self._two_forms = two_forms
         if len(literals) > _FAST_MAX_LITERALS:

@@ -522,7 +522,7 @@ def _why(state: OriginState) -> str:
     outcome = state.outcome
     if outcome is None:
         return "unknown"
-    return outcome.error or outcome.reason or f"status {outcome.status}"
+    return outcome.detail or f"status {outcome.status}"
 
 
 def _rule_text(verdict: Any) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .matcher import glob_match, piece_forms
+from .matcher import glob_match, glob_pieces
 
 __all__ = ["UsagePreference", "applicable", "parse_preferences"]
 
@@ -82,8 +82,7 @@ def applicable(records: list[tuple[str, str, int]], path: str) -> UsagePreferenc
         parts = value.split(None, 1)
         if len(parts) == 2 and parts[0].startswith(("/", "*")):
             scope, rest = parts
-            forms, anchored = piece_forms(scope)
-            pieces = [forms[0][0]] + [p if p == q else (p, q) for p, q in forms[1:]]
+            pieces, anchored, _, _ = glob_pieces(scope)
             if not glob_match(path, pieces, anchored):
                 continue
             priority = len(scope)
