@@ -73,11 +73,8 @@ class Observer:
                 self.middleware = middleware
 
     def state(self, base: str) -> Any:
-        """The middleware's state for an origin (an ``OriginState``, internal API)."""
-        origin = Origin.from_url(base)
-        if self.middleware is None or origin is None:
-            return None
-        return self.middleware.store.get(origin)
+        """The middleware's state for an origin (an ``OriginState``)."""
+        return None if self.middleware is None else self.middleware.state_for(base)
 
 
 class _HoldLog(logging.Handler):

@@ -58,6 +58,16 @@ ROBOTSTXT_CRAWL_DELAY_MAX = 30.0
 # drop the pages whose preference says train-ai=n:
 # ROBOTSTXT_USAGE_DENY = ["train-ai"]
 
+# Where robots.txt state is kept (ROBOTSTXT_STORE). "memory", the default, keeps it
+# in this process: every run fetches every robots.txt again. "disk" keeps it in a
+# SQLite file under .scrapy/robotstxt (or ROBOTSTXT_STORE_PATH), so a run restarted
+# within the lifetime fetches none again; "redis" shares it across a fleet of
+# processes (pip install 'scrapy-rfc9309[redis]'), one fetch per origin for all.
+# The offline demo keeps the default, so that it shows the fetches every time.
+# ROBOTSTXT_STORE = "disk"
+# ROBOTSTXT_STORE = "redis"
+# ROBOTSTXT_REDIS_URL = "redis://localhost:6379/0"  # default: REDIS_URL (scrapy-redis's), then this
+
 # --- polite defaults ----------------------------------------------------------------
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 2

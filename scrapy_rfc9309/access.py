@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt
 
 __all__ = [
@@ -50,6 +51,7 @@ class Policy:
     retry_max_delay: float = 600.0
     keep_cached: float = 30 * DAY
     max_wait: float = 900.0
+    max_size: int = DEFAULT_MAX_BYTES  # bytes of a file that are parsed
 
     def retry_after(self, failures: int) -> float:
         """Delay before the next fetch after ``failures`` consecutive failures
@@ -113,9 +115,10 @@ class FetchOutcome:
 @dataclass(frozen=True)
 class OriginState:
     """What is known of one origin's robots.txt. Immutable: ``apply`` returns the
-    next state. ``good`` is the last successfully parsed file and ``good_at`` when
-    it was fetched; it keeps applying while the origin is unreachable, up to
-    ``Policy.keep_cached``."""
+    next state. ``robots`` is the file that applies and ``good_at`` when it was
+    fetched; while the origin is unreachable the last good copy keeps applying, up
+    to ``Policy.keep_cached``. ``good_body`` is that copy's raw bytes, kept so
+    that a store can persist the state without pickling parsed objects."""
 
     access: Access
     fetched_at: float
@@ -124,6 +127,7 @@ class OriginState:
     good_at: float | None = None
     failures: int = 0
     outcome: FetchOutcome | None = field(default=None, compare=False)
+    good_body: bytes = field(default=b"", compare=False, repr=False)
 
     @classmethod
     def initial(cls, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
@@ -137,17 +141,18 @@ class OriginState:
         cls, previous: OriginState | None, outcome: FetchOutcome, now: float, policy: Policy
     ) -> OriginState:
         if outcome.access is Access.PARSED:
-            robots = RobotsTxt(outcome.body)
-            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0, outcome)
+            robots = RobotsTxt(outcome.body, max(policy.max_size, DEFAULT_MAX_BYTES))
+            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0, outcome,
+                       outcome.body)
         if outcome.access is Access.UNAVAILABLE:
             return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
         failures = (previous.failures if previous else 0) + 1
         retry_at = now + policy.retry_after(failures)
-        good, good_at = None, None
+        good, good_at, good_body = None, None, b""
         if previous is not None and previous.robots is not None and previous.good_at is not None:
             if now - previous.good_at <= policy.keep_cached:
-                good, good_at = previous.robots, previous.good_at
-        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome)
+                good, good_at, good_body = previous.robots, previous.good_at, previous.good_body
+        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, good_body)
 
     def expired(self, now: float) -> bool:
         """Whether the state must be fetched again before it is used (for an
@@ -163,5 +168,10 @@ class OriginState:
             return Decision.RULES
         return Decision.HOLD
 
-    def with_robots(self, robots: RobotsTxt) -> OriginState:
-        return replace(self, robots=robots)
+    def keep_until(self, policy: Policy) -> float:
+        """Until when the state is worth keeping: its lifetime, or longer while its
+        good copy may still stand in for an unreachable file."""
+        if self.good_at is None:
+            return self.expires_at
+        return max(self.expires_at, self.good_at + policy.keep_cached)
+

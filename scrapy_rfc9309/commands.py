@@ -26,8 +26,10 @@ from .robotstxt import RobotsTxt, parse
 __all__ = ["RobotstxtCommand", "explain"]
 
 
-def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState | None = None) -> list[str]:
-    """The report's lines."""
+def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState | None = None,
+            stored: bool = False) -> list[str]:
+    """The report's lines; ``stored`` when the state came from ``ROBOTSTXT_STORE``
+    rather than a fetch by this command."""
     token = product_token(agent) or "(none: only the '*' group applies)"
     lines = [f"URL:        {url}", f"Agent:      {agent}", f"Token:      {token}"]
     if state is not None:
@@ -41,6 +43,9 @@ def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState |
             lines.append(f"Redirects:  {len(outcome.redirects)}: " + " -> ".join(outcome.redirects))
         if outcome.truncated:
             lines.append("Size:       cut at ROBOTSTXT_MAX_SIZE; later rules ignored")
+        if stored:
+            lines.append(f"Stored:     fetched {time.time() - state.fetched_at:.0f} s ago (ROBOTSTXT_STORE), "
+                         "not fetched again")
         lifetime = state.expires_at - time.time()
         label = "Retry in:  " if state.access is Access.UNREACHABLE else "Lifetime:  "
         lines.append(f"{label} {lifetime:.0f} s")
@@ -78,11 +83,13 @@ class _ExplainSpider(Spider):
         middleware = self.crawler.get_downloader_middleware(RobotsTxtMiddleware)
         if middleware is None:
             raise UsageError("scrapy_rfc9309.RobotsTxtMiddleware is not enabled")
+        started = time.time()
         state = await middleware.fetch_state(self.url)
         robots = None if state is None or state.access is Access.UNAVAILABLE else state.robots
         if state is not None and state.access is Access.UNREACHABLE and robots is not None:
             self.lines.append("(unreachable now; the last good copy applies)")
-        self.lines.extend(explain(robots, self.url, self.agent, state))
+        stored = state is not None and state.fetched_at < started
+        self.lines.extend(explain(robots, self.url, self.agent, state, stored))
         return
         yield
 

@@ -30,6 +30,12 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTSTXT_CRAWL_DELAY_MAX": 60.0,
     "ROBOTSTXT_USAGE_DENY": [],
     "ROBOTSTXT_MAX_WAITING": 10_000,
+    "ROBOTSTXT_STORE": "memory",
+    "ROBOTSTXT_STORE_PATH": None,
+    "ROBOTSTXT_STORE_LOCK_TTL": 30.0,
+    "ROBOTSTXT_STORE_RETRY_DELAY": 5.0,
+    "ROBOTSTXT_REDIS_URL": None,
+    "ROBOTSTXT_REDIS_PREFIX": "robotstxt",
 }
 
 
@@ -63,6 +69,8 @@ class Config:
     crawl_delay_max: float = 60.0
     usage_deny: tuple[str, ...] = ()
     max_waiting: int = 10_000
+    store_lock_ttl: float = 30.0
+    store_retry_delay: float = 5.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -90,6 +98,7 @@ class Config:
             retry_max_delay=retry_max,
             keep_cached=_number(settings, "ROBOTSTXT_KEEP_CACHED", float, 0),
             max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT", float, 0, strict=True),
+            max_size=max_size,
         )
         try:
             crawl_delay = settings.getbool("ROBOTSTXT_CRAWL_DELAY", False)
@@ -111,4 +120,6 @@ class Config:
             crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX", float, 0, strict=True),
             usage_deny=tuple(item.lower() for item in deny),
             max_waiting=_number(settings, "ROBOTSTXT_MAX_WAITING", int, 0),
+            store_lock_ttl=_number(settings, "ROBOTSTXT_STORE_LOCK_TTL", float, 0, strict=True),
+            store_retry_delay=_number(settings, "ROBOTSTXT_STORE_RETRY_DELAY", float, 0, strict=True),
         )

@@ -28,7 +28,8 @@ from .exceptions import RobotsTxtForbidden, RobotsTxtUnreachable, RobotsTxtUsage
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .scrapy_parser import RobotParser
-from .store import MemoryStore
+from .store_client import StoreClient
+from .stores import MemoryStore, store_class
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -61,7 +62,14 @@ class RobotsTxtMiddleware:
         self.config = Config.from_settings(crawler.settings)
         self.policy = self.config.policy
         self.stats = crawler.stats
-        self.store = MemoryStore(self.config.cache_size)
+        #: Parsed states of the origins in use, in this process (bounded LRU).
+        self.cache = MemoryStore(self.config.cache_size)
+        #: The store behind the cache (``ROBOTSTXT_STORE``), None for memory only.
+        self.shared: StoreClient | None = None
+        store_cls = store_class(crawler.settings.get("ROBOTSTXT_STORE", "memory"))
+        if store_cls is not None:
+            self.shared = StoreClient(store_cls.from_crawler(crawler), crawler, self.policy,
+                                      self.config.store_lock_ttl, self.config.store_retry_delay)
         self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size)
         self._default_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._inflight: set[Origin] = set()
@@ -142,7 +150,7 @@ class RobotsTxtMiddleware:
         agent = self.user_agent_for(request)
         if agent not in self._agents_logged:
             self._log_agent(agent)
-        state = self.store.get(origin)
+        state = self.cache.get(origin)
         if state is not None and not state.expired(time.time()) and state.access is not Access.UNREACHABLE:
             self._cache_hits += 1  # written to the stats now and then (see _flush_stats)
             if self._cache_hits >= 1000:
@@ -198,7 +206,7 @@ class RobotsTxtMiddleware:
         """The origin's state, fetched (and waited for) when there is none or it
         expired; an unreachable origin's retry is started but not waited for."""
         now = time.time()
-        state = self.store.get(origin)
+        state = self.cache.get(origin)
         if state is None:
             self._start_fetch(origin, request)
             return await self._wait_for_state(request, origin, None)
@@ -208,7 +216,6 @@ class RobotsTxtMiddleware:
                 self._flush_stats()
             return state
         if origin not in self._inflight:
-            self._inc("retry" if state.access is Access.UNREACHABLE else "refetch")
             self._start_fetch(origin, request)
         if state.access is Access.UNREACHABLE:
             # Judged by the last good copy, or held, while the retry runs.
@@ -235,7 +242,7 @@ class RobotsTxtMiddleware:
     def state_for(self, url: str) -> OriginState | None:
         """The cached state of the origin of ``url`` (no fetch), or None."""
         origin = Origin.from_url(url)
-        return None if origin is None else self.store.get(origin)
+        return None if origin is None else self.cache.get(origin)
 
     async def fetch_state(self, url: str) -> OriginState | None:
         """The state of the origin of ``url``, fetching its robots.txt through the
@@ -367,29 +374,38 @@ class RobotsTxtMiddleware:
             del self._fetch_tasks[origin]
 
     async def _fetch(self, origin: Origin) -> None:
+        """Get a new state for ``origin``: from the store when another process
+        fetched it (or is fetching it), otherwise by fetching its robots.txt."""
         state: OriginState | None = None
+        lease = None
         try:
+            previous = self.cache.get(origin)
+            if self.shared is not None:
+                found = await self.shared.obtain(origin, previous)
+                if found.state is not None:
+                    state = found.state
+                    self.cache.put(origin, state)
+                    self._inc("store_hit")
+                    logger.debug("robots.txt of %s from the store (%s, fetched %.0f s ago)", origin,
+                                 state.access.value, time.time() - state.fetched_at, extra=self._log_extra)
+                    await self._announce(origin, state)
+                    return
+                previous, lease = found.previous, found.lease
+            if previous is not None:
+                self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
             outcome = await self.fetcher.fetch(origin)
             now = time.time()
-            previous = self.store.get(origin)
             state = previous.apply(outcome, now, self.policy) if previous else OriginState.initial(
                 outcome, now, self.policy)
-            self.store.put(origin, state)
+            self.cache.put(origin, state)
+            if self.shared is not None:
+                self.shared.save(origin, state, lease)
             self._inc(outcome.access.value)
             self._flush_stats()
-            trigger = self._triggers.get(origin)
             await self.crawler.signals.send_catch_log_async(
-                signal=rfc_signals.robotstxt_fetched, origin=origin, state=state, request=trigger)
-            if state.robots is not None and state.robots.sitemaps and outcome.access is Access.PARSED:
-                await self.crawler.signals.send_catch_log_async(
-                    signal=rfc_signals.robotstxt_sitemaps, origin=origin, sitemaps=list(state.robots.sitemaps),
-                    request=trigger)
-            if outcome.access is Access.PARSED:
-                assert state.robots is not None
-                parser = RobotParser.from_robots(state.robots, self.crawler.spider)
-                await self.crawler.signals.send_catch_log_async(
-                    signal=signals.robots_parsed, robotparser=parser, request=self._triggers.get(origin))
-            elif outcome.access is Access.UNREACHABLE and state.robots is not None:
+                signal=rfc_signals.robotstxt_fetched, origin=origin, state=state, request=self._triggers.get(origin))
+            await self._announce(origin, state)
+            if outcome.access is Access.UNREACHABLE and state.robots is not None:
                 self._inc("stale_used")
                 logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago",
                                origin, _why(state), now - (state.good_at or now), extra=self._log_extra)
@@ -399,11 +415,27 @@ class RobotsTxtMiddleware:
         except Exception:
             logger.exception("Unexpected error handling robots.txt of %s", origin, extra=self._log_extra)
         finally:
+            if self.shared is not None:
+                self.shared.release(lease)  # only when not saved: the fetch was cancelled or failed
             self._inflight.discard(origin)
             if state is None or state.decision(time.time(), self.policy) is not Decision.HOLD:
                 # Kept while held, so that a retry's robots_parsed names a real request.
                 self._triggers.pop(origin, None)
             self._notify(origin, state)
+
+    async def _announce(self, origin: Origin, state: OriginState) -> None:
+        """Send ``robotstxt_sitemaps`` and Scrapy's ``robots_parsed`` for a file
+        parsed in this process (fetched, or loaded from the store)."""
+        if state.access is not Access.PARSED or state.robots is None:
+            return
+        trigger = self._triggers.get(origin)
+        if state.robots.sitemaps:
+            await self.crawler.signals.send_catch_log_async(
+                signal=rfc_signals.robotstxt_sitemaps, origin=origin, sitemaps=list(state.robots.sitemaps),
+                request=trigger)
+        parser = RobotParser.from_robots(state.robots, self.crawler.spider)
+        await self.crawler.signals.send_catch_log_async(signal=signals.robots_parsed, robotparser=parser,
+                                                        request=trigger)
 
     def _schedule_retry(self, origin: Origin, state: OriginState) -> None:
         if origin in self._inflight or origin in self._retry_calls:
@@ -415,7 +447,6 @@ class RobotsTxtMiddleware:
         def retry() -> None:
             self._retry_calls.pop(origin, None)
             if self._waiters.get(origin) and not self._closing:
-                self._inc("retry")
                 self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
 
         self._retry_calls[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined,arg-type]
@@ -511,11 +542,13 @@ class RobotsTxtMiddleware:
             self.stats.inc_value("robotstxt/cache_hit", self._cache_hits)
             self._cache_hits = 0
 
-    def _spider_closed(self, spider: Any = None) -> None:
+    async def _spider_closed(self, spider: Any = None) -> None:
         self._flush_stats()
         self._release_all()
         if self._close_watch is not None and self._close_watch.running:
             self._close_watch.stop()
+        if self.shared is not None:
+            await self.shared.close()  # after the saves still running
 
 
 def _why(state: OriginState) -> str:

@@ -30,3 +30,36 @@ def origins() -> Iterator[Callable[..., Origin]]:
         stopping = defer.gatherResults([o.stop() for o in started], consumeErrors=True)
         # A connection that would not close fails the teardown instead of hanging the run.
         pytest_twisted.blockon(stopping.addTimeout(5, reactor))
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Any]:
+    """One ``redis-server`` for the session (see ``tests/redis_server.py``)."""
+    from redis_server import RedisServer, require_redis_server
+
+    server = RedisServer(require_redis_server()).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def redis_url(redis_server: Any) -> str:
+    """The session's Redis, emptied for this test."""
+    import redis
+
+    if redis_server.proc is None:  # a test stopped it and failed before starting it again
+        redis_server.start()
+    client = redis.Redis.from_url(redis_server.url())
+    client.flushall()
+    client.close()
+    return str(redis_server.url())
+
+
+@pytest.fixture
+def own_redis() -> Iterator[Any]:
+    """A ``redis-server`` of this test's own, which the test may stop and start."""
+    from redis_server import RedisServer, require_redis_server
+
+    server = RedisServer(require_redis_server()).start()
+    yield server
+    server.close()

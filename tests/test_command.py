@@ -267,6 +267,21 @@ def test_fetch_mode_uses_settings_given_on_the_command_line(tmp_path, http_serve
     assert field(run.stdout, "Verdict") == "disallowed (Disallow: /eb, line 10)"
 
 
+def test_fetch_mode_with_a_disk_store_answers_from_the_store_the_second_time(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+    store = ["-s", "ROBOTSTXT_STORE=disk", "-s", f"ROBOTSTXT_STORE_PATH={tmp_path / 'store'}"]
+
+    first = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"), *store)
+    second = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"), *store)
+
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert http_server.paths() == ["/robots.txt"]  # fetched by the first run only
+    assert not has_field(first.stdout, "Stored")
+    assert field(second.stdout, "Stored").endswith("s ago (ROBOTSTXT_STORE), not fetched again")
+    verdict = "disallowed (Disallow: /private, line 2)"
+    assert field(second.stdout, "Verdict") == field(first.stdout, "Verdict") == verdict
+
+
 def test_fetch_mode_404_is_unavailable_and_allows(tmp_path, http_server):
     http_server.route("/robots.txt", 404, "User-agent: *\nDisallow: /\n")
 

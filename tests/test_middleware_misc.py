@@ -332,6 +332,12 @@ def test_the_parser_works_with_the_builtin_middleware(origins):
         ("ROBOTSTXT_MAX_WAIT", "soon", {}),
         ("ROBOTSTXT_MAX_REDIRECTS", 2.5, {}),
         ("ROBOTSTXT_KEEP_CACHED", float("nan"), {}),
+        ("ROBOTSTXT_STORE", "bogus", {}),
+        ("ROBOTSTXT_STORE", "no_such_module.Store", {}),
+        ("ROBOTSTXT_STORE_LOCK_TTL", 0, {"ROBOTSTXT_STORE": "disk"}),
+        ("ROBOTSTXT_STORE_RETRY_DELAY", "later", {"ROBOTSTXT_STORE": "disk"}),
+        ("ROBOTSTXT_REDIS_URL", "localhost:6379", {"ROBOTSTXT_STORE": "redis"}),
+        ("ROBOTSTXT_REDIS_PREFIX", 5, {"ROBOTSTXT_STORE": "redis"}),
     ],
 )
 @pytest.mark.parametrize("enable", ["explicit", "addon"])

@@ -1,17 +1,20 @@
-"""Where per-origin robots.txt state is kept. The memory store is a bounded
-least-recently-used map, so a broad crawl over millions of hosts stays bounded."""
+"""The in-memory cache of parsed origin states that every store has in front:
+bounded, least recently used first out, so a broad crawl over millions of hosts
+stays bounded (``ROBOTSTXT_CACHE_SIZE``)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from .access import OriginState
-from .origin import Origin
+from ..access import OriginState
+from ..origin import Origin
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
+    """``ROBOTSTXT_STORE = "memory"``: origin states in this process only."""
+
     def __init__(self, max_origins: int) -> None:
         self.max_origins = max_origins
         self._states: OrderedDict[Origin, OriginState] = OrderedDict()

@@ -1,0 +1,133 @@
+"""The stored form of an origin's state, for stores that outlive the process or
+are shared by a fleet: the raw robots.txt with its access result and timestamps.
+
+Plain data (JSON metadata and raw bytes), never pickled objects: processes that
+run different versions of the package read each other's records, and a record is
+parsed again where it is loaded. Pure Python.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .access import Access, FetchOutcome, OriginState, Policy
+from .parser import DEFAULT_MAX_BYTES
+from .robotstxt import RobotsTxt
+
+__all__ = ["FORMAT", "Record", "RecordError", "decode", "encode"]
+
+#: Version of the metadata layout. A reader ignores fields it does not know and
+#: treats a record of another version as missing (the file is fetched again).
+FORMAT = 1
+
+
+class RecordError(ValueError):
+    """A stored record cannot be read back (corrupt, or another format)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One origin's state as a store keeps it.
+
+    ``fetched_at`` orders records (a store keeps the newest); ``expires_at`` is
+    when it must be fetched again (for an unreachable origin, the next retry);
+    ``keep_until`` is when the store may forget it. ``meta`` is JSON text and
+    ``body`` the robots.txt that applies (at most ``ROBOTSTXT_MAX_SIZE`` bytes)."""
+
+    fetched_at: float
+    expires_at: float
+    keep_until: float
+    meta: str
+    body: bytes
+
+
+def encode(state: OriginState, policy: Policy) -> Record:
+    """The record of ``state``."""
+    outcome = state.outcome
+    meta: dict[str, Any] = {
+        "v": FORMAT,
+        "access": state.access.value,
+        "fetched_at": state.fetched_at,
+        "expires_at": state.expires_at,
+        "good_at": state.good_at,
+        "failures": state.failures,
+    }
+    if outcome is not None:
+        meta.update(
+            url=outcome.url, status=outcome.status, max_age=outcome.max_age, redirects=list(outcome.redirects),
+            error=outcome.error, truncated=outcome.truncated, reason=outcome.reason,
+        )
+    body = state.good_body if state.good_at is not None else b""
+    return Record(state.fetched_at, state.expires_at, state.keep_until(policy),
+                  json.dumps(meta, separators=(",", ":")), body)
+
+
+def decode(record: Record, policy: Policy) -> OriginState:
+    """The state a record holds, parsed again. A lifetime longer than this
+    process's ``ROBOTSTXT_CACHE_TTL`` is shortened to it, a body longer than its
+    ``ROBOTSTXT_MAX_SIZE`` cut to it. Raises
+    :class:`RecordError` for a record that cannot be read."""
+    try:
+        meta = json.loads(record.meta)
+    except (ValueError, TypeError) as exc:
+        raise RecordError(f"metadata is not JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise RecordError("metadata is not a JSON object")
+    if meta.get("v") != FORMAT:
+        raise RecordError(f"format {meta.get('v')!r}, this version reads {FORMAT}")
+    try:
+        access = Access(meta["access"])
+    except (KeyError, ValueError):
+        raise RecordError(f"unknown access result {meta.get('access')!r}") from None
+    fetched_at = _number(meta, "fetched_at")
+    expires_at = _number(meta, "expires_at")
+    good_at = _number(meta, "good_at", optional=True)
+    failures = meta.get("failures", 0)
+    if not isinstance(failures, int) or isinstance(failures, bool) or failures < 0:
+        raise RecordError(f"bad failures {failures!r}")
+    if access is not Access.UNREACHABLE:
+        expires_at = min(expires_at, fetched_at + policy.ttl)
+    # A store is written by other processes: never keep more than this one would fetch.
+    limit = max(policy.max_size, DEFAULT_MAX_BYTES)
+    body = bytes(record.body[:limit])
+    if access is Access.PARSED and good_at is None:
+        raise RecordError("a parsed record without good_at")
+    redirects = meta.get("redirects") or []
+    if not isinstance(redirects, list) or not all(isinstance(url, str) for url in redirects):
+        raise RecordError(f"bad redirects {redirects!r}")
+    status = meta.get("status")
+    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+        raise RecordError(f"bad status {status!r}")
+    outcome = FetchOutcome(
+        access,
+        _text(meta, "url") or "",
+        status,
+        body if access is Access.PARSED else b"",
+        _number(meta, "max_age", optional=True),
+        tuple(redirects),
+        _text(meta, "error"),
+        bool(meta.get("truncated", False)),
+        _text(meta, "reason") or "",
+    )
+    robots = RobotsTxt(body, max(policy.max_size, DEFAULT_MAX_BYTES)) if good_at is not None else None
+    return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,
+                       body if good_at is not None else b"")
+
+
+def _number(meta: dict[str, Any], name: str, optional: bool = False) -> Any:
+    value = meta.get(name)
+    if value is None and optional:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise RecordError(f"bad {name} {value!r}")
+    return float(value)
+
+
+def _text(meta: dict[str, Any], name: str) -> str | None:
+    value = meta.get(name)
+    if value is not None and not isinstance(value, str):
+        raise RecordError(f"bad {name} {value!r}")
+    return value

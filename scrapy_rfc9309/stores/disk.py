@@ -1,0 +1,249 @@
+"""``ROBOTSTXT_STORE = "disk"``: origin states in a SQLite file that survives
+restarts and that several processes of one machine share.
+
+The file is ``robotstxt.sqlite3`` in ``ROBOTSTXT_STORE_PATH`` (by default
+``.scrapy/robotstxt`` of the project). A file that cannot be read (corrupt, not a
+database, another layout, no permission) is renamed to
+``robotstxt.sqlite3.corrupt-<time>-<pid>`` with a warning and a new one is made.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ..exceptions import RobotsTxtConfigError
+from ..record import Record
+from .base import Claim, Store
+
+__all__ = ["DiskStore"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FILENAME = "robotstxt.sqlite3"
+#: ``PRAGMA user_version`` of the layout below; a file with another is set aside.
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS states (
+    origin TEXT PRIMARY KEY,
+    fetched_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    keep_until REAL NOT NULL,
+    meta TEXT NOT NULL,
+    body BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS states_keep_until ON states (keep_until);
+CREATE TABLE IF NOT EXISTS locks (
+    origin TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    until REAL NOT NULL
+);
+"""
+#: Seconds a statement waits for another process's write to finish.
+BUSY_TIMEOUT = 10.0
+
+# SQLite result codes that mean the file itself is unusable.
+_CORRUPT, _NOTADB, _CANTOPEN, _READONLY, _PERM, _ERROR = 11, 26, 14, 8, 3, 1
+_UNUSABLE_CODES = {_CORRUPT, _NOTADB, _CANTOPEN, _READONLY, _PERM, _ERROR}
+_UNUSABLE_TEXT = ("malformed", "not a database", "unable to open", "no such table", "no such column",
+                  "readonly", "has no column")
+
+
+class _Unusable(Exception):
+    """The file has the wrong layout (a newer version, or not ours)."""
+
+
+class DiskStore(Store):
+    """Origin states in a SQLite file in ``directory``."""
+
+    threads = 1
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.path = os.path.join(directory, FILENAME)
+        self._db: sqlite3.Connection | None = None
+        self._inode: int | None = None
+        #: Files set aside by this process, for the logs and the tests.
+        self.set_aside: list[str] = []
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> DiskStore:
+        directory = crawler.settings.get("ROBOTSTXT_STORE_PATH")
+        if directory is not None and (not isinstance(directory, (str, os.PathLike)) or not str(directory).strip()):
+            raise RobotsTxtConfigError(f"ROBOTSTXT_STORE_PATH must be a directory path, got {directory!r}")
+        if not directory:
+            from scrapy.utils.project import data_path
+
+            directory = data_path("robotstxt")
+        directory = os.path.abspath(os.fspath(directory))
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise RobotsTxtConfigError(
+                f"ROBOTSTXT_STORE_PATH {directory!r} cannot be created: {exc.strerror or exc}"
+            ) from None
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise RobotsTxtConfigError(f"ROBOTSTXT_STORE_PATH {directory!r} is not a writable directory")
+        return cls(directory)
+
+    # -- the connection -------------------------------------------------------------
+    def open(self) -> None:
+        """Connect (setting an unusable file aside) and forget what has outlived
+        its use."""
+
+        def purge(db: sqlite3.Connection) -> None:
+            now = time.time()
+            with self._transaction():
+                db.execute("DELETE FROM states WHERE keep_until < ?", (now,))
+                db.execute("DELETE FROM locks WHERE until < ?", (now,))
+
+        self._run(purge)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        try:
+            self._inode = os.stat(self.path).st_ino
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise _Unusable(f"layout version {version}, this version uses {SCHEMA_VERSION}")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            if version == 0:
+                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            # Every column this version uses is there (a file of another program fails here).
+            db.execute("SELECT origin, fetched_at, expires_at, keep_until, meta, body FROM states LIMIT 0")
+            db.execute("SELECT origin, owner, until FROM locks LIMIT 0")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _run(self, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``operation``; a file found unusable is set aside and the
+        operation run once more on a new file."""
+        for attempt in (1, 2):
+            try:
+                if self._db is None:
+                    self._db = self._connect()
+                return operation(self._db)
+            except (sqlite3.DatabaseError, _Unusable) as exc:
+                if attempt == 2 or not _unusable(exc):
+                    raise
+                self._set_aside(exc)
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        # BEGIN IMMEDIATE takes the write lock at once, so a read-then-write is atomic
+        # between processes.
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def _set_aside(self, exc: BaseException) -> None:
+        self.close()
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return  # another process set it aside already
+        if self._inode is not None and inode != self._inode:
+            return  # another process set it aside and made a new one: use that
+        target = f"{self.path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        os.replace(self.path, target)
+        for suffix in ("-wal", "-shm"):
+            try:
+                os.replace(self.path + suffix, target + suffix)
+            except FileNotFoundError:
+                pass
+        self._inode = None
+        self.set_aside.append(target)
+        logger.warning("robots.txt store %s cannot be used (%s): set aside as %s; starting a new one",
+                       self.path, exc, target)
+
+    # -- the Store interface ----------------------------------------------------------
+    def load(self, key: str) -> Record | None:
+        def load(db: sqlite3.Connection) -> Record | None:
+            row = db.execute(
+                "SELECT fetched_at, expires_at, keep_until, meta, body FROM states WHERE origin = ?", (key,)
+            ).fetchone()
+            return None if row is None else Record(row[0], row[1], row[2], row[3], bytes(row[4]))
+
+        return self._run(load)
+
+    def save(self, key: str, record: Record, owner: str | None = None) -> bool:
+        def save(db: sqlite3.Connection) -> bool:
+            with self._transaction():
+                cursor = db.execute(
+                    "INSERT INTO states (origin, fetched_at, expires_at, keep_until, meta, body)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET"
+                    " fetched_at = excluded.fetched_at, expires_at = excluded.expires_at,"
+                    " keep_until = excluded.keep_until, meta = excluded.meta, body = excluded.body"
+                    " WHERE excluded.fetched_at >= states.fetched_at",
+                    (key, record.fetched_at, record.expires_at, record.keep_until, record.meta,
+                     sqlite3.Binary(record.body)),
+                )
+                if owner is not None:
+                    db.execute("DELETE FROM locks WHERE origin = ? AND owner = ?", (key, owner))
+                return cursor.rowcount > 0
+
+        return self._run(save)
+
+    def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> Claim:
+        def claim(db: sqlite3.Connection) -> Claim:
+            with self._transaction():
+                row = db.execute("SELECT expires_at FROM states WHERE origin = ?", (key,)).fetchone()
+                if row is not None and row[0] > now:
+                    return Claim.FRESH
+                lock = db.execute("SELECT owner, until FROM locks WHERE origin = ?", (key,)).fetchone()
+                if lock is not None and lock[0] != owner and lock[1] > now:
+                    return Claim.BUSY
+                db.execute("INSERT OR REPLACE INTO locks (origin, owner, until) VALUES (?, ?, ?)",
+                           (key, owner, now + lock_ttl))
+                return Claim.ACQUIRED
+
+        return self._run(claim)
+
+    def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
+        def renew(db: sqlite3.Connection) -> bool:
+            cursor = db.execute("UPDATE locks SET until = ? WHERE origin = ? AND owner = ?",
+                                (time.time() + lock_ttl, key, owner))
+            return cursor.rowcount > 0
+
+        return self._run(renew)
+
+    def release(self, key: str, owner: str) -> None:
+        self._run(lambda db: db.execute("DELETE FROM locks WHERE origin = ? AND owner = ?", (key, owner)))
+
+    def __len__(self) -> int:
+        return int(self._run(lambda db: db.execute("SELECT COUNT(*) FROM states").fetchone()[0]))
+
+
+def _unusable(exc: BaseException) -> bool:
+    """Whether an error means the file is unusable (rather than busy or full)."""
+    if isinstance(exc, _Unusable):
+        return True
+    message = str(exc).lower()
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None and (code & 0xFF) in _UNUSABLE_CODES:
+        # SQLITE_ERROR is generic: only a missing table or column means another layout.
+        return (code & 0xFF) != _ERROR or any(text in message for text in _UNUSABLE_TEXT)
+    return any(text in message for text in _UNUSABLE_TEXT)

@@ -1,0 +1,98 @@
+"""One crawl in an OS process of its own, for the fleet tests (``test_fleet.py``):
+
+    python tests/fleet_crawl.py SPEC.json
+
+``SPEC`` gives ``settings``, ``kind`` (``"list"``: crawl ``urls``; ``"scrapy_redis"``:
+a scrapy-redis ``RedisSpider`` that reads its start URLs from Redis and follows
+links) and ``start_at`` (a wall-clock time to wait for before crawling, so that
+processes start together). Prints one JSON line: the stats, the URLs that reached
+a callback, the errors and the warnings logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+import scrapy
+from scrapy.crawler import CrawlerProcess
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+OUT: dict[str, Any] = {"responses": [], "errors": [], "warnings": []}
+
+
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        OUT["warnings"].append(f"{record.name}: {record.getMessage()}")
+
+
+class _Record:
+    """Callbacks shared by both spiders."""
+
+    follow = False
+
+    def parse(self, response: Response, **kwargs: Any) -> Any:
+        OUT["responses"].append(response.url)
+        if self.follow:
+            for href in response.css("a::attr(href)").getall():
+                yield response.follow(href, callback=self.parse, errback=self.on_error)
+
+    def on_error(self, failure: Failure) -> None:
+        request = getattr(failure, "request", None)
+        OUT["errors"].append([request.url if request is not None else "", type(failure.value).__name__])
+
+
+def _wait(start_at: float | None) -> None:
+    if start_at:
+        time.sleep(max(0.0, start_at - time.time()))
+
+
+def main(spec_path: str) -> int:
+    with open(spec_path) as handle:
+        spec = json.load(handle)
+    logging.getLogger().addHandler(_Warnings())
+    settings = {"LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False, **spec["settings"]}
+
+    if spec.get("kind") == "scrapy_redis":
+        from scrapy_redis.spiders import RedisSpider
+
+        class FleetRedisSpider(_Record, RedisSpider):  # type: ignore[misc]
+            name = "fleet_redis"
+            follow = True
+
+            def make_request_from_data(self, data: bytes) -> Any:
+                url = json.loads(data)["url"]
+                return scrapy.Request(url, callback=self.parse, errback=self.on_error)
+
+        spider_cls: type[scrapy.Spider] = FleetRedisSpider
+    else:
+
+        class FleetSpider(_Record, scrapy.Spider):  # type: ignore[misc]
+            name = "fleet"
+
+            async def start(self) -> Any:
+                for url in spec["urls"]:
+                    yield scrapy.Request(url, callback=self.parse, errback=self.on_error, dont_filter=True)
+
+        spider_cls = FleetSpider
+
+    _wait(spec.get("start_at"))
+    process = CrawlerProcess(settings, install_root_handler=True)
+    crawler = process.create_crawler(spider_cls)
+    process.crawl(crawler)
+    process.start()
+    stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+    OUT["stats"] = {key: value for key, value in stats.items() if isinstance(value, (int, float, str))}
+    print(json.dumps(OUT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,147 @@
+"""A fleet: crawler processes (separate OS processes, ``tests/fleet_crawl.py``) that
+share one store fetch each origin's robots.txt once in total, also beside
+scrapy-redis's scheduler. The origins run in this test's reactor and count what
+they receive."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest_twisted
+import redis
+from middleware_support import ENABLE, page_hits, robots_hits, text
+from servers import Delay
+from twisted.internet import defer, utils
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RULES = "User-agent: *\nDisallow: /private\n"
+#: Seconds from spawning the processes to their common start (Python and Scrapy start-up).
+START_DELAY = 4.0
+
+
+def _sites(origins: Any, count: int) -> list[Any]:
+    sites = []
+    for n in range(count):
+        site = origins(f"127.0.0.{n + 1}", links=["/a", "/b", "/c", "/private/x"])
+        # Slow enough that the processes, started together, find each other's lock.
+        site["/robots.txt"] = Delay(1.0, text(RULES))
+        sites.append(site)
+    return sites
+
+
+def _crawl(spec: dict[str, Any], tmp_path: Path, name: str) -> defer.Deferred[dict[str, Any]]:
+    """Run one crawl process; fires with its JSON report."""
+    spec_path = tmp_path / f"{name}.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    running = utils.getProcessOutputAndValue(sys.executable, [str(HERE / "fleet_crawl.py"), str(spec_path)],
+                                             env=env, path=str(tmp_path))
+
+    def report(result: tuple[bytes, bytes, int]) -> dict[str, Any]:
+        out, err, code = result
+        assert code == 0, f"{name} exited with {code}:\n{err.decode(errors='replace')[-3000:]}"
+        return json.loads(out.decode().strip().splitlines()[-1])
+
+    return running.addCallback(report)
+
+
+def _settings(**extra: Any) -> dict[str, Any]:
+    return {**ENABLE, "CONCURRENT_REQUESTS": 4, "DOWNLOAD_DELAY": 0, "RETRY_ENABLED": False,
+            "HTTPPROXY_ENABLED": False, "DOWNLOAD_TIMEOUT": 10, **extra}
+
+
+def _robotstxt(report: dict[str, Any], key: str) -> int:
+    return int(report["stats"].get(f"robotstxt/{key}", 0))
+
+
+@defer.inlineCallbacks
+def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any]) -> Any:
+    sites = _sites(origins, 4)
+    start_at = time.time() + START_DELAY
+    specs = [
+        {"settings": settings, "start_at": start_at,
+         "urls": [s.url(f"/public/{n}") for s in sites] + [s.url(f"/private/{n}") for s in sites]}
+        for n in (1, 2)
+    ]
+    reports = yield defer.gatherResults([_crawl(spec, tmp_path, f"p{n}") for n, spec in enumerate(specs)],
+                                        consumeErrors=True)
+    return sites, reports
+
+
+def _check_fleet(sites: list[Any], reports: list[dict[str, Any]]) -> None:
+    # Each origin's robots.txt was fetched once by the whole fleet, and obeyed by both processes.
+    assert [len(robots_hits(s)) for s in sites] == [1, 1, 1, 1]
+    assert sum(_robotstxt(r, "request_count") for r in reports) == 4
+    assert sum(_robotstxt(r, "store_hit") for r in reports) == 4  # the other process's result, loaded
+    for n, report in enumerate(reports, 1):
+        assert sorted(report["responses"]) == sorted(s.url(f"/public/{n}") for s in sites)
+        assert sorted(url for url, _ in report["errors"]) == sorted(s.url(f"/private/{n}") for s in sites)
+        assert {kind for _, kind in report["errors"]} == {"RobotsTxtForbidden"}
+        assert report["stats"]["finish_reason"] == "finished"
+        assert not [w for w in report["warnings"] if "robots.txt store" in w], report["warnings"]
+    # Started together, one process waited for the other's fetch at least once (the lock at work).
+    assert sum(_robotstxt(r, "store_wait") for r in reports) >= 1
+    assert all(h.path.startswith("/public/") for s in sites for h in page_hits(s))
+
+
+@pytest_twisted.inlineCallbacks
+def test_two_processes_sharing_redis_fetch_each_robots_txt_once(origins, redis_url, tmp_path):
+    sites, reports = yield _two_processes(
+        origins, tmp_path, _settings(ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_URL=redis_url))
+    _check_fleet(sites, reports)
+    client = redis.Redis.from_url(redis_url)
+    assert len(client.keys("robotstxt:*:state")) == 4
+    assert client.keys("robotstxt:*:lock") == []
+    client.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_two_processes_sharing_a_disk_store_fetch_each_robots_txt_once(origins, tmp_path):
+    store = tmp_path / "shared-store"
+    sites, reports = yield _two_processes(
+        origins, tmp_path, _settings(ROBOTSTXT_STORE="disk", ROBOTSTXT_STORE_PATH=str(store)))
+    _check_fleet(sites, reports)
+
+
+@pytest_twisted.inlineCallbacks
+def test_two_scrapy_redis_spiders_share_the_queue_and_the_robots_txt_state(origins, redis_url, tmp_path):
+    sites = _sites(origins, 4)
+    client = redis.Redis.from_url(redis_url)
+    for site in sites:
+        client.rpush("fleet_redis:start_urls", json.dumps({"url": site.url("/")}))
+    settings = _settings(
+        ROBOTSTXT_STORE="redis",
+        REDIS_URL=redis_url,  # scrapy-redis's setting; the store uses it when ROBOTSTXT_REDIS_URL is unset
+        SCHEDULER="scrapy_redis.scheduler.Scheduler",
+        DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter",
+        REDIS_START_URLS_BATCH_SIZE=1,
+        CONCURRENT_REQUESTS=2,
+        MAX_IDLE_TIME_BEFORE_CLOSE=3,
+    )
+    start_at = time.time() + START_DELAY
+    reports = yield defer.gatherResults(
+        [_crawl({"settings": settings, "start_at": start_at, "kind": "scrapy_redis"}, tmp_path, f"sr{n}")
+         for n in (1, 2)],
+        consumeErrors=True,
+    )
+
+    assert [len(robots_hits(s)) for s in sites] == [1, 1, 1, 1]
+    assert sum(_robotstxt(r, "request_count") for r in reports) == 4
+    # Every allowed page fetched once by the whole fleet (the shared dupefilter), none of the disallowed.
+    fetched = Counter(url for r in reports for url in r["responses"])
+    expected = {s.url(p) for s in sites for p in ("/", "/a", "/b", "/c")}
+    assert set(fetched) == expected and set(fetched.values()) == {1}
+    assert all(h.path_only != "/private/x" for s in sites for h in page_hits(s))
+    forbidden = [url for r in reports for url, kind in r["errors"] if kind == "RobotsTxtForbidden"]
+    assert set(forbidden) == {s.url("/private/x") for s in sites}
+    assert all(r["responses"] for r in reports), "both processes crawled"
+    assert len(client.keys("robotstxt:*:state")) == 4
+    client.close()

@@ -1,0 +1,139 @@
+"""The stored form of an origin's state (``scrapy_rfc9309.record``): plain JSON and
+raw bytes that read back into the same state, and never into a wrong one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from scrapy_rfc9309.access import Access, Decision, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.parser import DEFAULT_MAX_BYTES
+from scrapy_rfc9309.record import FORMAT, Record, RecordError, decode, encode
+
+POLICY = Policy()
+BODY = b"User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: https://h/s.xml\n\xff\xfe odd bytes\n"
+T0 = 1_800_000_000.0
+
+
+def parsed(body: bytes = BODY, at: float = T0, max_age: float | None = None) -> OriginState:
+    outcome = FetchOutcome(Access.PARSED, "https://h/robots.txt", 200, body, max_age,
+                           ("https://h/robots.txt?r",), truncated=False)
+    return OriginState.initial(outcome, at, POLICY)
+
+
+def unreachable(previous: OriginState | None, at: float) -> OriginState:
+    outcome = FetchOutcome(Access.UNREACHABLE, "https://h/robots.txt", 503, reason="status 503")
+    return previous.apply(outcome, at, POLICY) if previous else OriginState.initial(outcome, at, POLICY)
+
+
+def roundtrip(state: OriginState, policy: Policy = POLICY) -> OriginState:
+    return decode(encode(state, policy), policy)
+
+
+def test_a_parsed_state_reads_back_with_the_same_rules_and_timestamps() -> None:
+    state = parsed(max_age=3600)
+    back = roundtrip(state)
+    assert (back.access, back.fetched_at, back.expires_at, back.good_at, back.failures) == (
+        Access.PARSED, T0, T0 + 3600, T0, 0)
+    assert back.robots is not None and back.robots is not state.robots
+    assert not back.robots.allowed("https://h/private/x", "bot")
+    assert back.robots.allowed("https://h/public", "bot")
+    assert back.robots.crawl_delay("bot") == 2.0
+    assert back.robots.sitemaps == ["https://h/s.xml"]
+    assert back.outcome == state.outcome  # status, URL, redirects, max-age, body
+    assert back.good_body == BODY
+
+
+def test_the_record_is_json_and_raw_bytes_not_a_pickle() -> None:
+    record = encode(parsed(), POLICY)
+    meta = json.loads(record.meta)
+    assert meta["v"] == FORMAT and meta["access"] == "parsed" and meta["status"] == 200
+    assert record.body == BODY
+    assert (record.fetched_at, record.expires_at) == (T0, T0 + POLICY.ttl)
+
+
+def test_an_unreachable_state_keeps_its_good_copy_and_failure_count() -> None:
+    state = unreachable(unreachable(parsed(), T0 + 90_000), T0 + 90_010)
+    assert state.failures == 2 and state.robots is not None
+    record = encode(state, POLICY)
+    assert record.body == BODY  # the good copy, not the 503 page
+    assert record.keep_until == T0 + POLICY.keep_cached  # kept as long as the good copy may apply
+    back = decode(record, POLICY)
+    assert (back.access, back.failures, back.good_at, back.expires_at) == (
+        Access.UNREACHABLE, 2, T0, state.expires_at)
+    assert back.decision(T0 + 90_011, POLICY) is Decision.RULES
+    assert back.robots is not None and not back.robots.allowed("https://h/private/", "bot")
+    # Past the keep-cached limit the good copy no longer applies, read back or not.
+    assert back.decision(T0 + POLICY.keep_cached + 1, POLICY) is Decision.HOLD
+
+
+def test_an_unreachable_state_without_a_good_copy_holds() -> None:
+    back = roundtrip(unreachable(None, T0))
+    assert back.robots is None and back.good_at is None
+    assert back.decision(T0 + 1, POLICY) is Decision.HOLD
+    assert back.outcome is not None and back.outcome.status == 503
+
+
+def test_an_unavailable_state_allows_everything() -> None:
+    outcome = FetchOutcome(Access.UNAVAILABLE, "https://h/robots.txt", 404, max_age=None, reason="status 404")
+    back = roundtrip(OriginState.initial(outcome, T0, POLICY))
+    assert back.decision(T0 + 1, POLICY) is Decision.ALLOW_ALL
+    assert encode(back, POLICY).body == b""
+
+
+def test_a_reader_with_a_shorter_lifetime_shortens_a_stored_one() -> None:
+    record = encode(parsed(), POLICY)  # 24 h
+    short = Policy(ttl=600, min_ttl=60)
+    assert decode(record, short).expires_at == T0 + 600
+
+
+def test_a_file_larger_than_500_kib_is_parsed_whole_when_the_limit_allows() -> None:
+    filler = b"# " + b"x" * 1000 + b"\n"
+    body = b"User-agent: *\n" + filler * 600 + b"Disallow: /late\n"  # the rule sits past 600 KB
+    assert len(body) > DEFAULT_MAX_BYTES
+    big = Policy(max_size=1_000_000)
+    state = OriginState.initial(FetchOutcome(Access.PARSED, "https://h/robots.txt", 200, body), T0, big)
+    assert state.robots is not None and not state.robots.allowed("https://h/late", "bot")
+    assert not roundtrip(state, big).robots.allowed("https://h/late", "bot")  # type: ignore[union-attr]
+    small = OriginState.initial(FetchOutcome(Access.PARSED, "https://h/robots.txt", 200, body), T0, POLICY)
+    assert small.robots is not None and small.robots.allowed("https://h/late", "bot")
+
+
+def test_fields_of_a_newer_writer_are_ignored() -> None:
+    record = encode(parsed(), POLICY)
+    meta = json.loads(record.meta)
+    meta["something_new"] = {"x": 1}
+    back = decode(replace(record, meta=json.dumps(meta)), POLICY)
+    assert back.robots is not None and not back.robots.allowed("https://h/private", "bot")
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        "not json",
+        "[1, 2]",
+        json.dumps({"v": FORMAT + 1, "access": "parsed", "fetched_at": T0, "expires_at": T0, "good_at": T0}),
+        json.dumps({"v": FORMAT, "access": "sideways", "fetched_at": T0, "expires_at": T0}),
+        json.dumps({"v": FORMAT, "access": "parsed", "fetched_at": "yesterday", "expires_at": T0, "good_at": T0}),
+        json.dumps({"v": FORMAT, "access": "parsed", "fetched_at": T0, "expires_at": T0}),  # parsed, no good_at
+        json.dumps({"v": FORMAT, "access": "unreachable", "fetched_at": T0, "expires_at": T0, "failures": -1}),
+        json.dumps({"v": FORMAT, "access": "unavailable", "fetched_at": T0, "expires_at": T0, "redirects": "x"}),
+        json.dumps({"v": FORMAT, "access": "unavailable", "fetched_at": T0, "expires_at": T0, "status": "200"}),
+        '{"v": 1, "access": "parsed", "fetched_at": NaN, "expires_at": 1, "good_at": 1}',
+    ],
+)
+def test_an_unreadable_record_is_an_error_not_a_wrong_state(meta: str) -> None:
+    with pytest.raises(RecordError):
+        decode(Record(T0, T0 + 10, T0 + 10, meta, BODY), POLICY)
+
+
+def test_a_stored_body_longer_than_the_size_limit_is_cut_to_it() -> None:
+    huge = b"User-agent: *\nDisallow: /early\n" + b"#" * (3 * DEFAULT_MAX_BYTES) + b"\nDisallow: /late\n"
+    record = replace(encode(parsed(), POLICY), body=huge)
+    back = decode(record, POLICY)
+    assert len(back.good_body) == DEFAULT_MAX_BYTES and back.outcome is not None
+    assert len(back.outcome.body) == DEFAULT_MAX_BYTES
+    assert back.robots is not None and not back.robots.allowed("https://h/early", "bot")
+    assert back.robots.allowed("https://h/late", "bot")

@@ -1,0 +1,299 @@
+"""The disk (SQLite) and Redis stores on their own, against a real file and a real
+``redis-server``: locks, newest-wins saves, expiry, and files that cannot be used."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from scrapy_rfc9309.exceptions import RobotsTxtConfigError
+from scrapy_rfc9309.record import Record
+from scrapy_rfc9309.stores import Claim, MemoryStore, Store, store_class
+from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
+from scrapy_rfc9309.stores.redis import DEFAULT_URL, RedisStore
+
+KEY = "https://example.com"
+
+
+def record(fetched_at: float, ttl: float = 100.0, body: bytes = b"User-agent: *\nDisallow: /x\n",
+           keep: float | None = None) -> Record:
+    return Record(fetched_at, fetched_at + ttl, fetched_at + (ttl if keep is None else keep), '{"v": 1}', body)
+
+
+@pytest.fixture(params=["disk", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "disk":
+        made: Store = DiskStore(str(tmp_path))
+    else:
+        made = RedisStore(request.getfixturevalue("redis_url"), prefix="t")
+    made.open()
+    yield made
+    made.close()
+
+
+def test_one_owner_gets_the_lock_the_others_are_told_to_wait(store: Store) -> None:
+    now = time.time()
+    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED
+    assert store.claim(KEY, "b", now, 30) is Claim.BUSY
+    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED  # the holder may claim again
+    assert store.claim("https://other.example", "b", now, 30) is Claim.ACQUIRED  # locks are per origin
+
+
+def test_saving_releases_the_lock_and_makes_the_record_fresh_for_everyone(store: Store) -> None:
+    now = time.time()
+    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED
+    assert store.save(KEY, record(now), "a")
+    assert store.load(KEY) == record(now)
+    assert store.claim(KEY, "b", now, 30) is Claim.FRESH
+    # Once it expires, the next claimant gets the lock (the previous holder released it).
+    assert store.claim(KEY, "b", now + 101, 30) is Claim.ACQUIRED
+
+
+def test_a_lock_expires_so_a_dead_fetcher_blocks_nobody_for_long(store: Store) -> None:
+    assert store.claim(KEY, "dead", time.time(), 0.3) is Claim.ACQUIRED
+    assert store.claim(KEY, "b", time.time(), 30) is Claim.BUSY
+    time.sleep(0.45)
+    assert store.claim(KEY, "b", time.time(), 30) is Claim.ACQUIRED
+
+
+def test_renew_extends_only_the_holders_lock_and_release_frees_it(store: Store) -> None:
+    assert store.claim(KEY, "a", time.time(), 0.4) is Claim.ACQUIRED
+    assert not store.renew(KEY, "b", 30)
+    assert store.renew(KEY, "a", 30)
+    time.sleep(0.5)
+    assert store.claim(KEY, "b", time.time(), 30) is Claim.BUSY  # renewed past its first expiry
+    store.release(KEY, "b")  # not b's: nothing happens
+    assert store.claim(KEY, "b", time.time(), 30) is Claim.BUSY
+    store.release(KEY, "a")
+    assert store.claim(KEY, "b", time.time(), 30) is Claim.ACQUIRED
+
+
+def test_an_older_record_never_replaces_a_newer_one(store: Store) -> None:
+    now = time.time()
+    assert store.save(KEY, record(now, body=b"new"))
+    assert not store.save(KEY, record(now - 50, body=b"old"))
+    loaded = store.load(KEY)
+    assert loaded is not None and loaded.body == b"new"
+    assert store.save(KEY, record(now + 1, body=b"newer"))
+    assert store.load(KEY).body == b"newer"  # type: ignore[union-attr]
+
+
+def test_bodies_are_kept_byte_for_byte(store: Store) -> None:
+    body = bytes(range(256)) * 2000  # 512000 bytes, every byte value
+    store.save(KEY, record(time.time(), body=body))
+    assert store.load(KEY).body == body  # type: ignore[union-attr]
+
+
+def test_a_missing_origin_loads_as_none(store: Store) -> None:
+    assert store.load("https://never.example") is None
+
+
+def test_redis_forgets_a_record_when_it_is_no_longer_useful(redis_url: str) -> None:
+    store = RedisStore(redis_url, prefix="t")
+    now = time.time()
+    store.save(KEY, record(now, ttl=100, keep=1000))
+    ttl_ms = store.client.pttl(store.keys(KEY)[0])
+    assert 990_000 < ttl_ms <= 1_000_000
+    store.save("https://gone.example", record(now - 10, ttl=5, keep=5))
+    assert store.load("https://gone.example") is None
+    store.close()
+
+
+def test_redis_keys_of_one_origin_share_a_cluster_slot(redis_url: str) -> None:
+    store = RedisStore(redis_url, prefix="fleet")
+    state, lock = store.keys("http://h:8080")
+    assert state == "fleet:{http://h:8080}:state" and lock == "fleet:{http://h:8080}:lock"
+    store.close()
+
+
+def test_the_disk_store_forgets_what_outlived_its_use_when_opened(tmp_path: Path) -> None:
+    first = DiskStore(str(tmp_path))
+    first.open()
+    now = time.time()
+    first.save("https://old.example", record(now - 100, ttl=10, keep=50))
+    first.save(KEY, record(now, ttl=10, keep=5000))
+    first.close()
+    second = DiskStore(str(tmp_path))
+    second.open()
+    assert second.load("https://old.example") is None
+    assert second.load(KEY) is not None
+    assert len(second) == 1
+    second.close()
+
+
+def test_two_disk_stores_on_one_directory_share_states_and_locks(tmp_path: Path) -> None:
+    a, b = DiskStore(str(tmp_path)), DiskStore(str(tmp_path))
+    a.open()
+    b.open()
+    now = time.time()
+    assert a.claim(KEY, "a", now, 30) is Claim.ACQUIRED
+    assert b.claim(KEY, "b", now, 30) is Claim.BUSY
+    a.save(KEY, record(now), "a")
+    assert b.claim(KEY, "b", now, 30) is Claim.FRESH
+    assert b.load(KEY) == record(now)
+    a.close()
+    b.close()
+
+
+# --------------------------------------------------------------------------- unusable disk files
+
+
+def _aside(directory: Path) -> list[str]:
+    names = (p.name for p in directory.iterdir())
+    return sorted(n for n in names if ".corrupt-" in n and not n.endswith(("-wal", "-shm")))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["garbage", "truncated", "directory", "newer-layout", "foreign-table"],
+)
+def test_an_unusable_disk_file_is_set_aside_and_rebuilt(tmp_path: Path, damage: str,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / FILENAME
+    original = DiskStore(str(tmp_path))
+    original.open()
+    original.save(KEY, record(time.time()))
+    original.close()
+    for suffix in ("-wal", "-shm"):
+        assert not Path(str(path) + suffix).exists()
+    if damage == "garbage":
+        path.write_bytes(os.urandom(8192))
+    elif damage == "truncated":
+        data = path.read_bytes()
+        path.write_bytes(data[:100] + b"\0" * 50 + data[150 : len(data) // 2])
+    elif damage == "directory":  # cannot be opened as a file at all
+        path.unlink()
+        path.mkdir()
+        (path / "x").write_text("x")
+    elif damage == "newer-layout":
+        with sqlite3.connect(path) as db:
+            db.execute("PRAGMA user_version=99")
+    elif damage == "foreign-table":
+        path.unlink()
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE states (origin TEXT PRIMARY KEY, something TEXT)")
+
+    store = DiskStore(str(tmp_path))
+    store.open()
+    now = time.time()
+    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED  # usable again, and empty
+    assert store.save(KEY, record(now, body=b"rebuilt"), "a")
+    assert store.load(KEY).body == b"rebuilt"  # type: ignore[union-attr]
+    store.close()
+    assert len(_aside(tmp_path)) == 1
+    assert store.set_aside == [str(tmp_path / _aside(tmp_path)[0])]
+    assert any("cannot be used" in r.getMessage() and "set aside" in r.getMessage() for r in caplog.records)
+
+
+def test_a_file_corrupted_while_in_use_is_set_aside_on_the_next_operation(tmp_path: Path) -> None:
+    store = DiskStore(str(tmp_path))
+    store.open()
+    store.save(KEY, record(time.time()))
+    store.close()
+    (tmp_path / FILENAME).write_bytes(b"\x00garbage" * 4096)  # after open, before the next call
+    assert store.load(KEY) is None
+    assert len(_aside(tmp_path)) == 1
+
+
+def test_a_process_that_finds_the_file_already_replaced_uses_the_new_one(tmp_path: Path) -> None:
+    a, b = DiskStore(str(tmp_path)), DiskStore(str(tmp_path))
+    a.open()
+    b.open()
+    a.close()
+    b.close()
+    (tmp_path / FILENAME).write_bytes(b"garbage" * 2000)
+    a.open()  # sets the file aside, makes a new one
+    a.save(KEY, record(time.time(), body=b"from a"))
+    assert b.load(KEY).body == b"from a"  # type: ignore[union-attr]  # b reopens; does not set a's new file aside
+    assert len(_aside(tmp_path)) == 1
+    a.close()
+    b.close()
+
+
+# --------------------------------------------------------------------------- choosing a store
+
+
+class _Settings(dict):
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(name, default)
+
+
+class _Crawler:
+    def __init__(self, **settings: Any) -> None:
+        self.settings = _Settings(settings)
+
+
+def test_store_names_and_dotted_paths() -> None:
+    assert store_class("memory") is None
+    assert store_class("MEMORY") is None
+    assert store_class("scrapy_rfc9309.stores.MemoryStore") is None
+    assert store_class(MemoryStore) is None
+    assert store_class("disk") is DiskStore
+    assert store_class("redis") is RedisStore
+    assert store_class("scrapy_rfc9309.stores.disk.DiskStore") is DiskStore
+    assert store_class(DiskStore) is DiskStore
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("", "ROBOTSTXT_STORE must be"),
+        (5, "ROBOTSTXT_STORE must be"),
+        ("sqlite", "ROBOTSTXT_STORE must be"),
+        ("no.such.module.Store", "cannot be imported"),
+        ("scrapy_rfc9309.stores.NoSuchStore", "has no NoSuchStore"),
+        ("scrapy_rfc9309.exceptions.RobotsTxtConfigError", "is not a subclass"),
+    ],
+)
+def test_a_bad_store_name_is_a_config_error_naming_the_setting(value: object, text: str) -> None:
+    with pytest.raises(RobotsTxtConfigError, match=text) as info:
+        store_class(value)
+    assert "ROBOTSTXT_STORE" in str(info.value)
+
+
+def test_the_disk_store_path_is_created_and_checked(tmp_path: Path) -> None:
+    made = DiskStore.from_crawler(_Crawler(ROBOTSTXT_STORE_PATH=str(tmp_path / "a" / "b")))
+    assert Path(made.directory).is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_STORE_PATH"):
+        DiskStore.from_crawler(_Crawler(ROBOTSTXT_STORE_PATH=str(tmp_path / "file")))
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_STORE_PATH"):
+        DiskStore.from_crawler(_Crawler(ROBOTSTXT_STORE_PATH=str(tmp_path / "file" / "below")))
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_STORE_PATH"):
+        DiskStore.from_crawler(_Crawler(ROBOTSTXT_STORE_PATH=42))
+
+
+def test_the_disk_store_defaults_to_the_projects_scrapy_directory(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SCRAPY_SETTINGS_MODULE", raising=False)
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = nothing.settings\n")
+    made = DiskStore.from_crawler(_Crawler())
+    assert Path(made.directory) == tmp_path / ".scrapy" / "robotstxt"
+    assert Path(made.directory).is_dir()
+
+
+def test_the_redis_url_comes_from_robotstxt_redis_url_then_redis_url_then_the_default() -> None:
+    assert RedisStore.from_crawler(_Crawler()).url == DEFAULT_URL == "redis://localhost:6379/0"
+    assert RedisStore.from_crawler(_Crawler(REDIS_URL="redis://a:1/2")).url == "redis://a:1/2"
+    both = _Crawler(REDIS_URL="redis://a:1/2", ROBOTSTXT_REDIS_URL="redis://b:3/4")
+    assert RedisStore.from_crawler(both).url == "redis://b:3/4"
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_REDIS_URL"):
+        RedisStore.from_crawler(_Crawler(ROBOTSTXT_REDIS_URL="http://nope"))
+    with pytest.raises(RobotsTxtConfigError, match="REDIS_URL"):
+        RedisStore.from_crawler(_Crawler(REDIS_URL="nope"))
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_REDIS_PREFIX"):
+        RedisStore.from_crawler(_Crawler(ROBOTSTXT_REDIS_PREFIX=3))
+
+
+def test_an_unreachable_redis_is_a_connection_error() -> None:
+    store = RedisStore("redis://127.0.0.1:1/0")
+    with pytest.raises(redis.ConnectionError):
+        store.open()

@@ -1,0 +1,425 @@
+"""``ROBOTSTXT_STORE``: real crawls against local origins with the disk store (a real
+SQLite file) and the Redis store (a real ``redis-server``). Restarts within the
+lifetime fetch nothing; an origin that stays unreachable keeps its last good copy;
+a lock held by another process is waited for, and one whose holder died expires;
+Redis going away never stops the crawl."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import pytest_twisted
+import redis
+from crawl import ListSpider, run_crawl
+from middleware_support import mw_settings, page_hits, robots_hits, sleep, stat, text
+from scrapy import Request
+from scrapy.utils.defer import maybe_deferred_to_future
+from servers import Sequence, Static
+
+from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
+from scrapy_rfc9309.record import Record
+from scrapy_rfc9309.stores import Claim, Store
+from scrapy_rfc9309.stores.disk import FILENAME
+
+RULES = "User-agent: *\nDisallow: /private\n"
+
+
+def _settings(kind: str, where: str, **extra: Any) -> dict[str, Any]:
+    location = {"ROBOTSTXT_STORE_PATH": where} if kind == "disk" else {"ROBOTSTXT_REDIS_URL": where}
+    return mw_settings(ROBOTSTXT_STORE=kind, **location, **extra)
+
+
+@pytest.fixture(params=["disk", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """``(ROBOTSTXT_STORE, where)`` for each persistent store."""
+    if request.param == "disk":
+        return "disk", str(tmp_path / "store")
+    return "redis", request.getfixturevalue("redis_url")
+
+
+def _sites(origins: Any, count: int = 3) -> list[Any]:
+    sites = []
+    for n in range(count):
+        site = origins(f"127.0.0.{n + 1}")
+        site.robots(RULES)
+        sites.append(site)
+    return sites
+
+
+def _urls(sites: list[Any]) -> list[str]:
+    return [u for s in sites for u in (s.url("/public"), s.url("/private/1"))]
+
+
+# --------------------------------------------------------------------------- restarts
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_restart_within_the_lifetime_fetches_no_robots_txt(origins, store):
+    sites = _sites(origins)
+    settings = _settings(*store)
+
+    first = yield run_crawl(_urls(sites), settings)
+    second = yield run_crawl(_urls(sites), settings)
+
+    assert [len(robots_hits(s)) for s in sites] == [1, 1, 1]  # the first run's fetches only
+    assert stat(first, "request_count") == 3 and stat(first, "store_saved") == 3
+    assert stat(second, "request_count") == 0
+    assert stat(second, "store_hit") == 3
+    for result in (first, second):
+        assert sorted(result.responses) == sorted(s.url("/public") for s in sites)
+        assert stat(result, "forbidden") == 3
+        assert set(result.error_types()) == {RobotsTxtForbidden}
+    assert [h.path for s in sites for h in page_hits(s)] == ["/public"] * 6
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_restart_after_the_lifetime_fetches_again(origins, store):
+    (site,) = _sites(origins, 1)
+    site["/robots.txt"] = text(RULES, Cache_Control="max-age=1")
+    settings = _settings(*store, ROBOTSTXT_CACHE_MIN_TTL=0)
+
+    yield run_crawl([site.url("/public")], settings)
+    yield sleep(1.2)
+    second = yield run_crawl([site.url("/public")], settings)
+
+    assert len(robots_hits(site)) == 2
+    assert stat(second, "refetch") == 1 and stat(second, "store_hit") == 0
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_origin_unreachable_across_runs_keeps_its_last_good_copy(origins, store):
+    (site,) = _sites(origins, 1)
+    site["/robots.txt"] = Sequence([text(RULES), Static(b"<h1>down</h1>", 503)])
+    settings = _settings(*store, ROBOTSTXT_CACHE_TTL=1, ROBOTSTXT_CACHE_MIN_TTL=0)
+
+    yield run_crawl([site.url("/public")], settings)
+    yield sleep(1.2)  # the file expired; the next run finds the origin failing
+    second = yield run_crawl([site.url("/public"), site.url("/private/2")], settings)
+
+    assert len(robots_hits(site)) == 2
+    assert stat(second, "stale_used") == 1 and stat(second, "unreachable") == 1
+    assert second.responses == [site.url("/public")]  # judged by the copy of the first run
+    assert second.error_types() == [RobotsTxtForbidden]
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_unreachable_result_is_shared_until_its_retry_is_due(origins, store):
+    (site,) = _sites(origins, 1)
+    site["/robots.txt"] = Sequence([Static(b"busy", 503), text(RULES)])
+    settings = _settings(*store, ROBOTSTXT_RETRY_DELAY=1.5, ROBOTSTXT_RETRY_MAX_DELAY=5, ROBOTSTXT_MAX_WAIT=0.3)
+
+    first = yield run_crawl([site.url("/public")], settings)
+    assert first.error_types() == [RobotsTxtUnreachable]  # held, then dropped after MAX_WAIT
+    started = time.monotonic()
+    second = yield run_crawl([site.url("/public")],
+                             {**settings, "ROBOTSTXT_MAX_WAIT": 5})
+
+    first_fetch, retry = robots_hits(site)
+    assert stat(second, "store_hit") == 1 and stat(second, "retry") == 1
+    # The second run waited for the retry time the first run stored rather than fetching at once.
+    assert retry.time - first_fetch.time >= 1.4
+    assert retry.time >= started
+    assert second.responses == [site.url("/public")]
+
+
+# --------------------------------------------------------------------------- a corrupt disk store
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_corrupt_disk_store_is_set_aside_with_a_warning_and_rebuilt(origins, tmp_path):
+    sites = _sites(origins, 2)
+    directory = tmp_path / "store"
+    directory.mkdir()
+    (directory / FILENAME).write_bytes(b"this is not a database\n" * 500)
+    settings = _settings("disk", str(directory))
+
+    first = yield run_crawl(_urls(sites), settings)
+    second = yield run_crawl(_urls(sites), settings)
+
+    aside = [p.name for p in directory.iterdir() if ".corrupt-" in p.name]
+    assert len(aside) == 1
+    assert (directory / aside[0]).read_bytes().startswith(b"this is not a database")
+    assert first.logged("set aside", logging.WARNING)
+    assert sorted(first.responses) == sorted(s.url("/public") for s in sites)
+    assert stat(first, "store_error") == 0
+    assert stat(second, "request_count") == 0 and stat(second, "store_hit") == 2  # the new file works
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_disk_store_path_that_is_a_file_stops_the_crawl_at_start_up(origins, tmp_path):
+    (site,) = _sites(origins, 1)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_STORE_PATH"):
+        yield run_crawl([site.url("/public")], _settings("disk", str(tmp_path / "file")))
+    assert site.requests == []
+
+
+# --------------------------------------------------------------------------- waiting for another process
+
+
+def _redis(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+def _store_as_another_process(client: redis.Redis, site: Any, body: bytes, fetched_at: float,
+                              expires_at: float) -> None:
+    """Write the record another process would save after fetching ``site``'s robots.txt."""
+    meta = {"v": 1, "access": "parsed", "fetched_at": fetched_at, "expires_at": expires_at, "good_at": fetched_at,
+            "failures": 0, "url": site.url("/robots.txt"), "status": 200}
+    client.hset(f"robotstxt:{{{site.base}}}:state", mapping={
+        "fetched_at": repr(fetched_at), "expires_at": repr(expires_at), "keep_until": repr(expires_at + 3600),
+        "meta": json.dumps(meta), "body": body})
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_process_waits_for_the_fetch_of_another_and_uses_its_result(origins, redis_url):
+    (site,) = _sites(origins, 1)
+    site.robots("User-agent: *\nDisallow: /\n")  # what a fetch by this process would find
+    key = site.base
+    client = _redis(redis_url)
+    client.set(f"robotstxt:{{{key}}}:lock", "another-process", px=30_000)
+
+    def the_other_process_finishes() -> None:
+        now = time.time()
+        _store_as_another_process(client, site, RULES.encode(), now, now + 3600)
+        client.delete(f"robotstxt:{{{key}}}:lock")
+
+    from twisted.internet import reactor
+
+    reactor.callLater(0.6, the_other_process_finishes)
+    result = yield run_crawl([site.url("/public"), site.url("/private/1")], _settings("redis", redis_url))
+
+    assert robots_hits(site) == []  # this process fetched nothing
+    assert stat(result, "store_wait") == 1 and stat(result, "store_hit") == 1
+    assert result.responses == [site.url("/public")]  # judged by the other process's file
+    assert result.error_types() == [RobotsTxtForbidden]
+    client.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_lock_of_a_fetcher_that_died_expires_and_another_fetches(origins, redis_url):
+    (site,) = _sites(origins, 1)
+    client = _redis(redis_url)
+    client.set(f"robotstxt:{{{site.base}}}:lock", "a-process-that-died", px=1200)
+    started = time.monotonic()
+
+    result = yield run_crawl([site.url("/public"), site.url("/private/1")], _settings("redis", redis_url))
+
+    (hit,) = robots_hits(site)
+    assert hit.time - started >= 1.0  # not before the dead process's lock ran out
+    assert stat(result, "store_wait") == 1
+    assert result.responses == [site.url("/public")]
+    assert client.exists(f"robotstxt:{{{site.base}}}:state") == 1
+    assert client.exists(f"robotstxt:{{{site.base}}}:lock") == 0  # released with the save
+    client.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
+    from servers import Delay
+
+    (site,) = _sites(origins, 1)
+    site["/robots.txt"] = Delay(1.5, text(RULES))
+    client = _redis(redis_url)
+    lock = f"robotstxt:{{{site.base}}}:lock"
+    ttls: list[int] = []
+
+    from twisted.internet import task
+
+    watch = task.LoopingCall(lambda: ttls.append(client.pttl(lock)))
+    watch.start(0.1)
+    result = yield run_crawl([site.url("/public")], _settings("redis", redis_url, ROBOTSTXT_STORE_LOCK_TTL=0.6))
+    watch.stop()
+
+    # The lock (0.6 s) would have expired during the 1.5 s fetch had it not been renewed.
+    held = [t for t in ttls if t > 0]
+    assert len(held) >= 10
+    assert result.responses == [site.url("/public")]
+    assert len(robots_hits(site)) == 1
+    client.close()
+
+
+# --------------------------------------------------------------------------- Redis going away
+
+
+class _OutageSpider(ListSpider):
+    """Crawls ``phases`` one after another; ``between[i]()`` runs after phase i is done."""
+
+    name = "outage"
+    phases: ClassVar[list[list[str]]] = []
+    between: ClassVar[list[Any]] = []
+
+    async def start(self):  # type: ignore[override]
+        for index, urls in enumerate(self.phases):
+            for url in urls:
+                yield Request(url, callback=self.parse, errback=self.on_error, dont_filter=True)
+            done = self.crawl_result
+            while done is not None and sum(
+                1 for u in urls if u in done.responses or u in [e.url for e in done.errors]
+            ) < len(urls):
+                await maybe_deferred_to_future(sleep(0.05))
+            if index < len(self.between):
+                await maybe_deferred_to_future(self.between[index]())
+
+
+@pytest_twisted.inlineCallbacks
+def test_redis_going_down_mid_crawl_and_coming_back(origins, own_redis):
+    a, b, c = _sites(origins, 3)
+    url = own_redis.url()
+
+    def stop() -> Any:
+        own_redis.stop()
+        return sleep(0)
+
+    def restart() -> Any:
+        own_redis.start()
+        return sleep(0.6)  # past ROBOTSTXT_STORE_RETRY_DELAY
+
+    _OutageSpider.phases = [[a.url("/public")], [b.url("/public"), b.url("/private/1")], [c.url("/public")]]
+    _OutageSpider.between = [stop, restart]
+    result = yield run_crawl(_OutageSpider, _settings("redis", url, ROBOTSTXT_STORE_RETRY_DELAY=0.5))
+
+    # The crawl went on: every origin's robots.txt fetched once and obeyed, pages fetched.
+    assert [len(robots_hits(s)) for s in (a, b, c)] == [1, 1, 1]
+    assert sorted(result.responses) == sorted([a.url("/public"), b.url("/public"), c.url("/public")])
+    assert result.error_types() == [RobotsTxtForbidden]
+    assert stat(result, "store_error") >= 1
+    assert result.logged("is unavailable", logging.WARNING) and result.logged("answers again", logging.INFO)
+    # Back in Redis (restarted empty: no persistence): c went through it, and b, fetched while Redis
+    # was down, was saved on its return.
+    client = _redis(url)
+    assert {k.decode() for k in client.keys("robotstxt:*:state")} == {
+        f"robotstxt:{{{s.base}}}:state" for s in (b, c)}
+    assert stat(result, "store_saved") == 3  # a before the outage, b on the return, c
+    client.close()
+    assert result.stats.get("finish_reason") == "finished"
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_redis_that_never_answers_does_not_stop_the_crawl(origins):
+    sites = _sites(origins, 2)
+    result = yield run_crawl(_urls(sites), _settings("redis", "redis://127.0.0.1:1/0"))
+
+    assert [len(robots_hits(s)) for s in sites] == [1, 1]
+    assert sorted(result.responses) == sorted(s.url("/public") for s in sites)
+    assert stat(result, "forbidden") == 2
+    assert stat(result, "store_error") >= 1
+    assert len([m for m in result.messages(logging.WARNING) if "is unavailable" in m]) == 1  # once per outage
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_bad_redis_url_stops_the_crawl_at_start_up(origins):
+    (site,) = _sites(origins, 1)
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_REDIS_URL"):
+        yield run_crawl([site.url("/public")], _settings("redis", "http://not-redis/"))
+    assert site.requests == []
+
+
+# --------------------------------------------------------------------------- a store of one's own
+
+
+class DictStore(Store):
+    """A store kept in a class attribute: what a user's own store class looks like."""
+
+    records: ClassVar[dict[str, Record]] = {}
+    calls: ClassVar[list[str]] = []
+
+    def load(self, key: str) -> Record | None:
+        self.calls.append(f"load {key}")
+        return self.records.get(key)
+
+    def save(self, key: str, record: Record, owner: str | None = None) -> bool:
+        self.calls.append(f"save {key}")
+        self.records[key] = record
+        return True
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_store_class_named_by_its_dotted_path(origins):
+    sites = _sites(origins, 2)
+    DictStore.records.clear()
+    DictStore.calls.clear()
+    settings = mw_settings(ROBOTSTXT_STORE=f"{__name__}.DictStore")
+
+    first = yield run_crawl(_urls(sites), settings)
+    second = yield run_crawl(_urls(sites), settings)
+
+    assert sorted(DictStore.records) == sorted(s.base for s in sites)
+    assert all(r.body == RULES.encode() for r in DictStore.records.values())
+    assert [f"save {s.base}" in DictStore.calls for s in sites] == [True, True]
+    assert stat(first, "request_count") == 2 and stat(second, "request_count") == 0
+    assert stat(second, "store_hit") == 2
+    assert second.error_types() == [RobotsTxtForbidden, RobotsTxtForbidden]
+
+
+def test_the_default_claim_of_a_store_never_waits() -> None:
+    store = DictStore()
+    assert store.claim("k", "a", time.time(), 30) is Claim.ACQUIRED
+    assert store.claim("k", "b", time.time(), 30) is Claim.ACQUIRED
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_default_redis_url_is_the_local_redis(origins, tmp_path):
+    """No ROBOTSTXT_REDIS_URL nor REDIS_URL: ``redis://localhost:6379/0``, the Redis that
+    ``.ci/run`` starts (a test of the default, so it uses its own key prefix)."""
+    from redis_server import require_redis_server
+
+    require_redis_server()
+    client = redis.Redis.from_url("redis://localhost:6379/0")
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        message = "no Redis on localhost:6379 (.ci/run starts one)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    prefix = f"robotstxt-test-{uuid.uuid4().hex[:8]}"
+    sites = _sites(origins, 2)
+    settings = mw_settings(ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_PREFIX=prefix)
+    try:
+        first = yield run_crawl(_urls(sites), settings)
+        second = yield run_crawl(_urls(sites), settings)
+        assert len(client.keys(f"{prefix}:*:state")) == 2
+    finally:
+        for key in client.scan_iter(f"{prefix}:*"):
+            client.delete(key)
+        client.close()
+    assert stat(first, "request_count") == 2 and stat(second, "request_count") == 0
+    assert stat(second, "store_hit") == 2
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_newer_copy_fetched_by_another_process_is_the_one_kept_when_the_origin_fails(origins, redis_url):
+    from middleware_support import BatchSpider
+
+    (site,) = _sites(origins, 1)
+    site["/robots.txt"] = Sequence([text("User-agent: *\nDisallow: /old\n"), Static(b"down", 503)])
+    client = _redis(redis_url)
+
+    def another_process_refetched() -> None:
+        # Another process fetched the file again after this one (new rules), and that copy has just expired.
+        now = time.time()
+        _store_as_another_process(client, site, b"User-agent: *\nDisallow: /new\n", now - 0.05, now)
+
+    from twisted.internet import reactor
+
+    reactor.callLater(1.2, another_process_refetched)
+    settings = _settings("redis", redis_url, ROBOTSTXT_CACHE_TTL=1, ROBOTSTXT_CACHE_MIN_TTL=0)
+    result = yield run_crawl(BatchSpider, settings, batches=[
+        (0, [site.url("/old/1")]),
+        (1.5, [site.url("/old/2"), site.url("/new/2")]),  # this process's copy expired; the origin now fails
+    ])
+
+    assert len(robots_hits(site)) == 2
+    assert stat(result, "stale_used") == 1
+    # Judged by the newer copy (Disallow: /new), not by this process's older one (Disallow: /old).
+    assert result.errors_for(site.url("/old/1")) and site.url("/old/2") in result.responses
+    assert [type(e) for e in result.errors_for(site.url("/new/2"))] == [RobotsTxtForbidden]
+    client.close()
