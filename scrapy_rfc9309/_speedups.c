@@ -1,42 +1,137 @@
 /* Optional C accelerator for the matcher's hot path (see matcher.py).
  *
- * A FastMatcher holds one merged group's rules in canonical form: the literal
- * rules as a sorted array (longest prefix found by binary search), the wildcard
- * rules sorted by priority. Calling it with an absolute URL whose path starts
- * with "/" decides it entirely in C (canonical form included), with the same
- * semantics as the Python tiers; any other URL goes to the Python fallback. Every search is linear (memmem), so
- * no input can make a decision blow up.
+ * A FastMatcher compiles one merged group's rules from the rules as parsed, in a
+ * single pass: the literal rules (canonical text -> deciding rule) as a sorted
+ * array searched by bisection, or for a large group as a hash table probed once
+ * per distinct key length (building it costs no sort); the wildcard rules sorted
+ * by priority. Patterns with "%" escapes or non-ASCII text are brought to their
+ * canonical form by a Python callback. Calling it with an absolute URL whose path
+ * starts with "/" decides it entirely in C (canonical form included), with the
+ * same semantics as the Python tiers; the canonical path of any other URL comes
+ * from a Python callback and is decided here too. Every search is linear
+ * (memmem), so no input can make a decision blow up.
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+
+/* The decision path is inlined whole into the vectorcall (a hint the compilers
+ * that build CPython know); other callers share one out-of-line copy. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HOT_INLINE static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline))
+#else
+#define HOT_INLINE static inline
+#define COLD static
+#endif
 
 typedef struct {
     const char *s;
     Py_ssize_t n;
 } Str;
 
+/* A literal rule by canonical text, with the rule that decides for that text. */
+typedef struct {
+    const char *s;
+    Py_ssize_t n;
+    int32_t rule;
+    unsigned char allow;
+    unsigned char special; /* written with "$", "%" or non-ASCII (loses ties to a plain one) */
+} Key;
+
 typedef struct {
     Py_ssize_t priority;
-    int allow;
-    int anchored;
     Py_ssize_t npieces;
     Str *pieces;
+    int32_t rule;
+    unsigned char allow;
+    unsigned char anchored;
 } Wild;
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     Py_ssize_t nkeys;
-    Str *keys;
-    unsigned char *key_allow;
+    Key *keys;              /* sorted by text, or the hash table's entries */
+    int32_t *slots;         /* the hash table (indices into keys, -1 when free); NULL: keys are sorted */
+    int shift;              /* slot of a hash: (hash * GOLDEN) >> shift */
+    unsigned char *has_len; /* hash table only: [maxlen + 1], whether some key has that length */
+    Py_ssize_t maxlen;
     Py_ssize_t nwild;
     Wild *wild;
-    PyObject *fallback;
-    PyObject *owned; /* keeps the str objects whose data the arrays point into */
+    Str *pieces; /* every wildcard's pieces, in one block */
+    PyObject *path_of; /* url -> canonical path, for the URLs decoded in Python */
+    PyObject *owned;   /* keeps the str objects whose data the arrays point into */
 } FastMatcher;
+
+/* ---- hashing: a polynomial modulo 2^61 - 1 over the text's 8-octet words (the
+ * last one zero-padded), with a random base drawn at import, so that the hashes of
+ * every prefix of a path come in one pass, and no file can be written to collide
+ * (for two texts of the same length, a collision needs the base to be one of a
+ * few roots among 2^61). */
+#define M61 ((uint64_t)0x1FFFFFFFFFFFFFFFULL)
+#define GOLDEN ((uint64_t)0x9E3779B97F4A7C15ULL)
+static uint64_t hash_base = 0x1F3D5B79A2C4E6ULL; /* replaced at import */
+
+static inline uint64_t
+mulmod61(uint64_t a, uint64_t b)
+{
+#if defined(__SIZEOF_INT128__)
+    __uint128_t p = (__uint128_t)a * b;
+    uint64_t r = ((uint64_t)p & M61) + (uint64_t)(p >> 61);
+#else
+    uint64_t ah = a >> 32, al = a & 0xFFFFFFFFU, bh = b >> 32, bl = b & 0xFFFFFFFFU;
+    uint64_t mid = ah * bl + al * bh, lo = al * bl;
+    uint64_t r = ((ah * bh) << 3) + (mid >> 29) + ((mid & ((1ULL << 29) - 1)) << 32) + (lo >> 61) + (lo & M61);
+#endif
+    r = (r & M61) + (r >> 61);
+    return r >= M61 ? r - M61 : r;
+}
+
+/* The hash of a text extended by one word. */
+static inline uint64_t
+hash_word(uint64_t h, uint64_t word)
+{
+    h = mulmod61(h, hash_base) + (word & M61) + (word >> 61);
+    h = (h & M61) + (h >> 61);
+    return h >= M61 ? h - M61 : h;
+}
+
+/* The first n (< 8) octets of s as a zero-padded word. */
+static inline uint64_t
+load_part(const char *s, Py_ssize_t n)
+{
+    uint64_t word = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        word |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return word;
+}
+
+static inline uint64_t
+load_word(const char *s)
+{
+    uint64_t word;
+    memcpy(&word, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    word = __builtin_bswap64(word);
+#endif
+    return word;
+}
+
+static uint64_t
+hash_text(const char *s, Py_ssize_t n)
+{
+    uint64_t h = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        h = hash_word(h, load_word(s + i));
+    if (i < n)
+        h = hash_word(h, load_part(s + i, n - i));
+    return h;
+}
 
 static int
 ascii_str(PyObject *obj, Str *out)
@@ -61,9 +156,31 @@ compare(const char *a, Py_ssize_t an, const char *b, Py_ssize_t bn)
     return (an > bn) - (an < bn);
 }
 
+/* Among rules with the same canonical text: an allow rule, then one written
+ * plainly, then the first one (as the pure-Python tier picks). */
+static int
+better(const Key *a, const Key *b)
+{
+    if (a->allow != b->allow)
+        return a->allow > b->allow;
+    if (a->special != b->special)
+        return a->special < b->special;
+    return a->rule < b->rule;
+}
+
+static int
+key_order(const void *x, const void *y)
+{
+    const Key *a = x, *b = y;
+    int c = compare(a->s, a->n, b->s, b->n);
+    if (c)
+        return c;
+    return better(a, b) ? -1 : better(b, a);
+}
+
 /* Index of the last key <= text, or -1. */
-static Py_ssize_t
-bisect_last(FastMatcher *self, const char *text, Py_ssize_t n)
+HOT_INLINE Py_ssize_t
+bisect_last(const FastMatcher *self, const char *text, Py_ssize_t n)
 {
     Py_ssize_t lo = 0, hi = self->nkeys;
     while (lo < hi) {
@@ -76,20 +193,65 @@ bisect_last(FastMatcher *self, const char *text, Py_ssize_t n)
     return lo - 1;
 }
 
-static Py_ssize_t
-longest_key(FastMatcher *self, const char *path, Py_ssize_t n)
+HOT_INLINE const Key *
+longest_sorted(const FastMatcher *self, const char *path, Py_ssize_t n)
 {
     Py_ssize_t index = bisect_last(self, path, n);
     while (index >= 0) {
-        Str key = self->keys[index];
-        if (key.n <= n && memcmp(key.s, path, (size_t)key.n) == 0)
-            return index;
-        Py_ssize_t common = 0, limit = key.n < n ? key.n : n;
-        while (common < limit && key.s[common] == path[common])
+        const Key *key = &self->keys[index];
+        if (key->n <= n && memcmp(key->s, path, (size_t)key->n) == 0)
+            return key;
+        Py_ssize_t common = 0, limit = key->n < n ? key->n : n;
+        while (common < limit && key->s[common] == path[common])
             common++;
         index = bisect_last(self, path, common);
     }
-    return -1;
+    return NULL;
+}
+
+static inline size_t
+slot_of(const FastMatcher *self, uint64_t h)
+{
+    return (size_t)((h * GOLDEN) >> self->shift);
+}
+
+static const Key *
+probe(const FastMatcher *self, uint64_t h, const char *text, Py_ssize_t n)
+{
+    size_t mask = ((size_t)1 << (64 - self->shift)) - 1;
+    for (size_t slot = slot_of(self, h);; slot = (slot + 1) & mask) {
+        int32_t index = self->slots[slot];
+        if (index < 0)
+            return NULL;
+        const Key *key = &self->keys[index];
+        if (key->n == n && memcmp(key->s, text, (size_t)n) == 0)
+            return key;
+    }
+}
+
+/* The longest key that prefixes the path: one pass over the path, one probe per
+ * length that some key has (large groups only: kept out of the hot path). */
+COLD const Key *
+longest_hashed(const FastMatcher *self, const char *path, Py_ssize_t n)
+{
+    const Key *found = NULL, *key;
+    Py_ssize_t limit = n < self->maxlen ? n : self->maxlen;
+    uint64_t h = 0; /* the hash of path[:base] */
+    for (Py_ssize_t base = 0;; base += 8) {
+        if (self->has_len[base] && (key = probe(self, h, path, base)) != NULL)
+            found = key;
+        Py_ssize_t rest = limit - base;
+        if (rest <= 0)
+            return found;
+        uint64_t word = rest >= 8 ? load_word(path + base) : load_part(path + base, rest);
+        for (Py_ssize_t part = 1; part < 8 && part <= rest; part++)
+            if (self->has_len[base + part]
+                && (key = probe(self, hash_word(h, word & ((1ULL << (8 * part)) - 1)), path, base + part)) != NULL)
+                found = key;
+        if (rest < 8)
+            return found;
+        h = hash_word(h, word);
+    }
 }
 
 static Py_ssize_t
@@ -103,8 +265,8 @@ find(const char *hay, Py_ssize_t hn, Py_ssize_t from, Str needle)
     return hit ? (Py_ssize_t)(hit - hay) : -1;
 }
 
-static int
-glob(const char *path, Py_ssize_t n, Wild *w)
+HOT_INLINE int
+glob(const char *path, Py_ssize_t n, const Wild *w)
 {
     Str first = w->pieces[0];
     if (first.n > n || memcmp(first.s, path, (size_t)first.n) != 0)
@@ -125,10 +287,35 @@ glob(const char *path, Py_ssize_t n, Wild *w)
     return find(path, n, pos, tail) >= 0;
 }
 
-static PyObject *
-call_fallback(FastMatcher *self, PyObject *url)
+/* The deciding rule for a canonical path (-1: none), and whether it allows. */
+HOT_INLINE Py_ssize_t
+decide(const FastMatcher *self, const char *path, Py_ssize_t n, int *allow_out)
 {
-    return PyObject_CallOneArg(self->fallback, url);
+    Py_ssize_t best = -1, best_priority = -1;
+    int allow = 1;
+    const Key *key = self->slots ? longest_hashed(self, path, n) : longest_sorted(self, path, n);
+    if (key) {
+        best = key->rule;
+        best_priority = key->n;
+        allow = key->allow;
+    }
+    for (Py_ssize_t k = 0; k < self->nwild; k++) {
+        const Wild *w = &self->wild[k];
+        if (w->priority < best_priority || (w->priority == best_priority && (allow || !w->allow)))
+            break;
+        if (glob(path, n, w)) {
+            *allow_out = w->allow;
+            return w->rule;
+        }
+    }
+    *allow_out = allow;
+    return best;
+}
+
+COLD Py_ssize_t
+decide_call(const FastMatcher *self, const char *path, Py_ssize_t n, int *allow)
+{
+    return decide(self, path, n, allow);
 }
 
 /* The canonical form of urlnorm.py: "%xx" of an ASCII octet that has no
@@ -194,6 +381,38 @@ canonical_path_c(const char *src, Py_ssize_t n, char *out)
     return o;
 }
 
+/* A canonical path given by Python: ASCII str. */
+static int
+canonical_arg(PyObject *path, const char **s, Py_ssize_t *n)
+{
+    if (!PyUnicode_Check(path) || !PyUnicode_IS_ASCII(path)) {
+        PyErr_SetString(PyExc_ValueError, "a canonical path is an ASCII str");
+        return -1;
+    }
+    *s = (const char *)PyUnicode_1BYTE_DATA(path);
+    *n = PyUnicode_GET_LENGTH(path);
+    return 0;
+}
+
+static PyObject *
+decide_in_python(FastMatcher *self, PyObject *url)
+{
+    PyObject *path = PyObject_CallOneArg(self->path_of, url);
+    if (path == NULL)
+        return NULL;
+    const char *s;
+    Py_ssize_t n;
+    int allow = 1;
+    if (canonical_arg(path, &s, &n) < 0) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    if (!(n == 11 && memcmp(s, "/robots.txt", 11) == 0))
+        decide_call(self, s, n, &allow);
+    Py_DECREF(path);
+    return PyBool_FromLong(allow);
+}
+
 static PyObject *
 fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -204,7 +423,7 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
     }
     PyObject *url = args[0];
     if (!PyUnicode_Check(url))
-        return call_fallback(self, url);
+        return decide_in_python(self, url);
     const char *u;
     Py_ssize_t n;
     int ascii = PyUnicode_IS_ASCII(url);
@@ -216,27 +435,27 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
         u = PyUnicode_AsUTF8AndSize(url, &n);
         if (u == NULL) { /* lone surrogates: the Python tier knows what to do */
             PyErr_Clear();
-            return call_fallback(self, url);
+            return decide_in_python(self, url);
         }
     }
     /* scheme "://" authority, then the path must start with "/" */
     Py_ssize_t i = 0;
     if (n == 0 || !((u[0] | 32) >= 'a' && (u[0] | 32) <= 'z'))
-        return call_fallback(self, url);
+        return decide_in_python(self, url);
     for (i = 1; i < n; i++) {
         char c = u[i];
         if (!(((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '.' || c == '-'))
             break;
     }
     if (i + 3 > n || u[i] != ':' || u[i + 1] != '/' || u[i + 2] != '/')
-        return call_fallback(self, url);
+        return decide_in_python(self, url);
     for (i += 3; i < n; i++) {
         char c = u[i];
         if (c == '/' || c == '?' || c == ';' || c == '#')
             break;
     }
     if (i >= n || u[i] != '/')
-        return call_fallback(self, url);
+        return decide_in_python(self, url);
     const char *path = u + i;
     Py_ssize_t plen = n - i;
     const char *hash = memchr(path, '#', (size_t)plen);
@@ -255,114 +474,360 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
         path = buf;
     }
     int allow = 1;
-    if (plen == 11 && memcmp(path, "/robots.txt", 11) == 0)
-        goto done;
-    Py_ssize_t best_priority = -1;
-    Py_ssize_t index = longest_key(self, path, plen);
-    if (index >= 0) {
-        best_priority = self->keys[index].n;
-        allow = self->key_allow[index];
-    }
-    for (Py_ssize_t k = 0; k < self->nwild; k++) {
-        Wild *w = &self->wild[k];
-        if (w->priority < best_priority || (w->priority == best_priority && (allow || !w->allow)))
-            break;
-        if (glob(path, plen, w)) {
-            allow = w->allow;
-            break;
-        }
-    }
-done:
+    if (!(plen == 11 && memcmp(path, "/robots.txt", 11) == 0))
+        decide(self, path, plen, &allow);
     PyMem_Free(heap);
     return PyBool_FromLong(allow);
+}
+
+static PyObject *
+fast_best(FastMatcher *self, PyObject *path)
+{
+    const char *s;
+    Py_ssize_t n;
+    int allow;
+    if (canonical_arg(path, &s, &n) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(decide_call(self, s, n, &allow));
 }
 
 static void
 fast_dealloc(FastMatcher *self)
 {
-    for (Py_ssize_t k = 0; k < self->nwild; k++)
-        PyMem_Free(self->wild[k].pieces);
-    PyMem_Free(self->wild);
     PyMem_Free(self->keys);
-    PyMem_Free(self->key_allow);
-    Py_XDECREF(self->fallback);
+    PyMem_Free(self->slots);
+    PyMem_Free(self->has_len);
+    PyMem_Free(self->wild);
+    PyMem_Free(self->pieces);
+    Py_XDECREF(self->path_of);
     Py_XDECREF(self->owned);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* FastMatcher(keys: list[str] (sorted), allows: bytes,
- *             wildcards: list[(priority, allow, pieces: list[str], anchored)] (sorted),
- *             fallback: callable) */
+/* Dedupe the keys in a hash table: one entry per text, the better rule kept. */
+static int
+build_hash(FastMatcher *self, Py_ssize_t nkeys)
+{
+    int bits = 1;
+    while (((Py_ssize_t)1 << bits) < 2 * nkeys)
+        bits++;
+    size_t size = (size_t)1 << bits, mask = size - 1;
+    self->shift = 64 - bits;
+    self->slots = PyMem_Malloc(size * sizeof(int32_t));
+    Py_ssize_t maxlen = 0;
+    for (Py_ssize_t k = 0; k < nkeys; k++)
+        if (self->keys[k].n > maxlen)
+            maxlen = self->keys[k].n;
+    self->has_len = PyMem_Calloc((size_t)maxlen + 1, 1);
+    if (!self->slots || !self->has_len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->maxlen = maxlen;
+    memset(self->slots, 0xFF, size * sizeof(int32_t));
+    Py_ssize_t count = 0;
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        Key key = self->keys[k];
+        uint64_t h = hash_text(key.s, key.n);
+        for (size_t slot = slot_of(self, h);; slot = (slot + 1) & mask) {
+            int32_t index = self->slots[slot];
+            if (index < 0) {
+                self->slots[slot] = (int32_t)count;
+                self->keys[count++] = key;
+                self->has_len[key.n] = 1;
+                break;
+            }
+            Key *same = &self->keys[index];
+            if (same->n == key.n && memcmp(same->s, key.s, (size_t)key.n) == 0) {
+                if (better(&key, same))
+                    *same = key;
+                break;
+            }
+        }
+    }
+    self->nkeys = count;
+    return 0;
+}
+
+/* Sort the keys by text, the better rule first among equal texts, and keep that one. */
+static void
+build_sorted(FastMatcher *self, Py_ssize_t nkeys)
+{
+    qsort(self->keys, (size_t)nkeys, sizeof(Key), key_order);
+    Py_ssize_t count = 0;
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        Key *key = &self->keys[k];
+        if (count && key->n == self->keys[count - 1].n && memcmp(key->s, self->keys[count - 1].s, (size_t)key->n) == 0)
+            continue;
+        self->keys[count++] = *key;
+    }
+    self->nkeys = count;
+}
+
+/* Sort the wildcard rules by priority, then allow before disallow, then file order
+ * (they come in file order): a stable radix sort, on the octets that differ. */
+static int
+sort_wild(FastMatcher *self)
+{
+    Py_ssize_t n = self->nwild;
+    if (n < 2)
+        return 0;
+    struct item {
+        uint64_t key;
+        Py_ssize_t index;
+    } *items = PyMem_Malloc(2 * (size_t)n * sizeof(struct item));
+    Wild *sorted = PyMem_Malloc((size_t)n * sizeof(Wild));
+    if (!items || !sorted) {
+        PyMem_Free(items);
+        PyMem_Free(sorted);
+        PyErr_NoMemory();
+        return -1;
+    }
+    struct item *from = items, *to = items + n;
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const Wild *w = &self->wild[k];
+        from[k].key = ~((uint64_t)w->priority << 1 | w->allow); /* ascending key: descending rank */
+        from[k].index = k;
+        all_or |= from[k].key;
+        all_and &= from[k].key;
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xFF) == 0)
+            continue; /* the same octet everywhere */
+        Py_ssize_t counts[257] = {0};
+        for (Py_ssize_t k = 0; k < n; k++)
+            counts[((from[k].key >> shift) & 0xFF) + 1]++;
+        for (int d = 0; d < 256; d++)
+            counts[d + 1] += counts[d];
+        for (Py_ssize_t k = 0; k < n; k++)
+            to[counts[(from[k].key >> shift) & 0xFF]++] = from[k];
+        struct item *swap = from;
+        from = to;
+        to = swap;
+    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        sorted[k] = self->wild[from[k].index];
+    PyMem_Free(items);
+    PyMem_Free(self->wild);
+    self->wild = sorted;
+    return 0;
+}
+
+/* What a pattern's octets hold. */
+enum { STAR = 1, DOLLAR = 2, PERCENT = 4 };
+static unsigned char octet_class[256];
+
+enum { LITERAL, WILDCARD, CANONICAL, SKIP };
+
+/* FastMatcher(patterns: list[str], codes: array("I") (line << 1 | allow), canon,
+ *             path_of, hash_above: int)
+ *
+ * ``canon(pattern)`` is called for a pattern with "%" or non-ASCII text only: it
+ * returns the canonical key of a literal rule (str; empty: no rule), or
+ * ``(priority, pieces: list[str], anchored)`` for a wildcard rule. ``path_of(url)``
+ * gives the canonical path of a URL that is not decoded here. The literal keys
+ * are hashed when there are more than ``hash_above``, else sorted. */
 static PyObject *
 fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
-    PyObject *keys, *allows, *wildcards, *fallback;
-    if (!PyArg_ParseTuple(args, "O!O!O!O:FastMatcher", &PyList_Type, &keys, &PyBytes_Type, &allows,
-                          &PyList_Type, &wildcards, &fallback))
+    PyObject *patterns_arg, *codes_arg, *canon, *path_of;
+    Py_ssize_t hash_above;
+    if (!PyArg_ParseTuple(args, "OOOOn:FastMatcher", &patterns_arg, &codes_arg, &canon, &path_of, &hash_above))
         return NULL;
-    Py_ssize_t nkeys = PyList_GET_SIZE(keys);
-    if (PyBytes_GET_SIZE(allows) != nkeys) {
-        PyErr_SetString(PyExc_ValueError, "one allow flag per key");
+    PyObject *patterns = PySequence_Tuple(patterns_arg);
+    if (patterns == NULL)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(codes_arg, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(patterns);
         return NULL;
     }
-    FastMatcher *self = (FastMatcher *)type->tp_alloc(type, 0);
+    FastMatcher *self = NULL;
+    unsigned char *kinds = NULL;
+    PyObject **forms = NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(patterns);
+    if (view.itemsize != (Py_ssize_t)sizeof(unsigned int) || view.format == NULL || strcmp(view.format, "I") != 0
+        || view.len / view.itemsize != count || count >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "one code (array of \"I\") per pattern");
+        goto fail;
+    }
+    const unsigned int *codes = view.buf;
+    self = (FastMatcher *)type->tp_alloc(type, 0);
     if (self == NULL)
-        return NULL;
+        goto fail;
     self->vectorcall = fast_vectorcall;
+    Py_INCREF(path_of);
+    self->path_of = path_of;
     self->owned = PyList_New(0);
-    Py_INCREF(fallback);
-    self->fallback = fallback;
-    if (self->owned == NULL)
+    if (self->owned == NULL || PyList_Append(self->owned, patterns) < 0)
         goto fail;
-    if (PyList_Append(self->owned, keys) < 0 || PyList_Append(self->owned, wildcards) < 0)
-        goto fail;
-    self->keys = PyMem_Calloc((size_t)(nkeys ? nkeys : 1), sizeof(Str));
-    self->key_allow = PyMem_Malloc((size_t)(nkeys ? nkeys : 1));
-    if (!self->keys || !self->key_allow) {
+    kinds = PyMem_Malloc((size_t)(count ? count : 1));
+    self->keys = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Key));
+    if (!kinds || !self->keys) {
         PyErr_NoMemory();
         goto fail;
     }
-    memcpy(self->key_allow, PyBytes_AS_STRING(allows), (size_t)nkeys);
-    for (Py_ssize_t k = 0; k < nkeys; k++)
-        if (ascii_str(PyList_GET_ITEM(keys, k), &self->keys[k]) < 0)
-            goto fail;
-    self->nkeys = nkeys;
-    Py_ssize_t nwild = PyList_GET_SIZE(wildcards);
-    self->wild = PyMem_Calloc((size_t)(nwild ? nwild : 1), sizeof(Wild));
-    if (!self->wild) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    for (Py_ssize_t k = 0; k < nwild; k++) {
-        PyObject *item = PyList_GET_ITEM(wildcards, k), *pieces;
-        Py_ssize_t priority;
-        int allow, anchored;
-        if (!PyArg_ParseTuple(item, "npO!p", &priority, &allow, &PyList_Type, &pieces, &anchored))
-            goto fail;
-        Wild *w = &self->wild[k];
-        self->nwild = k + 1;
-        w->priority = priority;
-        w->allow = allow;
-        w->anchored = anchored;
-        w->npieces = PyList_GET_SIZE(pieces);
-        if (w->npieces < 1) {
-            PyErr_SetString(PyExc_ValueError, "a wildcard rule has at least one piece");
+    /* One look at each pattern: a plain literal becomes a key at once; the others
+     * are counted, and those with "%" or non-ASCII text put in canonical form. */
+    Py_ssize_t nkeys = 0, nwild = 0, npieces = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *pattern = PyTuple_GET_ITEM(patterns, i);
+        if (!PyUnicode_Check(pattern)) {
+            PyErr_SetString(PyExc_TypeError, "patterns are str");
             goto fail;
         }
-        w->pieces = PyMem_Calloc((size_t)w->npieces, sizeof(Str));
-        if (!w->pieces) {
+        const char *s = (const char *)PyUnicode_DATA(pattern);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(pattern);
+        unsigned char found = 0;
+        if (PyUnicode_IS_ASCII(pattern)) {
+            for (Py_ssize_t c = 0; c < n; c++)
+                found |= octet_class[(unsigned char)s[c]];
+        }
+        else
+            found = PERCENT; /* non-ASCII: canonical form from Python */
+        if (!(found & (STAR | PERCENT)) && !(n && s[n - 1] == '$')) {
+            Key *key = &self->keys[nkeys++];
+            key->s = s;
+            key->n = n;
+            key->rule = (int32_t)i;
+            key->allow = codes[i] & 1;
+            key->special = (found & DOLLAR) != 0;
+            kinds[i] = LITERAL;
+            continue;
+        }
+        if (!(found & PERCENT)) {
+            Py_ssize_t stars = 0;
+            for (Py_ssize_t c = 0; c < n; c++)
+                stars += s[c] == '*';
+            kinds[i] = WILDCARD;
+            nwild++;
+            npieces += stars + 1;
+            continue;
+        }
+        if (forms == NULL && (forms = PyMem_Calloc((size_t)count, sizeof(PyObject *))) == NULL) {
             PyErr_NoMemory();
             goto fail;
         }
-        for (Py_ssize_t p = 0; p < w->npieces; p++)
-            if (ascii_str(PyList_GET_ITEM(pieces, p), &w->pieces[p]) < 0)
+        PyObject *form = PyObject_CallOneArg(canon, pattern);
+        if (form == NULL)
+            goto fail;
+        forms[i] = form;
+        kinds[i] = CANONICAL;
+        if (PyUnicode_Check(form)) {
+            Str text;
+            if (ascii_str(form, &text) < 0)
                 goto fail;
+            if (text.n == 0) {
+                kinds[i] = SKIP;
+                continue;
+            }
+            Key *key = &self->keys[nkeys++];
+            key->s = text.s;
+            key->n = text.n;
+            key->rule = (int32_t)i;
+            key->allow = codes[i] & 1;
+            key->special = 1;
+        }
+        else if (PyTuple_Check(form) && PyTuple_GET_SIZE(form) == 3 && PyList_Check(PyTuple_GET_ITEM(form, 1))
+                 && PyList_GET_SIZE(PyTuple_GET_ITEM(form, 1)) > 0) {
+            nwild++;
+            npieces += PyList_GET_SIZE(PyTuple_GET_ITEM(form, 1));
+        }
+        else {
+            PyErr_SetString(PyExc_TypeError, "canon() gives a str or (priority, pieces, anchored)");
+            goto fail;
+        }
     }
-    return (PyObject *)self;
+    if (nkeys < count) {
+        Key *keys = PyMem_Realloc(self->keys, (size_t)(nkeys ? nkeys : 1) * sizeof(Key));
+        if (keys)
+            self->keys = keys;
+    }
+    if (nwild) {
+        self->wild = PyMem_Malloc((size_t)nwild * sizeof(Wild));
+        self->pieces = PyMem_Malloc((size_t)npieces * sizeof(Str));
+        if (!self->wild || !self->pieces) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
+    Py_ssize_t w = 0, p = 0;
+    for (Py_ssize_t i = 0; w < nwild; i++) {
+        PyObject *pattern = PyTuple_GET_ITEM(patterns, i), *form = forms ? forms[i] : NULL;
+        if (kinds[i] == LITERAL || kinds[i] == SKIP || (kinds[i] == CANONICAL && PyUnicode_Check(form)))
+            continue;
+        Wild *wild = &self->wild[w++];
+        wild->rule = (int32_t)i;
+        wild->allow = codes[i] & 1;
+        wild->pieces = &self->pieces[p];
+        if (form) {
+            PyObject *pieces = PyTuple_GET_ITEM(form, 1);
+            int anchored = PyObject_IsTrue(PyTuple_GET_ITEM(form, 2));
+            wild->priority = PyLong_AsSsize_t(PyTuple_GET_ITEM(form, 0));
+            if (anchored < 0 || (wild->priority == -1 && PyErr_Occurred()))
+                goto fail;
+            if (wild->priority < 0) {
+                PyErr_SetString(PyExc_ValueError, "a negative priority");
+                goto fail;
+            }
+            wild->anchored = (unsigned char)anchored;
+            wild->npieces = PyList_GET_SIZE(pieces);
+            for (Py_ssize_t j = 0; j < wild->npieces; j++)
+                if (ascii_str(PyList_GET_ITEM(pieces, j), &self->pieces[p++]) < 0)
+                    goto fail;
+            continue;
+        }
+        /* Plain ASCII: the pieces are the pattern split at each "*"; the priority
+         * is its length. */
+        const char *s = (const char *)PyUnicode_1BYTE_DATA(pattern);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(pattern);
+        wild->priority = n;
+        wild->anchored = n && s[n - 1] == '$';
+        n -= wild->anchored;
+        Py_ssize_t start = 0;
+        for (Py_ssize_t c = 0; c <= n; c++) {
+            if (c == n || s[c] == '*') {
+                self->pieces[p].s = s + start;
+                self->pieces[p++].n = c - start;
+                start = c + 1;
+            }
+        }
+        wild->npieces = &self->pieces[p] - wild->pieces;
+    }
+    self->nwild = nwild;
+    if (sort_wild(self) < 0)
+        goto fail;
+    if (nkeys > hash_above) {
+        if (build_hash(self, nkeys) < 0)
+            goto fail;
+    }
+    else
+        build_sorted(self, nkeys);
+    /* The canonical forms stay alive with the matcher. */
+    if (forms)
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (forms[i] && PyList_Append(self->owned, forms[i]) < 0)
+                goto fail;
+    goto done;
 fail:
-    Py_DECREF(self);
-    return NULL;
+    Py_CLEAR(self);
+done:
+    if (forms)
+        for (Py_ssize_t i = 0; i < count; i++)
+            Py_XDECREF(forms[i]);
+    PyMem_Free(forms);
+    PyMem_Free(kinds);
+    PyBuffer_Release(&view);
+    Py_DECREF(patterns);
+    return (PyObject *)self;
 }
+
+static PyMethodDef fast_methods[] = {
+    {"best", (PyCFunction)fast_best, METH_O,
+     "best(canonical_path) -> the index of the deciding rule, or -1 when no rule matches."},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyTypeObject FastMatcherType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -372,7 +837,8 @@ static PyTypeObject FastMatcherType = {
     .tp_vectorcall_offset = offsetof(FastMatcher, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "One merged group's rules, decided in C for plain ASCII URLs.",
+    .tp_doc = "One merged group's rules, decided in C.",
+    .tp_methods = fast_methods,
     .tp_new = fast_new,
 };
 
@@ -525,6 +991,22 @@ PyInit__speedups(void)
 {
     if (PyType_Ready(&FastMatcherType) < 0)
         return NULL;
+    octet_class['*'] = STAR;
+    octet_class['$'] = DOLLAR;
+    octet_class['%'] = PERCENT;
+    /* A secret hash base for this process: a base in [2, 2^61 - 3]. */
+    PyObject *os = PyImport_ImportModule("os");
+    if (os == NULL)
+        return NULL;
+    PyObject *random = PyObject_CallMethod(os, "urandom", "i", 8);
+    Py_DECREF(os);
+    if (random == NULL)
+        return NULL;
+    uint64_t seed = 0;
+    for (int i = 0; i < 8; i++)
+        seed = seed << 8 | (unsigned char)PyBytes_AS_STRING(random)[i];
+    Py_DECREF(random);
+    hash_base = 2 + seed % (M61 - 4);
     PyObject *module = PyModule_Create(&speedups);
     if (module == NULL)
         return NULL;

@@ -3,10 +3,10 @@
 A group's rules are compiled once, on first use, into two structures that never
 backtrack:
 
-* literal rules (no ``*``, no trailing ``$``), by canonical text, in a sorted list
-  with, for each entry, the longest other entry that prefixes it. The longest
-  literal that prefixes a path is found with one binary search and a short walk
-  up that chain;
+* literal rules (no ``*``, no trailing ``$``), by canonical text, in a sorted list:
+  the longest literal that prefixes a path is found by binary search (searching
+  again with the common prefix when the nearest one does not prefix it); a large
+  group's go in a dict probed once per distinct key length instead;
 * wildcard rules sorted by priority, matched piece by piece with ``str.find``:
   every piece between two ``*`` commits to its leftmost occurrence, which is
   always right for glob patterns, so a rule costs one pass over the path.
@@ -15,15 +15,21 @@ A matcher that keeps being used is promoted to a single regular expression over
 the whole URL (a trie of the literal rules whose first match is the longest, and
 one lookahead that tells whether a wildcard rule could win), so that a typical
 decision is one call into the regex engine. Both tiers give the same answers.
+
+When the C accelerator is built, none of this is built (unless a wildcard piece
+has two forms, see :func:`piece_forms`): the group's rules go as parsed to a
+``FastMatcher`` (see ``_speedups.c``), which compiles them in one C pass and
+decides every URL and verdict, with the same answers.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from .urlnorm import canonical_path, path_of
 
@@ -40,11 +46,13 @@ _FAST_MAX_DEPTH = 60
 #: Atomic groups (Python 3.11+) keep the wildcard lookahead from backtracking.
 _HAS_ATOMIC = sys.version_info >= (3, 11)
 
+#: Above this many literal rules the C accelerator hashes them instead of sorting.
+_C_HASH_ABOVE = 1024
+
 try:  # the optional C accelerator (built at install when a compiler is there)
     from ._speedups import FastMatcher
 except ImportError:  # pragma: no cover - depends on the build
     FastMatcher = None
-
 
 
 class Rule(NamedTuple):
@@ -167,6 +175,37 @@ def _glob_two_forms(path: str, pieces: Sequence[str | tuple[str, str]], anchored
     return False
 
 
+class _Accelerated(Protocol):
+    """A ``FastMatcher`` of the C accelerator."""
+
+    def __call__(self, url: str | bytes) -> bool: ...
+
+    def best(self, path: str) -> int: ...
+
+
+class _TwoForms(Exception):
+    """A wildcard piece reads differently in the path and the query: the C
+    accelerator takes one form per piece."""
+
+
+def _c_form(pattern: str) -> str | tuple[int, list[str | tuple[str, str]], bool]:
+    """For the C accelerator, a pattern with ``%`` or non-ASCII text in canonical
+    form: the key of a literal rule, or ``(priority, pieces, anchored)``."""
+    if "*" not in pattern and not pattern.endswith("$"):
+        return canonical_path(pattern)
+    pieces, anchored, priority, two = glob_pieces(pattern)
+    if two:
+        raise _TwoForms
+    return priority, pieces, anchored
+
+
+def _url_path(url: str | bytes) -> str:
+    """The canonical path of a URL the C accelerator does not decode itself."""
+    if not isinstance(url, str):
+        url = url.decode("utf-8", "surrogateescape")
+    return path_of(url)
+
+
 class Matcher:
     """Decides URLs for one merged group. ``allowed(url)`` is the hot entry point;
     ``best_rule(canonical_path)`` gives the deciding rule.
@@ -177,13 +216,13 @@ class Matcher:
 
     __slots__ = (
         "_by_key",
+        "_c",
         "_codes",
         "_fast",
         "_key_rules",
         "_keys",
         "_lengths",
         "_patterns",
-        "_two_forms",
         "_uses",
         "_wildcards",
         "allowed",
@@ -193,14 +232,37 @@ class Matcher:
                  special: Sequence[int] | None = None, allows: Sequence[int] | None = None) -> None:
         """``special`` and ``allows`` (indices of the patterns that are more than
         plain literals, and of the allow rules, both ascending) are derived when
-        not given; the parser gives them."""
+        not given; the parser gives them. With the C accelerator they are not
+        needed."""
         self._patterns = patterns
         self._codes = codes
+        self._uses = 0
+        self._fast: Callable[..., re.Match[str] | None] | None = None
+        self._c: _Accelerated | None = None
+        self.allowed: Callable[[str | bytes], bool] = _allow_all
+        if speedups and FastMatcher is not None and patterns:
+            if not (type(codes) is array and codes.typecode == "I"):
+                codes = array("I", codes)
+            try:
+                self._c = FastMatcher(patterns, codes, _c_form, _url_path, _C_HASH_ABOVE)
+            except _TwoForms:
+                pass
+            else:
+                self.allowed = self._c
+                return
+        self._compile(special, allows)
+        if self._keys or self._by_key or self._wildcards:
+            self.allowed = self._counting_allowed
+
+    def _compile(self, special: Sequence[int] | None, allows: Sequence[int] | None) -> None:
+        """Build the first tier (pure Python)."""
+        patterns = self._patterns
+        codes = self._codes
         literals: dict[str, int] = {}
         wildcards: list[_Wildcard] = []
         count = len(patterns)
-        # Most patterns are plain canonical literals: index them in C and look at
-        # the others (wildcards, anchors, escapes, non-ASCII) one by one.
+        # Most patterns are plain canonical literals: index them in bulk and look
+        # at the others (wildcards, anchors, escapes, non-ASCII) one by one.
         if special is None:
             special = []
             joined = "\n".join(patterns)
@@ -216,9 +278,7 @@ class Matcher:
             literals.update(zip([patterns[index] for index in allows], allows, strict=True))
         for index in special:
             literals.pop(patterns[index], None)
-        todo: Sequence[int] = special
-        two_forms = False  # a wildcard piece reads differently in the path and the query
-        for index in todo:
+        for index in special:
             pattern = patterns[index]
             allow = bool(codes[index] & 1)
             if "*" not in pattern and not pattern.endswith("$"):
@@ -228,13 +288,11 @@ class Matcher:
                 continue
             pieces, anchored, priority, two = glob_pieces(pattern)
             if two:
-                two_forms = True
                 needle = max((p for p in pieces if type(p) is str), key=len, default="")
             else:
                 needle = max(pieces, key=len)  # type: ignore[arg-type,assignment]
             wildcards.append((priority, allow, index, pieces, anchored, needle))  # type: ignore[arg-type]
         wildcards.sort(key=lambda w: (-w[0], not w[1], w[2]))
-        self._two_forms = two_forms
         if len(literals) > _FAST_MAX_LITERALS:
             # Too many to sort on a first decision, and never promoted: probe
             # the path's prefixes once per distinct key length instead (at most
@@ -249,29 +307,6 @@ class Matcher:
             self._keys = sorted(literals)
             self._key_rules = [literals[key] for key in self._keys]
         self._wildcards = wildcards
-        self._uses = 0
-        self._fast: Callable[..., re.Match[str] | None] | None = None
-        self.allowed: Callable[[str | bytes], bool] = _allow_all
-        if literals or wildcards:
-            self.allowed = self._counting_allowed
-            if speedups:
-                self._accelerate()
-
-    def _accelerate(self) -> bool:
-        """Decide plain ASCII URLs in C from the first decision on, when the
-        accelerator is built (and every piece has a single form)."""
-        if FastMatcher is None or self._by_key is not None:
-            return False
-        if self._two_forms:
-            return False
-        codes = self._codes
-        self.allowed = FastMatcher(
-            self._keys,
-            bytes(codes[index] & 1 for index in self._key_rules),
-            [(priority, allow, pieces, anchored) for priority, allow, _, pieces, anchored, _ in self._wildcards],
-            self.exact_allowed,
-        )
-        return True
 
     def rule(self, index: int) -> Rule:
         code = self._codes[index]
@@ -302,6 +337,8 @@ class Matcher:
 
     def _best(self, path: str) -> int:
         """Index of the deciding rule for a canonical path, or -1."""
+        if self._c is not None:
+            return self._c.best(path)
         codes = self._codes
         best, best_priority = -1, -1
         if self._by_key is not None:
@@ -349,7 +386,7 @@ class Matcher:
         """Build the single-regex tier; stay on the first tier when the group is too
         large or deep for it to pay off. Returns whether a fast tier is in use
         (the C accelerator, when built, already is)."""
-        if FastMatcher is not None and type(self.allowed) is FastMatcher:
+        if self._c is not None:
             return True
         self.allowed = self.exact_allowed
         if not _HAS_ATOMIC or len(self._wildcards) > _FAST_MAX_WILDCARDS:

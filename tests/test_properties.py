@@ -4,29 +4,41 @@ with a small reference matcher written here."""
 from __future__ import annotations
 
 import sys
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309 import RobotsTxt, Verdict, matcher
 from scrapy_rfc9309 import parse as parse_one
 from scrapy_rfc9309.matcher import compile_pattern, piece_forms
 from scrapy_rfc9309.urlnorm import canonical_path, path_of
 
 
 class BothTiers:
-    """The same file parsed twice: with the C accelerator (when built) and in pure
-    Python. ``allowed`` asks both and insists they agree; everything else (the
-    verdict, promoting the pure-Python matcher to its regex tier) goes to the
-    pure-Python one."""
+    """The same file parsed three times: with the C accelerator (when built), with
+    it and its literal rules hashed whatever their number (as for a large group),
+    and in pure Python. ``allowed`` and ``verdict`` ask all three and insist they
+    agree; everything else (promoting the pure-Python matcher to its regex tier)
+    goes to the pure-Python one."""
 
     def __init__(self, body: str | bytes) -> None:
         self.fast = parse_one(body)
+        self.hashed = parse_one(body)
         self.pure = parse_one(body, speedups=False)
 
     def allowed(self, url: str | bytes, agent: str) -> bool:
         fast, pure = self.fast.allowed(url, agent), self.pure.allowed(url, agent)
-        assert fast == pure, ("the C and pure-Python tiers disagree", url)
+        with mock.patch.object(matcher, "_C_HASH_ABOVE", -1):  # the matcher is built on first use
+            hashed = self.hashed.allowed(url, agent)
+        assert fast == hashed == pure, ("the C and pure-Python tiers disagree", url, fast, hashed, pure)
+        return pure
+
+    def verdict(self, url: str | bytes, agent: str) -> Verdict:
+        fast, pure = self.fast.verdict(url, agent), self.pure.verdict(url, agent)
+        with mock.patch.object(matcher, "_C_HASH_ABOVE", -1):
+            hashed = self.hashed.verdict(url, agent)
+        assert fast == hashed == pure, ("the C and pure-Python verdicts differ", url, fast, hashed, pure)
         return pure
 
     def __getattr__(self, name: str) -> object:

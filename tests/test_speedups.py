@@ -3,7 +3,11 @@ with the pure-Python tiers (the property tests run both)."""
 
 from __future__ import annotations
 
+import gc
 import os
+import random
+from array import array
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -38,14 +42,99 @@ def test_accelerated_agrees_with_pure_python() -> None:
         assert fast.allowed(url, "bot") == slow.allowed(url, "bot") == slow.verdict(url, "bot").allowed, url
 
 
+def test_matchers_are_freed() -> None:
+    """A dropped file frees its matchers: the accelerator holds no reference back
+    to its matcher (it has no GC support, so such a cycle would never be freed)."""
+
+    def alive() -> int:
+        gc.collect()
+        return sum(type(obj) is matcher.Matcher for obj in gc.get_objects())
+
+    before = alive()
+    for _ in range(20):
+        rt = parse(BODY)
+        assert not rt.allowed("http://h/private/x", "bot")
+        assert not rt.verdict("http://h/private/x", "bot").allowed
+    del rt
+    assert alive() <= before
+
+
+def fast_matcher(patterns: list[str], codes: list[int], hash_above: int = 0) -> object:
+    return matcher.FastMatcher(patterns, array("I", codes), matcher._c_form, matcher._url_path, hash_above)
+
+
 @pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
 def test_accelerator_rejects_bad_input() -> None:
-    with pytest.raises(ValueError):
-        matcher.FastMatcher(["/é"], b"\x01", [], lambda url: True)
-    with pytest.raises(ValueError):
-        matcher.FastMatcher(["/a"], b"", [], lambda url: True)
     with pytest.raises(TypeError):
-        matcher.FastMatcher(["/a"], b"\x01", [], lambda url: True)("a", "b")
+        fast_matcher([b"/a"], [1])  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        fast_matcher(["/a"], [])
+    with pytest.raises(ValueError):
+        matcher.FastMatcher(["/a"], b"\x01", matcher._c_form, matcher._url_path, 0)  # not an array("I")
+    with pytest.raises(ValueError):
+        matcher.FastMatcher(["/%41"], array("I", [1]), lambda p: "/é", matcher._url_path, 0)
+    with pytest.raises(TypeError):
+        matcher.FastMatcher(["/%41"], array("I", [1]), lambda p: 1, matcher._url_path, 0)
+    with pytest.raises(TypeError):
+        fast_matcher(["/a"], [1])("a", "b")  # type: ignore[operator]
+    with pytest.raises(ValueError):
+        fast_matcher(["/a"], [1]).best("/é")  # type: ignore[attr-defined]
+    with pytest.raises(matcher._TwoForms):  # a piece with two forms: the pure-Python tiers decide
+        fast_matcher(["/*%2F"], [1])
+
+
+# -- Large groups: the C accelerator hashes their literal rules instead of sorting them ----
+
+# Short texts over few characters, so that rules share prefixes and texts often;
+# "%61" is "a" and "%2F" stays encoded, "é" is "%C3%A9".
+PIECES = ["/", "a", "b", "%61", "%2F", "é", "$", "?"]
+
+
+def group_body(rng: random.Random, count: int) -> str:
+    """One group of ``count`` rules: mostly literals (many equal, some equal only
+    once canonical), some wildcards and anchors."""
+    lines = ["User-agent: *"]
+    for _ in range(count):
+        pattern = "/" + "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 7)))
+        if rng.random() < 0.05:
+            pattern += rng.choice(["*", "*b", "*a$", "$"])
+        lines.append(f"{rng.choice(['Allow', 'Disallow'])}: {pattern}")
+    return "\n".join(lines) + "\n"
+
+
+def url_list(rng: random.Random, count: int) -> list[str | bytes]:
+    return ["http://h/" + "".join(rng.choice([*PIECES, "x"]) for _ in range(rng.randint(0, 9))) for _ in range(count)]
+
+
+@pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
+@pytest.mark.parametrize("seed", range(4))
+def test_large_group_agrees_with_pure_python(seed: int) -> None:
+    """More literal rules than ``_C_HASH_ABOVE``: hashed in C, same verdicts (the
+    deciding rule included) as the pure-Python tier."""
+    rng = random.Random(seed)
+    body = group_body(rng, 3 * matcher._C_HASH_ABOVE)
+    fast = parse(body)
+    slow = parse(body, speedups=False)
+    assert type(fast._group_for("bot").matcher.allowed) is matcher.FastMatcher
+    for url in url_list(rng, 2000):
+        want = slow.verdict(url, "bot")
+        assert fast.verdict(url, "bot") == want, url
+        assert fast.allowed(url, "bot") == slow.allowed(url, "bot") == want.allowed, url
+
+
+@pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32), count=st.integers(1, 40), hash_above=st.sampled_from([-1, 0, 1, 5, 10**6]))
+def test_hashed_and_sorted_keys_agree(seed: int, count: int, hash_above: int) -> None:
+    rng = random.Random(seed)
+    body = group_body(rng, count)
+    slow = parse(body, speedups=False)
+    fast = parse(body)
+    with mock.patch.object(matcher, "_C_HASH_ABOVE", hash_above):
+        fast._group_for("bot")
+    for url in [*url_list(rng, 30), "http://h/robots.txt", b"http://h/a", "//h/a%62", "http://h", "http://h?a"]:
+        assert fast.verdict(url, "bot") == slow.verdict(url, "bot"), url
+        assert fast.allowed(url, "bot") == slow.allowed(url, "bot"), url
 
 
 # -- The C line scanner against the regex one -----------------------------------------------
