@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sqlite3
 import time
@@ -11,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_twisted
 import redis
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import defer, task
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError
 from scrapy_rfc9309.record import Record
-from scrapy_rfc9309.stores import Claim, MemoryStore, Store, store_class
+from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
 from scrapy_rfc9309.stores.redis import DEFAULT_URL, RedisStore
 
@@ -27,90 +31,123 @@ def record(fetched_at: float, ttl: float = 100.0, body: bytes = b"User-agent: *\
     return Record(fetched_at, fetched_at + ttl, fetched_at + (ttl if keep is None else keep), '{"v": 1}', body)
 
 
+class Awaitable:
+    """A store whose every method returns something to await, in the reactor: a
+    blocking store's answer, or an async store's coroutine run in the asyncio loop."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.store, name)
+        if not callable(attribute) or name == "keys":
+            return attribute
+        if inspect.iscoroutinefunction(attribute):
+            return lambda *args: deferred_from_coro(attribute(*args))
+        return lambda *args: defer.succeed(attribute(*args))
+
+
 @pytest.fixture(params=["disk", "redis"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "disk":
-        made: Store = DiskStore(str(tmp_path))
+        made = Awaitable(DiskStore(str(tmp_path)))
     else:
-        made = RedisStore(request.getfixturevalue("redis_url"), prefix="t")
-    made.open()
+        made = Awaitable(RedisStore(request.getfixturevalue("redis_url"), prefix="t"))
+    pytest_twisted.blockon(made.open())
     yield made
-    made.close()
+    pytest_twisted.blockon(made.close())
 
 
-def test_one_owner_gets_the_lock_the_others_are_told_to_wait(store: Store) -> None:
+def sleep(seconds: float) -> defer.Deferred[None]:
+    from twisted.internet import reactor
+
+    return task.deferLater(reactor, seconds, lambda: None)
+
+
+@pytest_twisted.ensureDeferred
+async def test_one_owner_gets_the_lock_the_others_are_told_to_wait(store: Any) -> None:
     now = time.time()
-    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED
-    assert store.claim(KEY, "b", now, 30) is Claim.BUSY
-    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED  # the holder may claim again
-    assert store.claim("https://other.example", "b", now, 30) is Claim.ACQUIRED  # locks are per origin
+    assert (await store.claim(KEY, "a", now, 30)) == (Claim.ACQUIRED, None)
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.BUSY, None)
+    assert (await store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED  # the holder may claim again
+    assert (await store.claim("https://other.example", "b", now, 30))[0] is Claim.ACQUIRED  # locks are per origin
 
 
-def test_saving_releases_the_lock_and_makes_the_record_fresh_for_everyone(store: Store) -> None:
+@pytest_twisted.ensureDeferred
+async def test_saving_releases_the_lock_and_makes_the_record_fresh_for_everyone(store: Any) -> None:
     now = time.time()
-    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED
-    assert store.save(KEY, record(now), "a")
-    assert store.load(KEY) == record(now)
-    assert store.claim(KEY, "b", now, 30) is Claim.FRESH
-    # Once it expires, the next claimant gets the lock (the previous holder released it).
-    assert store.claim(KEY, "b", now + 101, 30) is Claim.ACQUIRED
+    assert (await store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
+    assert await store.save(KEY, record(now), "a")
+    assert (await store.load(KEY)) == record(now)
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.FRESH, record(now))  # the record comes with it
+    # Once it expires, the next claimant gets the lock (the previous holder released it), and the
+    # expired record (its good copy may still apply).
+    assert (await store.claim(KEY, "b", now + 101, 30)) == (Claim.ACQUIRED, record(now))
 
 
-def test_a_lock_expires_so_a_dead_fetcher_blocks_nobody_for_long(store: Store) -> None:
-    assert store.claim(KEY, "dead", time.time(), 0.3) is Claim.ACQUIRED
-    assert store.claim(KEY, "b", time.time(), 30) is Claim.BUSY
-    time.sleep(0.45)
-    assert store.claim(KEY, "b", time.time(), 30) is Claim.ACQUIRED
+@pytest_twisted.ensureDeferred
+async def test_a_lock_expires_so_a_dead_fetcher_blocks_nobody_for_long(store: Any) -> None:
+    assert (await store.claim(KEY, "dead", time.time(), 0.3))[0] is Claim.ACQUIRED
+    assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
+    await sleep(0.45)
+    assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
 
 
-def test_renew_extends_only_the_holders_lock_and_release_frees_it(store: Store) -> None:
-    assert store.claim(KEY, "a", time.time(), 0.4) is Claim.ACQUIRED
-    assert not store.renew(KEY, "b", 30)
-    assert store.renew(KEY, "a", 30)
-    time.sleep(0.5)
-    assert store.claim(KEY, "b", time.time(), 30) is Claim.BUSY  # renewed past its first expiry
-    store.release(KEY, "b")  # not b's: nothing happens
-    assert store.claim(KEY, "b", time.time(), 30) is Claim.BUSY
-    store.release(KEY, "a")
-    assert store.claim(KEY, "b", time.time(), 30) is Claim.ACQUIRED
+@pytest_twisted.ensureDeferred
+async def test_renew_extends_only_the_holders_lock_and_release_frees_it(store: Any) -> None:
+    assert (await store.claim(KEY, "a", time.time(), 0.4))[0] is Claim.ACQUIRED
+    assert not await store.renew(KEY, "b", 30)
+    assert await store.renew(KEY, "a", 30)
+    await sleep(0.5)
+    assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY  # renewed past its first expiry
+    await store.release(KEY, "b")  # not b's: nothing happens
+    assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
+    await store.release(KEY, "a")
+    assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
 
 
-def test_an_older_record_never_replaces_a_newer_one(store: Store) -> None:
+@pytest_twisted.ensureDeferred
+async def test_an_older_record_never_replaces_a_newer_one(store: Any) -> None:
     now = time.time()
-    assert store.save(KEY, record(now, body=b"new"))
-    assert not store.save(KEY, record(now - 50, body=b"old"))
-    loaded = store.load(KEY)
+    assert await store.save(KEY, record(now, body=b"new"))
+    assert not await store.save(KEY, record(now - 50, body=b"old"))
+    loaded = await store.load(KEY)
     assert loaded is not None and loaded.body == b"new"
-    assert store.save(KEY, record(now + 1, body=b"newer"))
-    assert store.load(KEY).body == b"newer"  # type: ignore[union-attr]
+    assert await store.save(KEY, record(now + 1, body=b"newer"))
+    assert (await store.load(KEY)).body == b"newer"
 
 
-def test_bodies_are_kept_byte_for_byte(store: Store) -> None:
+@pytest_twisted.ensureDeferred
+async def test_bodies_are_kept_byte_for_byte(store: Any) -> None:
     body = bytes(range(256)) * 2000  # 512000 bytes, every byte value
-    store.save(KEY, record(time.time(), body=body))
-    assert store.load(KEY).body == body  # type: ignore[union-attr]
+    await store.save(KEY, record(time.time(), body=body))
+    assert (await store.load(KEY)).body == body
+    assert (await store.claim(KEY, "a", time.time() + 1000, 30))[1].body == body
 
 
-def test_a_missing_origin_loads_as_none(store: Store) -> None:
-    assert store.load("https://never.example") is None
+@pytest_twisted.ensureDeferred
+async def test_a_missing_origin_loads_as_none(store: Any) -> None:
+    assert await store.load("https://never.example") is None
 
 
-def test_redis_forgets_a_record_when_it_is_no_longer_useful(redis_url: str) -> None:
-    store = RedisStore(redis_url, prefix="t")
+@pytest_twisted.ensureDeferred
+async def test_redis_forgets_a_record_when_it_is_no_longer_useful(redis_url: str) -> None:
+    store = Awaitable(RedisStore(redis_url, prefix="t"))
     now = time.time()
-    store.save(KEY, record(now, ttl=100, keep=1000))
-    ttl_ms = store.client.pttl(store.keys(KEY)[0])
+    await store.save(KEY, record(now, ttl=100, keep=1000))
+    client = redis.Redis.from_url(redis_url)
+    ttl_ms = client.pttl(store.keys(KEY)[0])
+    client.close()
     assert 990_000 < ttl_ms <= 1_000_000
-    store.save("https://gone.example", record(now - 10, ttl=5, keep=5))
-    assert store.load("https://gone.example") is None
-    store.close()
+    await store.save("https://gone.example", record(now - 10, ttl=5, keep=5))
+    assert await store.load("https://gone.example") is None
+    await store.close()
 
 
 def test_redis_keys_of_one_origin_share_a_cluster_slot(redis_url: str) -> None:
     store = RedisStore(redis_url, prefix="fleet")
     state, lock = store.keys("http://h:8080")
     assert state == "fleet:{http://h:8080}:state" and lock == "fleet:{http://h:8080}:lock"
-    store.close()
 
 
 def test_the_disk_store_forgets_what_outlived_its_use_when_opened(tmp_path: Path) -> None:
@@ -133,10 +170,10 @@ def test_two_disk_stores_on_one_directory_share_states_and_locks(tmp_path: Path)
     a.open()
     b.open()
     now = time.time()
-    assert a.claim(KEY, "a", now, 30) is Claim.ACQUIRED
-    assert b.claim(KEY, "b", now, 30) is Claim.BUSY
+    assert a.claim(KEY, "a", now, 30)[0] is Claim.ACQUIRED
+    assert b.claim(KEY, "b", now, 30)[0] is Claim.BUSY
     a.save(KEY, record(now), "a")
-    assert b.claim(KEY, "b", now, 30) is Claim.FRESH
+    assert b.claim(KEY, "b", now, 30)[0] is Claim.FRESH
     assert b.load(KEY) == record(now)
     a.close()
     b.close()
@@ -183,7 +220,7 @@ def test_an_unusable_disk_file_is_set_aside_and_rebuilt(tmp_path: Path, damage: 
     store = DiskStore(str(tmp_path))
     store.open()
     now = time.time()
-    assert store.claim(KEY, "a", now, 30) is Claim.ACQUIRED  # usable again, and empty
+    assert store.claim(KEY, "a", now, 30) == (Claim.ACQUIRED, None)  # usable again, and empty
     assert store.save(KEY, record(now, body=b"rebuilt"), "a")
     assert store.load(KEY).body == b"rebuilt"  # type: ignore[union-attr]
     store.close()
@@ -293,7 +330,8 @@ def test_the_redis_url_comes_from_robotstxt_redis_url_then_redis_url_then_the_de
         RedisStore.from_crawler(_Crawler(ROBOTSTXT_REDIS_PREFIX=3))
 
 
-def test_an_unreachable_redis_is_a_connection_error() -> None:
-    store = RedisStore("redis://127.0.0.1:1/0")
+@pytest_twisted.ensureDeferred
+async def test_an_unreachable_redis_is_a_connection_error() -> None:
+    store = Awaitable(RedisStore("redis://127.0.0.1:1/0"))
     with pytest.raises(redis.ConnectionError):
-        store.open()
+        await store.open()

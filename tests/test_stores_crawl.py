@@ -361,8 +361,8 @@ def test_a_store_class_named_by_its_dotted_path(origins):
 
 def test_the_default_claim_of_a_store_never_waits() -> None:
     store = DictStore()
-    assert store.claim("k", "a", time.time(), 30) is Claim.ACQUIRED
-    assert store.claim("k", "b", time.time(), 30) is Claim.ACQUIRED
+    assert store.claim("k", "a", time.time(), 30) == (Claim.ACQUIRED, None)
+    assert store.claim("k", "b", time.time(), 30) == (Claim.ACQUIRED, None)
 
 
 @pytest_twisted.inlineCallbacks
@@ -423,3 +423,46 @@ def test_a_newer_copy_fetched_by_another_process_is_the_one_kept_when_the_origin
     assert result.errors_for(site.url("/old/1")) and site.url("/old/2") in result.responses
     assert [type(e) for e in result.errors_for(site.url("/new/2"))] == [RobotsTxtForbidden]
     client.close()
+
+
+class HangingStore(Store):
+    """A store that answers nothing for 0.3 s, then fails (a Redis behind a dropped network)."""
+
+    claims: ClassVar[int] = 0
+
+    def load(self, key: str) -> Record | None:
+        raise AssertionError("never reached")
+
+    def save(self, key: str, record: Record, owner: str | None = None) -> bool:
+        raise ConnectionError("still down")
+
+    def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
+        type(self).claims += 1
+        time.sleep(0.3)
+        raise TimeoutError("no answer")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_store_that_hangs_costs_one_timeout_per_batch_not_one_per_origin(origins):
+    sites = _sites(origins, 8)
+    HangingStore.claims = 0
+    settings = mw_settings(ROBOTSTXT_STORE=f"{__name__}.HangingStore", CONCURRENT_REQUESTS=16)
+
+    result = yield run_crawl([s.url("/public") for s in sites], settings)
+
+    # The calls queued behind the first failure are not run: each would wait out its own timeout.
+    assert HangingStore.claims <= 2 < len(sites)
+    assert sorted(result.responses) == sorted(s.url("/public") for s in sites)
+    assert [len(robots_hits(s)) for s in sites] == [1] * 8
+    assert stat(result, "store_error") == HangingStore.claims
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_redis_store_without_the_asyncio_reactor_stops_the_crawl_at_start_up(origins, redis_url, monkeypatch):
+    import scrapy_rfc9309.store_client
+
+    (site,) = _sites(origins, 1)
+    monkeypatch.setattr(scrapy_rfc9309.store_client, "is_asyncio_reactor_installed", lambda: False)
+    with pytest.raises(RobotsTxtConfigError, match=r"ROBOTSTXT_STORE.*TWISTED_REACTOR"):
+        yield run_crawl([site.url("/public")], _settings("redis", redis_url))
+    assert site.requests == []

@@ -2,7 +2,7 @@
 
 ``memory`` (the default) keeps it in the process only; ``disk`` adds a SQLite
 file that survives restarts; ``redis`` shares it across a fleet; or the dotted
-path of a :class:`Store` subclass. Every store has the bounded in-memory cache
+path of a :class:`Store` or :class:`AsyncStore` subclass. Every store has the bounded in-memory cache
 (:class:`MemoryStore`) in front of it.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from importlib import import_module
 
 from ..exceptions import RobotsTxtConfigError
-from .base import Claim, Store
+from .base import AsyncStore, Claim, Store
 from .memory import MemoryStore
 
-__all__ = ["ALIASES", "Claim", "MemoryStore", "Store", "store_class"]
+__all__ = ["ALIASES", "AsyncStore", "Claim", "MemoryStore", "Store", "store_class"]
 
 #: ``ROBOTSTXT_STORE`` names and the classes they stand for (None: memory only).
 ALIASES: dict[str, str | None] = {
@@ -24,7 +24,7 @@ ALIASES: dict[str, str | None] = {
 }
 
 
-def store_class(value: object) -> type[Store] | None:
+def store_class(value: object) -> type[Store | AsyncStore] | None:
     """The store class ``ROBOTSTXT_STORE`` names, or None for memory only."""
     if isinstance(value, type):
         cls = value
@@ -51,6 +51,8 @@ def store_class(value: object) -> type[Store] | None:
             raise RobotsTxtConfigError(f"ROBOTSTXT_STORE = {value!r}: {module_name} has no {attribute}") from None
     if cls is MemoryStore:
         return None
-    if not (isinstance(cls, type) and issubclass(cls, Store)):
-        raise RobotsTxtConfigError(f"ROBOTSTXT_STORE = {value!r} is not a subclass of scrapy_rfc9309.stores.Store")
+    if not (isinstance(cls, type) and issubclass(cls, (Store, AsyncStore))):
+        raise RobotsTxtConfigError(
+            f"ROBOTSTXT_STORE = {value!r} is not a subclass of scrapy_rfc9309.stores.Store or AsyncStore"
+        )
     return cls

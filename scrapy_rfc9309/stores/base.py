@@ -4,9 +4,19 @@ in-memory cache (on disk across restarts, in Redis across a fleet).
 A store keeps :class:`~scrapy_rfc9309.record.Record` objects by key (the origin,
 ``scheme://host[:port]``) and a short-lived fetch lock per key, so that one
 process fetches an origin's robots.txt while the others wait for its result.
-Its methods block: the middleware calls them in worker threads of its own, never
-in the reactor thread. Any exception counts as the store being unavailable: the
-middleware logs it, fetches on its own meanwhile and tries the store again later.
+Any exception counts as the store being unavailable: the middleware logs it,
+fetches on its own meanwhile and tries the store again later.
+
+How the middleware calls it:
+
+- :class:`Store`, blocking methods: in worker threads of the middleware's own
+  (calls made while a worker is busy go to the next one together), or, with
+  ``in_reactor = True``, directly in the reactor thread, for a store whose calls
+  take microseconds and never wait long (the disk store). A thread hand-off is not
+  free: a busy crawl holds the GIL, and each time a worker gives it up and takes it
+  back (every socket or SQLite call does) it waits up to the 5 ms switch interval.
+- :class:`AsyncStore`, coroutine methods: awaited in the reactor's asyncio loop
+  (needs Scrapy's asyncio reactor, the default), for a network store (Redis).
 """
 
 from __future__ import annotations
@@ -16,37 +26,40 @@ from typing import Any, ClassVar
 
 from ..record import Record
 
-__all__ = ["Claim", "Store"]
+__all__ = ["AsyncStore", "Claim", "Store"]
 
 
 class Claim(enum.Enum):
-    """The answer to :meth:`Store.claim`."""
+    """The answer to ``claim``."""
 
-    FRESH = "fresh"  # a record still fresh is stored: load it, fetch nothing
+    FRESH = "fresh"  # a record still fresh is kept: use it, fetch nothing
     ACQUIRED = "acquired"  # the caller holds the fetch lock: fetch, then save
     BUSY = "busy"  # another process holds the lock: wait, then claim again
 
 
 class Store:
-    """Base class of the stores named by ``ROBOTSTXT_STORE``. Subclasses
-    implement :meth:`load` and :meth:`save`; a store shared between processes
-    also implements :meth:`claim`, :meth:`renew` and :meth:`release` atomically."""
+    """Base class of the stores named by ``ROBOTSTXT_STORE``, with blocking
+    methods. Subclasses implement :meth:`load` and :meth:`save`; a store shared
+    between processes also implements :meth:`claim`, :meth:`renew` and
+    :meth:`release` atomically."""
 
     #: Worker threads the middleware may run this store's methods in at once.
     threads: ClassVar[int] = 1
+    #: Call the methods in the reactor thread (they must never block for long).
+    in_reactor: ClassVar[bool] = False
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> Store:
+    def from_crawler(cls, crawler: Any) -> Store | AsyncStore:
         """Build the store from the crawler's settings. Raise
         :class:`~scrapy_rfc9309.exceptions.RobotsTxtConfigError` naming the setting
         for a value it cannot use: the crawl then stops at start-up."""
         return cls()
 
     def open(self) -> None:
-        """Connect, create what is missing (called once, in a worker thread)."""
+        """Connect, create what is missing (called once, before any other call)."""
 
     def close(self) -> None:
-        """Release connections and files (called once, in a worker thread)."""
+        """Release connections and files (called once, at the end)."""
 
     def load(self, key: str) -> Record | None:
         """The record kept for ``key``, or None."""
@@ -58,16 +71,17 @@ class Store:
         ``owner``'s fetch lock on ``key``."""
         raise NotImplementedError
 
-    def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> Claim:
-        """:attr:`Claim.FRESH` when the kept record expires after ``now``;
-        otherwise take the fetch lock for ``owner`` for ``lock_ttl`` seconds
-        (:attr:`Claim.ACQUIRED`; also when ``owner`` holds it already), or
-        :attr:`Claim.BUSY` when another owner holds it. The default, for a store
-        of one process, never waits."""
+    def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
+        """:attr:`Claim.FRESH` with the record, when the kept record expires after
+        ``now``; otherwise take the fetch lock for ``owner`` for ``lock_ttl``
+        seconds (:attr:`Claim.ACQUIRED`, also when ``owner`` holds it already) with
+        the expired record, if any (its good copy may still apply); or
+        :attr:`Claim.BUSY` (and None) when another owner holds it. The default, for
+        a store of one process, never waits."""
         record = self.load(key)
         if record is not None and record.expires_at > now:
-            return Claim.FRESH
-        return Claim.ACQUIRED
+            return Claim.FRESH, record
+        return Claim.ACQUIRED, record
 
     def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
         """Extend ``owner``'s lock on ``key`` (a long fetch); False when it was lost."""
@@ -75,3 +89,33 @@ class Store:
 
     def release(self, key: str, owner: str) -> None:
         """Give up ``owner``'s lock on ``key`` without saving (a fetch cancelled)."""
+
+
+class AsyncStore:
+    """A store whose methods are coroutines (see :class:`Store` for each one's
+    contract), awaited in the reactor's asyncio loop."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> Store | AsyncStore:
+        return cls()
+
+    async def open(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def load(self, key: str) -> Record | None:
+        raise NotImplementedError
+
+    async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
+        raise NotImplementedError
+
+    async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
+        raise NotImplementedError
+
+    async def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
+        return True
+
+    async def release(self, key: str, owner: str) -> None:
+        pass
