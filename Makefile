@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test lint bench venv clean crawl-real
+.PHONY: demo test lint bench bench-store venv clean crawl-real
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: venv
 
 bench: venv
 	$(BIN)/python benchmarks/bench_core.py $(CORPUS)
+
+# The stores (memory, disk, Redis) beside Scrapy's built-in middleware; needs redis-server on PATH.
+bench-store: venv
+	$(BIN)/python benchmarks/bench_store.py --corpus $(CORPUS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

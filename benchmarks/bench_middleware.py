@@ -153,6 +153,7 @@ class _Site:
         self.host: str = spec["host"]
         self.robots: str = spec.get("robots", "ok")  # ok | stall | 503 | reset
         self.delay: float = float(spec.get("delay", 0.0))
+        self.robots_delay: float = float(spec.get("robots_delay", 0.0))  # s before robots.txt answers
         self.log = log
         self.robots_body = ROBOTS_TXT.encode()
         self.connections: set[_Conn] = set()
@@ -203,9 +204,9 @@ class _Conn(asyncio.Protocol):
                 self._reset()
             elif site.robots == "503":
                 body = b"<html><body><h1>503 Service Unavailable</h1></body></html>"
-                self._respond(503, body, "text/html", close)
+                self._respond_after(site.robots_delay, 503, body, "text/html", close)
             else:
-                self._respond(200, site.robots_body, "text/plain", close)
+                self._respond_after(site.robots_delay, 200, site.robots_body, "text/plain", close)
         elif path.startswith("/p/"):
             if site.delay > 0:
                 asyncio.get_running_loop().call_later(site.delay, self._respond, 200, _page(path), "text/html", close)
@@ -213,6 +214,12 @@ class _Conn(asyncio.Protocol):
                 self._respond(200, _page(path), "text/html", close)
         else:
             self._respond(404, b"not found", "text/plain", close)
+
+    def _respond_after(self, delay: float, status: int, body: bytes, ctype: str, close: bool) -> None:
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self._respond, status, body, ctype, close)
+        else:
+            self._respond(status, body, ctype, close)
 
     def _respond(self, status: int, body: bytes, ctype: str, close: bool) -> None:
         transport = self.transport
