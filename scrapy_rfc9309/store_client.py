@@ -75,7 +75,6 @@ class Obtained:
     state: OriginState | None = None
     previous: OriginState | None = None
     lease: Lease | None = None
-    waited: bool = False
 
 
 class StoreClient:
@@ -264,20 +263,17 @@ class StoreClient:
             try:
                 claim, record = await self._call("claim", key, self.owner, time.time(), self.lock_ttl)
             except StoreUnavailable:
-                return Obtained(previous=previous, waited=waited)
+                return Obtained(previous=previous)
             if claim is Claim.FRESH and record is not None:
-                try:
-                    return Obtained(state=decode(record, self.policy), waited=waited)
-                except RecordError as exc:
-                    self._unreadable(key, exc)
-                    return Obtained(previous=previous, waited=waited)
+                fresh = self._decoded(key, record)
+                return Obtained(state=fresh) if fresh is not None else Obtained(previous=previous)
             if claim is Claim.ACQUIRED:
                 # Another process may have fetched since this one's copy: the newer one
                 # carries the last good copy and the failure count on.
                 stored = self._decoded(key, record)
                 if stored is not None and (previous is None or stored.fetched_at > previous.fetched_at):
                     previous = stored
-                return Obtained(previous=previous, lease=self._lease(key), waited=waited)
+                return Obtained(previous=previous, lease=self._lease(key))
             if claim is Claim.BUSY:
                 if not waited:
                     waited = True
