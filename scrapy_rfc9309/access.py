@@ -53,6 +53,12 @@ class Policy:
     max_wait: float = 900.0
     max_size: int = DEFAULT_MAX_BYTES  # bytes of a file that are parsed
 
+    @property
+    def parse_limit(self) -> int:
+        """The bytes of a file that are parsed: ``max_size``, never below the
+        RFC's 500 KiB (RFC 9309, 2.5)."""
+        return max(self.max_size, DEFAULT_MAX_BYTES)
+
     def retry_after(self, failures: int) -> float:
         """Delay before the next fetch after ``failures`` consecutive failures
         (1, 2, ...): ``retry_delay`` doubling up to ``retry_max_delay``."""
@@ -141,7 +147,7 @@ class OriginState:
         cls, previous: OriginState | None, outcome: FetchOutcome, now: float, policy: Policy
     ) -> OriginState:
         if outcome.access is Access.PARSED:
-            robots = RobotsTxt(outcome.body, max(policy.max_size, DEFAULT_MAX_BYTES))
+            robots = RobotsTxt(outcome.body, policy.parse_limit)
             return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0, outcome,
                        outcome.body)
         if outcome.access is Access.UNAVAILABLE:

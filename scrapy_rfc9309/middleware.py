@@ -23,7 +23,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from . import signals as rfc_signals
 from .access import Access, Decision, OriginState
 from .agent import product_token
-from .config import Config
+from .config import DEFAULTS, Config
 from .exceptions import RobotsTxtForbidden, RobotsTxtUnreachable, RobotsTxtUsageDenied
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
@@ -66,7 +66,7 @@ class RobotsTxtMiddleware:
         self.cache = MemoryStore(self.config.cache_size)
         #: The store behind the cache (``ROBOTSTXT_STORE``), None for memory only.
         self.shared: StoreClient | None = None
-        store_cls = store_class(crawler.settings.get("ROBOTSTXT_STORE", "memory"))
+        store_cls = store_class(crawler.settings.get("ROBOTSTXT_STORE", DEFAULTS["ROBOTSTXT_STORE"]))
         if store_cls is not None:
             self.shared = StoreClient(store_cls.from_crawler(crawler), crawler, self.policy,
                                       self.config.store_lock_ttl, self.config.store_retry_delay)

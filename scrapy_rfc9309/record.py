@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .access import Access, FetchOutcome, OriginState, Policy
-from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt
 
 __all__ = ["FORMAT", "Record", "RecordError", "decode", "encode"]
@@ -91,8 +90,7 @@ def decode(record: Record, policy: Policy) -> OriginState:
     if access is not Access.UNREACHABLE:
         expires_at = min(expires_at, fetched_at + policy.ttl)
     # A store is written by other processes: never keep more than this one would fetch.
-    limit = max(policy.max_size, DEFAULT_MAX_BYTES)
-    body = bytes(record.body[:limit])
+    body = bytes(record.body[: policy.parse_limit])
     if access is Access.PARSED and good_at is None:
         raise RecordError("a parsed record without good_at")
     redirects = meta.get("redirects") or []
@@ -112,7 +110,7 @@ def decode(record: Record, policy: Policy) -> OriginState:
         bool(meta.get("truncated", False)),
         _text(meta, "reason") or "",
     )
-    robots = RobotsTxt(body, max(policy.max_size, DEFAULT_MAX_BYTES)) if good_at is not None else None
+    robots = RobotsTxt(body, policy.parse_limit) if good_at is not None else None
     return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,
                        body if good_at is not None else b"")
 
