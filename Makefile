@@ -6,7 +6,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test lint bench bench-store venv clean crawl-real
+.PHONY: demo test test-min test-latest lint bench bench-store venv clean crawl-real
+
+# tox finds Python 3.10 and 3.13 on PATH; with pyenv, every installed version's bin is put there.
+PYENV_BINS := $(shell command -v pyenv >/dev/null 2>&1 && for v in $$(pyenv versions --bare 2>/dev/null | grep -v /); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)
+TOX := PATH="$(PYENV_BINS)$$PATH" $(BIN)/tox
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +26,13 @@ demo: venv
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# The suite on the minimum supported Scrapy (Python 3.10) and on the newest (Python 3.13).
+test-min: venv
+	$(TOX) -e min
+
+test-latest: venv
+	$(TOX) -e latest
 
 bench: venv
 	$(BIN)/python benchmarks/bench_core.py $(CORPUS)

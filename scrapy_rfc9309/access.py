@@ -123,8 +123,10 @@ class OriginState:
     """What is known of one origin's robots.txt. Immutable: ``apply`` returns the
     next state. ``robots`` is the file that applies and ``good_at`` when it was
     fetched; while the origin is unreachable the last good copy keeps applying, up
-    to ``Policy.keep_cached``. ``good_body`` is that copy's raw bytes, kept so
-    that a store can persist the state without pickling parsed objects."""
+    to ``Policy.keep_cached``. ``unreachable_since`` is the time of the first of the
+    ``failures`` in a row (``Policy.max_wait`` counts from it). ``good_body`` is
+    the good copy's raw bytes, kept so that a store can persist the state without
+    pickling parsed objects."""
 
     access: Access
     fetched_at: float
@@ -134,6 +136,7 @@ class OriginState:
     failures: int = 0
     outcome: FetchOutcome | None = field(default=None, compare=False)
     good_body: bytes = field(default=b"", compare=False, repr=False)
+    unreachable_since: float | None = None
 
     @classmethod
     def initial(cls, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
@@ -154,11 +157,20 @@ class OriginState:
             return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
         failures = (previous.failures if previous else 0) + 1
         retry_at = now + policy.retry_after(failures)
+        since = now
+        if previous is not None and previous.access is Access.UNREACHABLE and previous.unreachable_since is not None:
+            since = min(previous.unreachable_since, now)
         good, good_at, good_body = None, None, b""
         if previous is not None and previous.robots is not None and previous.good_at is not None:
             if now - previous.good_at <= policy.keep_cached:
                 good, good_at, good_body = previous.robots, previous.good_at, previous.good_body
-        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, good_body)
+        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, good_body, since)
+
+    def backoff(self) -> OriginState:
+        """The state without its good copy: what is kept of an unreachable origin
+        after it leaves the cache, so that its retry time and failure count hold."""
+        return OriginState(self.access, self.fetched_at, self.expires_at, None, None, self.failures, self.outcome,
+                           b"", self.unreachable_since)
 
     def expired(self, now: float) -> bool:
         """Whether the state must be fetched again before it is used (for an
@@ -173,6 +185,13 @@ class OriginState:
         if self.robots is not None and self.good_at is not None and now - self.good_at <= policy.keep_cached:
             return Decision.RULES
         return Decision.HOLD
+
+    def waited_too_long(self, now: float, policy: Policy) -> bool:
+        """Whether the origin has been unreachable, with no good copy standing in,
+        for ``Policy.max_wait`` since its first failed fetch: its requests are
+        dropped instead of held, until a fetch succeeds."""
+        since = self.unreachable_since if self.unreachable_since is not None else self.fetched_at
+        return self.decision(now, policy) is Decision.HOLD and now - since >= policy.max_wait
 
     def keep_until(self, policy: Policy) -> float:
         """Until when the state is worth keeping: its lifetime, or longer while its

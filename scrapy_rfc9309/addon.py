@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
-
+from . import _compat
 from .middleware import RobotsTxtMiddleware
 
 if TYPE_CHECKING:
@@ -20,6 +19,6 @@ class Addon:
     command-line ``ROBOTSTXT_OBEY = False`` still wins."""
 
     def update_settings(self, settings: BaseSettings) -> None:
-        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BuiltinRobotsTxtMiddleware, None)
+        _compat.disable_builtin_middleware(settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100)
         settings.set("ROBOTSTXT_OBEY", True, "addon")

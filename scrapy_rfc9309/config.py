@@ -1,4 +1,6 @@
-"""The ``ROBOTSTXT_*`` settings, read and checked once at start-up."""
+"""The ``ROBOTSTXT_*`` settings: one table (:data:`SETTINGS`) holds each one's
+default, type, range and description; :class:`Config` reads and checks them once
+at start-up, and the README's settings table is compared with it by a test."""
 
 from __future__ import annotations
 
@@ -12,51 +14,106 @@ from .parser import DEFAULT_MAX_BYTES
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["DEFAULTS", "Config"]
+__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting"]
 
-#: Every setting the middleware reads, with its default.
-DEFAULTS: dict[str, Any] = {
-    "ROBOTSTXT_USER_AGENT": None,
-    "ROBOTSTXT_MAX_SIZE": DEFAULT_MAX_BYTES,
-    "ROBOTSTXT_MAX_REDIRECTS": 5,
-    "ROBOTSTXT_CACHE_TTL": DAY,
-    "ROBOTSTXT_CACHE_MIN_TTL": 60.0,
-    "ROBOTSTXT_CACHE_SIZE": 10_000,
-    "ROBOTSTXT_RETRY_DELAY": 5.0,
-    "ROBOTSTXT_RETRY_MAX_DELAY": 600.0,
-    "ROBOTSTXT_MAX_WAIT": 900.0,
-    "ROBOTSTXT_KEEP_CACHED": 30 * DAY,
-    "ROBOTSTXT_CRAWL_DELAY": False,
-    "ROBOTSTXT_CRAWL_DELAY_MAX": 60.0,
-    "ROBOTSTXT_USAGE_DENY": [],
-    "ROBOTSTXT_MAX_WAITING": 10_000,
-    "ROBOTSTXT_STORE": "memory",
-    "ROBOTSTXT_STORE_PATH": None,
-    "ROBOTSTXT_STORE_LOCK_TTL": 30.0,
-    "ROBOTSTXT_STORE_RETRY_DELAY": 5.0,
-    "ROBOTSTXT_REDIS_URL": None,
-    "ROBOTSTXT_REDIS_PREFIX": "robotstxt",
-}
+#: The longest duration any setting takes: 10 years (a Redis expiry in
+#: milliseconds, and every clock sum, stays far inside 64 bits).
+MAX_SECONDS = 10 * 365 * DAY
 
 
-def _number(settings: BaseSettings, name: str, kind: type, minimum: float, strict: bool = False) -> Any:
-    raw = settings.get(name, DEFAULTS[name])
+@dataclass(frozen=True)
+class Setting:
+    """One ``ROBOTSTXT_*`` setting. ``kind`` is ``"int"``, ``"float"`` (seconds),
+    ``"bool"``, ``"str"``, ``"list"`` or ``"object"``; numbers lie in
+    ``[minimum, maximum]`` (``minimum`` excluded when ``above`` is set)."""
+
+    name: str
+    default: Any
+    kind: str
+    summary: str
+    minimum: float | None = None
+    maximum: float | None = None
+    above: bool = False
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("ROBOTSTXT_USER_AGENT", None, "str", "product token (or User-Agent string) to obey"),
+    Setting("ROBOTSTXT_MAX_SIZE", DEFAULT_MAX_BYTES, "int",
+            "bytes of a robots.txt downloaded, decoded and parsed (the RFC's 500 KiB at least)",
+            DEFAULT_MAX_BYTES, 1 << 30),
+    Setting("ROBOTSTXT_MAX_REDIRECTS", 5, "int", "consecutive redirects followed", 0, 100),
+    Setting("ROBOTSTXT_CACHE_TTL", DAY, "float", "seconds a fetched result holds", 0, MAX_SECONDS, above=True),
+    Setting("ROBOTSTXT_CACHE_MIN_TTL", 60.0, "float",
+            "floor for a lifetime given by `Cache-Control` (never above `ROBOTSTXT_CACHE_TTL`)", 0, MAX_SECONDS),
+    Setting("ROBOTSTXT_CACHE_SIZE", 10_000, "int", "origins whose parsed robots.txt is kept in memory (LRU)",
+            1, 100_000_000),
+    Setting("ROBOTSTXT_RETRY_DELAY", 5.0, "float", "seconds before the first retry of an unreachable robots.txt",
+            0, MAX_SECONDS, above=True),
+    Setting("ROBOTSTXT_RETRY_MAX_DELAY", 600.0, "float", "cap of the doubling retry delay", 0, MAX_SECONDS,
+            above=True),
+    Setting("ROBOTSTXT_MAX_WAIT", 900.0, "float",
+            "seconds an origin may stay unreachable (from its first failed fetch) before its requests are dropped",
+            0, MAX_SECONDS, above=True),
+    Setting("ROBOTSTXT_KEEP_CACHED", 30 * DAY, "float",
+            "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS),
+    Setting("ROBOTSTXT_CRAWL_DELAY", False, "bool", "apply the group's Crawl-delay to the download slot"),
+    Setting("ROBOTSTXT_CRAWL_DELAY_MAX", 60.0, "float", "cap on the Crawl-delay applied", 0, DAY, above=True),
+    Setting("ROBOTSTXT_USAGE_DENY", [], "list",
+            "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request"),
+    Setting("ROBOTSTXT_MAX_WAITING", 10_000, "int",
+            "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place; beyond, "
+            "waiting requests take places again, so the scheduler stops handing out more", 0, 10_000_000),
+    Setting("ROBOTSTXT_STORE", "memory", "object",
+            "where origin states are kept: `\"memory\"`, `\"disk\"`, `\"redis\"`, or the dotted path of a "
+            "`scrapy_rfc9309.stores.Store` or `AsyncStore` subclass"),
+    Setting("ROBOTSTXT_STORE_PATH", None, "str",
+            "the disk store's directory (default: `.scrapy/robotstxt` of the project)"),
+    Setting("ROBOTSTXT_STORE_LOCK_TTL", 30.0, "float",
+            "seconds an origin's fetch lock lasts unless renewed (a dead fetcher holds the others up this long)",
+            0, DAY, above=True),
+    Setting("ROBOTSTXT_STORE_RETRY_DELAY", 5.0, "float",
+            "seconds the store is left alone after it failed (robots.txt files are fetched locally meanwhile)",
+            0, DAY, above=True),
+    Setting("ROBOTSTXT_STORE_TIMEOUT", 10.0, "float",
+            "seconds one store call may take before the store counts as down", 0, 3600, above=True),
+    Setting("ROBOTSTXT_REDIS_URL", None, "str",
+            "the Redis of the Redis store (default: the `REDIS_URL` setting, else `redis://localhost:6379/0`)"),
+    Setting("ROBOTSTXT_REDIS_PREFIX", "robotstxt", "str", "first part of the Redis store's keys"),
+)
+
+#: Every setting's default, by name (from :data:`SETTINGS`).
+DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS}
+_BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def _number(settings: BaseSettings, name: str) -> Any:
+    spec = _BY_NAME[name]
+    raw = settings.get(name, spec.default)
     if raw is None or raw == "":
-        raw = DEFAULTS[name]
+        raw = spec.default
+    kind = int if spec.kind == "int" else float
     try:
         if isinstance(raw, bool):
             raise ValueError
         value = kind(raw)
         if kind is int and float(raw) != value:
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise RobotsTxtConfigError(f"{name} must be a number, got {raw!r}") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise RobotsTxtConfigError(f"{name} must be a finite number, got {raw!r}")
-    if value < minimum or (strict and value == minimum):
-        relation = "greater than" if strict else "at least"
-        raise RobotsTxtConfigError(f"{name} must be {relation} {minimum:g}, got {raw!r}")
+    low, high = spec.minimum, spec.maximum
+    if (low is not None and (value < low or (spec.above and value == low))) or (high is not None and value > high):
+        opening = "(" if spec.above else "["
+        raise RobotsTxtConfigError(f"{name} must be in {opening}{low:g}, {high:g}], got {raw!r}")
     return value
+
+
+def _text(settings: BaseSettings, name: str) -> str | None:
+    value = settings.get(name, DEFAULTS[name])
+    if value is not None and not isinstance(value, str):
+        raise RobotsTxtConfigError(f"{name} must be a string, got {value!r}")
+    return value or None
 
 
 @dataclass(frozen=True)
@@ -69,35 +126,28 @@ class Config:
     crawl_delay_max: float = 60.0
     usage_deny: tuple[str, ...] = ()
     max_waiting: int = 10_000
+    store: Any = "memory"
     store_lock_ttl: float = 30.0
     store_retry_delay: float = 5.0
+    store_timeout: float = 10.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
-        user_agent = settings.get("ROBOTSTXT_USER_AGENT")
-        if user_agent is not None and not isinstance(user_agent, str):
-            raise RobotsTxtConfigError(f"ROBOTSTXT_USER_AGENT must be a string, got {user_agent!r}")
-        max_size = _number(settings, "ROBOTSTXT_MAX_SIZE", int, DEFAULT_MAX_BYTES)
-        ttl = _number(settings, "ROBOTSTXT_CACHE_TTL", float, 0, strict=True)
-        min_ttl = _number(settings, "ROBOTSTXT_CACHE_MIN_TTL", float, 0)
-        if min_ttl > ttl:
-            raise RobotsTxtConfigError(
-                f"ROBOTSTXT_CACHE_MIN_TTL ({min_ttl:g}) must not exceed ROBOTSTXT_CACHE_TTL ({ttl:g})"
-            )
-        retry = _number(settings, "ROBOTSTXT_RETRY_DELAY", float, 0, strict=True)
-        retry_max = _number(settings, "ROBOTSTXT_RETRY_MAX_DELAY", float, 0, strict=True)
+        max_size = _number(settings, "ROBOTSTXT_MAX_SIZE")
+        retry = _number(settings, "ROBOTSTXT_RETRY_DELAY")
+        retry_max = _number(settings, "ROBOTSTXT_RETRY_MAX_DELAY")
         if retry_max < retry:
             raise RobotsTxtConfigError(
                 f"ROBOTSTXT_RETRY_MAX_DELAY ({retry_max:g}) must be at least ROBOTSTXT_RETRY_DELAY ({retry:g})"
             )
         policy = Policy(
-            ttl=ttl,
-            min_ttl=min_ttl,
-            max_redirects=_number(settings, "ROBOTSTXT_MAX_REDIRECTS", int, 0),
+            ttl=_number(settings, "ROBOTSTXT_CACHE_TTL"),
+            min_ttl=_number(settings, "ROBOTSTXT_CACHE_MIN_TTL"),
+            max_redirects=_number(settings, "ROBOTSTXT_MAX_REDIRECTS"),
             retry_delay=retry,
             retry_max_delay=retry_max,
-            keep_cached=_number(settings, "ROBOTSTXT_KEEP_CACHED", float, 0),
-            max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT", float, 0, strict=True),
+            keep_cached=_number(settings, "ROBOTSTXT_KEEP_CACHED"),
+            max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT"),
             max_size=max_size,
         )
         try:
@@ -112,14 +162,41 @@ class Config:
         if not isinstance(deny, (list, tuple)) or not all(isinstance(item, str) and item for item in deny):
             raise RobotsTxtConfigError(f"ROBOTSTXT_USAGE_DENY must be a list of category names, got {deny!r}")
         return cls(
-            user_agent=user_agent or None,
+            user_agent=_text(settings, "ROBOTSTXT_USER_AGENT"),
             max_size=max_size,
-            cache_size=_number(settings, "ROBOTSTXT_CACHE_SIZE", int, 1),
+            cache_size=_number(settings, "ROBOTSTXT_CACHE_SIZE"),
             policy=policy,
             crawl_delay=crawl_delay,
-            crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX", float, 0, strict=True),
+            crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX"),
             usage_deny=tuple(item.lower() for item in deny),
-            max_waiting=_number(settings, "ROBOTSTXT_MAX_WAITING", int, 0),
-            store_lock_ttl=_number(settings, "ROBOTSTXT_STORE_LOCK_TTL", float, 0, strict=True),
-            store_retry_delay=_number(settings, "ROBOTSTXT_STORE_RETRY_DELAY", float, 0, strict=True),
+            max_waiting=_number(settings, "ROBOTSTXT_MAX_WAITING"),
+            store=settings.get("ROBOTSTXT_STORE", DEFAULTS["ROBOTSTXT_STORE"]),
+            store_lock_ttl=_number(settings, "ROBOTSTXT_STORE_LOCK_TTL"),
+            store_retry_delay=_number(settings, "ROBOTSTXT_STORE_RETRY_DELAY"),
+            store_timeout=_number(settings, "ROBOTSTXT_STORE_TIMEOUT"),
         )
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"`{value!r}`" if not isinstance(value, str) else f'`"{value}"`'
+
+
+def _number_text(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def settings_table() -> str:
+    """The settings as a Markdown table (the README's, compared by a test)."""
+    rows = ["| setting | default | range | meaning |", "|---|---|---|---|"]
+    for spec in SETTINGS:
+        span = ""
+        if spec.minimum is not None and spec.maximum is not None:
+            span = f"{'(' if spec.above else '['}{_number_text(spec.minimum)}, {_number_text(spec.maximum)}]"
+        rows.append(f"| `{spec.name}` | {_shown(spec.default)} | {span} | {spec.summary} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(settings_table())

@@ -9,7 +9,13 @@ from scrapy.exceptions import IgnoreRequest
 if TYPE_CHECKING:
     from .robotstxt import Verdict
 
-__all__ = ["RobotsTxtConfigError", "RobotsTxtForbidden", "RobotsTxtUnreachable", "RobotsTxtUsageDenied"]
+__all__ = [
+    "RobotsTxtConfigError",
+    "RobotsTxtForbidden",
+    "RobotsTxtMetaError",
+    "RobotsTxtUnreachable",
+    "RobotsTxtUsageDenied",
+]
 
 
 class RobotsTxtConfigError(ValueError):
@@ -45,3 +51,12 @@ class RobotsTxtUsageDenied(IgnoreRequest):
         super().__init__(message)
         self.preference = preference
         self.robots_url = robots_url
+
+
+class RobotsTxtMetaError(IgnoreRequest):
+    """Dropped because a ``robotstxt_*`` request meta key has a value of the wrong
+    type; ``key`` names it."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key

@@ -16,7 +16,9 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
+from . import _compat
 from .access import Access, FetchOutcome, Policy, classify_status, max_age_of
+from .content_coding import UnsupportedCoding, decode_body
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -24,13 +26,15 @@ if TYPE_CHECKING:
 
     from .origin import Origin
 
-__all__ = ["FETCH_META", "RobotsFetcher"]
+__all__ = ["CODING_HEADER", "FETCH_META", "RobotsFetcher"]
 
 logger = logging.getLogger(__name__)
 
 #: Meta key that marks this module's own robots.txt requests.
 FETCH_META = "_robotstxt_rfc9309_fetch"
 _SIZE_META = "_robotstxt_rfc9309_bytes"
+#: Where the response's Content-Encoding is moved, out of HttpCompressionMiddleware's sight.
+CODING_HEADER = b"X-Robotstxt-Content-Encoding"
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 
 
@@ -43,6 +47,14 @@ class RobotsFetcher:
         self.max_size = max_size
         self.stats = crawler.stats
         self._in_flight = 0
+        self._network_errors = _compat.network_errors(crawler.settings)
+
+    # -- size and content coding, through the download signals --------------------------------
+    def _headers_received(self, headers: Any, body_length: Any, request: Request, spider: Any = None) -> None:
+        # The size limit is applied below, by cutting the body: no DOWNLOAD_MAXSIZE may
+        # cancel a large robots.txt (it is truncated and parsed instead).
+        if FETCH_META in request.meta:
+            request.meta["download_maxsize"] = 0
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         meta = request.meta
@@ -53,6 +65,26 @@ class RobotsFetcher:
         if received > self.max_size:
             raise StopDownload(fail=False)
 
+    def _response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        # Scrapy's HttpCompressionMiddleware would inflate the whole body (up to
+        # DOWNLOAD_MAXSIZE) before the size limit applies: the coding is moved out of
+        # its sight and undone here, bounded (content_coding).
+        if FETCH_META in request.meta and b"Content-Encoding" in response.headers:
+            response.headers[CODING_HEADER] = response.headers.getlist(b"Content-Encoding")
+            del response.headers[b"Content-Encoding"]
+
+    def _listen(self, on: bool) -> None:
+        """Listen to the download signals only while a robots.txt is being fetched:
+        every chunk of every download would pay for the dispatch otherwise."""
+        handlers = ((self._headers_received, signals.headers_received),
+                    (self._bytes_received, signals.bytes_received),
+                    (self._response_downloaded, signals.response_downloaded))
+        for handler, signal in handlers:
+            if on:
+                self.crawler.signals.connect(handler, signal=signal)
+            else:
+                self.crawler.signals.disconnect(handler, signal=signal)
+
     def _inc(self, key: str, count: int = 1) -> None:
         assert self.stats is not None
         self.stats.inc_value(f"robotstxt/{key}", count)
@@ -60,8 +92,8 @@ class RobotsFetcher:
     def request_for(self, url: str, origin: Origin) -> Request:
         return Request(
             url,
-            # Identity, because the size limit counts the bytes received and a cut
-            # compressed stream cannot be decoded.
+            # Identity, because the size limit counts the bytes received; a server
+            # that compresses anyway is decoded with a bound (content_coding).
             headers={"Accept-Encoding": "identity"},
             priority=1000,
             dont_filter=True,
@@ -79,79 +111,120 @@ class RobotsFetcher:
         )
 
     async def fetch(self, origin: Origin) -> FetchOutcome:
-        engine = self.crawler.engine
-        assert engine is not None
+        """Fetch the origin's robots.txt, following redirects; every way it can
+        end is an outcome (an exception from a component of the crawl included)."""
         url = origin.robots_url
         redirects: list[str] = []
         while True:
             request = self.request_for(url, origin)
             self._inc("request_count")
-            # Listen to bytes_received only while a robots.txt is being fetched:
-            # every chunk of every download would pay for the dispatch otherwise.
             if not self._in_flight:
-                self.crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+                self._listen(True)
             self._in_flight += 1
+            # A robots.txt fetch does not take one of the CONCURRENT_REQUESTS places.
+            widened = _compat.widen_concurrency(self.crawler.engine, 1)
             try:
-                response: Response = await engine.download_async(request)
+                response: Response = await _compat.download(self.crawler, request)
             except IgnoreRequest as exc:
                 # Another component refused the fetch (HTTPCACHE_IGNORE_MISSING, a
                 # custom middleware): there is no file to obey.
                 logger.warning("robots.txt request %s was ignored (%s): treating it as unavailable", url, exc,
-                               extra={"spider": self.crawler.spider})
+                               extra=self._log_extra)
                 return FetchOutcome(Access.UNAVAILABLE, url, redirects=tuple(redirects),
                                     error=f"ignored: {exc}", reason="request ignored")
-            except Exception as exc:
+            except self._network_errors as exc:
                 self._inc(f"exception_count/{type(exc)}")
                 logger.info("robots.txt of %s unreachable: %s: %s", origin, type(exc).__name__, exc,
-                            extra={"spider": self.crawler.spider})
+                            extra=self._log_extra)
                 return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
                                     error=f"{type(exc).__name__}: {exc}", reason="network error")
+            except Exception as exc:
+                # Not the network: a downloader middleware or handler of the crawl raised.
+                self._inc(f"exception_count/{type(exc)}")
+                logger.error("robots.txt request %s failed in a downloader middleware or handler: %s: %s; "
+                             "counted as a failed fetch, retried later", url, type(exc).__name__, exc,
+                             exc_info=True, extra=self._log_extra)
+                return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
+                                    error=f"{type(exc).__name__}: {exc}", reason="error in the crawl's components")
             finally:
+                if widened:
+                    _compat.widen_concurrency(self.crawler.engine, -1)
                 self._in_flight -= 1
                 if not self._in_flight:
-                    self.crawler.signals.disconnect(self._bytes_received, signal=signals.bytes_received)
+                    self._listen(False)
             status = response.status
             self._inc("response_count")
+            self._inc(f"response_status_count/{status}")
             if "dataloss" in response.flags:
-                self._inc(f"response_status_count/{status}")
                 return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
                                     error="incomplete body (data loss)", reason="truncated response")
-            self._inc(f"response_status_count/{status}")
             kind = classify_status(status)
             max_age = max_age_of(_header(response, b"Cache-Control"))
             if kind == "redirect":
-                location = _header(response, b"Location")
-                target = urljoin(response.url, location) if location else None
-                reason = ""
-                if not target or urlsplit(target).scheme not in ("http", "https"):
-                    reason = "redirect without a usable Location"
-                elif target == url or target in redirects or target == origin.robots_url:
-                    reason = "redirect loop"
-                elif len(redirects) >= self.policy.max_redirects:
-                    reason = f"more than {self.policy.max_redirects} redirects"
-                if reason:
+                target, reason = self._redirect_target(response, url, origin, redirects)
+                if target is None:
                     self._inc("redirect_failed")
                     return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects), reason=reason)
                 self._inc("redirect_count")
-                redirects.append(target)  # type: ignore[arg-type]
-                url = target  # type: ignore[assignment]
+                redirects.append(target)
+                url = target
                 continue
             if kind == "parse":
-                if redirects and _is_html(response):
-                    return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
-                                        reason="redirected to an HTML page")
-                body = response.body
-                truncated = "download_stopped" in response.flags or len(body) > self.max_size
-                if truncated:
-                    self._inc("truncated")
-                    body = body[: self.max_size]
-                return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects),
-                                    truncated=truncated)
+                return self._parsed(response, url, status, max_age, redirects)
             if kind == "unavailable":
                 return FetchOutcome(Access.UNAVAILABLE, url, status, max_age=max_age,
                                     redirects=tuple(redirects), reason=f"status {status}")
             return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
                                 reason=f"status {status}")
+
+    def _redirect_target(self, response: Response, url: str, origin: Origin,
+                         redirects: list[str]) -> tuple[str | None, str]:
+        """The URL a redirect leads to, or None and why it is not followed. A
+        ``Location`` that is no usable http(s) URL makes the file unavailable, as
+        Google treats it."""
+        location = _header(response, b"Location")
+        if not location:
+            return None, "redirect without a Location"
+        try:
+            target = urljoin(response.url, location.strip())
+            parts = urlsplit(target)
+            parts.port  # noqa: B018 (raises ValueError for a port out of range)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError("not an absolute http(s) URL")
+            self.request_for(target, origin)
+        except ValueError as exc:
+            return None, f"redirect to an unusable Location {location[:200]!r} ({exc})"
+        if target == url or target in redirects or target == origin.robots_url:
+            return None, "redirect loop"
+        if len(redirects) >= self.policy.max_redirects:
+            return None, f"more than {self.policy.max_redirects} redirects"
+        return target, ""
+
+    def _parsed(self, response: Response, url: str, status: int, max_age: float | None,
+                redirects: list[str]) -> FetchOutcome:
+        if redirects and _is_html(response):
+            return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
+                                reason="redirected to an HTML page")
+        body = response.body
+        truncated = "download_stopped" in response.flags or len(body) > self.max_size
+        codings = [value.decode("latin-1") for value in response.headers.getlist(CODING_HEADER)]
+        codings += [value.decode("latin-1") for value in response.headers.getlist(b"Content-Encoding")]
+        codings = [part for value in codings for part in value.split(",")]
+        if codings:
+            try:
+                body, cut = decode_body(body, codings, self.max_size)
+            except UnsupportedCoding as exc:
+                return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects), error=str(exc),
+                                    reason="undecodable body")
+            truncated = truncated or cut
+        if truncated:
+            self._inc("truncated")
+            body = body[: self.max_size]
+        return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects), truncated=truncated)
+
+    @property
+    def _log_extra(self) -> dict[str, Any]:
+        return {"spider": self.crawler.spider}
 
 
 def _header(response: Response, name: bytes) -> str | None:

@@ -53,6 +53,7 @@ def encode(state: OriginState, policy: Policy) -> Record:
         "expires_at": state.expires_at,
         "good_at": state.good_at,
         "failures": state.failures,
+        "unreachable_since": state.unreachable_since,
     }
     if outcome is not None:
         meta.update(
@@ -110,9 +111,12 @@ def decode(record: Record, policy: Policy) -> OriginState:
         bool(meta.get("truncated", False)),
         _text(meta, "reason") or "",
     )
+    since = _number(meta, "unreachable_since", optional=True)
+    if access is Access.UNREACHABLE and since is None:
+        since = fetched_at
     robots = RobotsTxt(body, policy.parse_limit) if good_at is not None else None
     return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,
-                       body if good_at is not None else b"")
+                       body if good_at is not None else b"", since if access is Access.UNREACHABLE else None)
 
 
 def _number(meta: dict[str, Any], name: str, optional: bool = False) -> Any:

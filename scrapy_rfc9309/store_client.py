@@ -1,42 +1,43 @@
 """The middleware's side of a store (``ROBOTSTXT_STORE = "disk"``, ``"redis"`` or
-a class): it calls the store the way the store asks (in the reactor's asyncio
-loop, in the reactor thread, or in worker threads), waits while another process
-fetches an origin's robots.txt, and keeps the crawl going while the store is down
-(fetching in this process, with a warning, and going back to the store when it
-answers again).
+a class): it waits while another process fetches an origin's robots.txt, and keeps
+the crawl going while the store is down, fetching in this process, with a warning,
+and going back to the store when it answers again.
 
-Worker threads are for blocking stores of the user's own. Their calls are batched:
-those made while a worker is busy go to the next worker together, since every
-hand-off waits for the GIL of a busy crawl.
+Every store is called one way, as an :class:`~scrapy_rfc9309.stores.AsyncStore`
+(a blocking :class:`~scrapy_rfc9309.stores.Store` through an adapter of
+:mod:`scrapy_rfc9309.stores.blocking`), and every call is bounded by
+``ROBOTSTXT_STORE_TIMEOUT``. An outage is found once and shared: the store is
+opened by one attempt that every caller waits for, and while it is down, calls fail
+at once, except one probe every ``ROBOTSTXT_STORE_RETRY_DELAY``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.reactor import is_asyncio_reactor_installed
-from twisted.internet import defer, task, threads
+from twisted.internet import defer, task
 from twisted.python.failure import Failure
-from twisted.python.threadpool import ThreadPool
 
-from .access import OriginState, Policy
+from .access import OriginState
 from .exceptions import RobotsTxtConfigError
 from .record import Record, RecordError, decode, encode
 from .stores import AsyncStore, Claim, Store
+from .stores.blocking import SkippedCall, as_async
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from scrapy.crawler import Crawler
 
+    from .config import Config
     from .origin import Origin
 
 __all__ = ["Lease", "Obtained", "StoreClient", "StoreUnavailable"]
@@ -49,8 +50,6 @@ _POLL_FIRST, _POLL_GROWTH, _POLL_MAX = 0.05, 1.5, 1.0
 _MAX_UNSAVED = 1000
 #: Seconds ``close`` waits for saves still running.
 _CLOSE_TIMEOUT = 10.0
-#: A batch's answer for the calls after the one that failed (not run).
-_SKIPPED = object()
 
 
 class StoreUnavailable(Exception):
@@ -81,38 +80,32 @@ class StoreClient:
     """Runs one :class:`~scrapy_rfc9309.stores.Store` or
     :class:`~scrapy_rfc9309.stores.AsyncStore` for the middleware."""
 
-    def __init__(self, store: Store | AsyncStore, crawler: Crawler, policy: Policy, lock_ttl: float,
-                 retry_delay: float) -> None:
-        self.store = store
-        self.crawler = crawler
-        self.policy = policy
-        self.lock_ttl = lock_ttl
-        self.retry_delay = retry_delay
+    def __init__(self, store: Store | AsyncStore, crawler: Crawler, config: Config) -> None:
         self.name = type(store).__name__
-        if isinstance(store, AsyncStore):
-            if not is_asyncio_reactor_installed():
-                raise RobotsTxtConfigError(
-                    f"ROBOTSTXT_STORE ({self.name}) needs Scrapy's asyncio reactor: set TWISTED_REACTOR to "
-                    "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default)"
-                )
-            self.mode = "async"
-        else:
-            self.mode = "reactor" if store.in_reactor else "thread"
+        if isinstance(store, AsyncStore) and not is_asyncio_reactor_installed():
+            raise RobotsTxtConfigError(
+                f"ROBOTSTXT_STORE ({self.name}) needs Scrapy's asyncio reactor: set TWISTED_REACTOR to "
+                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default)"
+            )
+        self.store = as_async(store)
+        self.crawler = crawler
+        self.policy = config.policy
+        self.lock_ttl = config.store_lock_ttl
+        self.retry_delay = config.store_retry_delay
+        self.timeout = config.store_timeout
+        #: Longest wait for another process's fetch before fetching here anyway.
+        download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+        self.max_busy_wait = self.lock_ttl + download_timeout * (self.policy.max_redirects + 1)
         #: This process's id in the store's locks.
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._opened = False
-        self._open_lock = threading.Lock()  # thread mode: batches may run at once
-        self._opening: asyncio.Lock | None = None  # async mode
+        self._opening: list[defer.Deferred[Any]] | None = None
         self._closed = False
         self._down_until = 0.0
+        self._probing = False
         self._outage: str | None = None
         self._pending: set[defer.Deferred[Any]] = set()
         self._unsaved: dict[str, OriginState] = {}
-        # Thread mode only.
-        self._pool: ThreadPool | None = None
-        self._shutdown_trigger: Any = None
-        self._queue: list[tuple[Callable[..., Any], tuple[Any, ...], defer.Deferred[Any]]] = []
-        self._running = 0  # batches in worker threads
 
     # -- plumbing -----------------------------------------------------------------------
     def _inc(self, key: str) -> None:
@@ -125,43 +118,64 @@ class StoreClient:
 
     async def _call(self, name: str, *args: Any) -> Any:
         """The store's method ``name`` called with ``args``. Raises
-        :class:`StoreUnavailable` when it fails, and at once while the store is
-        counted as down."""
-        if self._closed or time.time() < self._down_until:
+        :class:`StoreUnavailable` when it fails or times out, and at once while the
+        store counts as down (but for one probe call once the retry delay passed)."""
+        if self._closed:
             raise StoreUnavailable
+        probe = False
+        if self._outage is not None:
+            if self._probing or time.time() < self._down_until:
+                raise StoreUnavailable
+            self._probing = probe = True
         try:
-            if self.mode == "thread":
-                ok, value = await maybe_deferred_to_future(self._submit(getattr(self.store, name), *args))
-                if not ok:
-                    if value is _SKIPPED:
-                        raise StoreUnavailable
-                    raise value
-            else:
-                if not self._opened:
-                    await self._open()
-                value = getattr(self.store, name)(*args)
-                if self.mode == "async":
-                    value = await value
-        except (StoreUnavailable, defer.CancelledError, asyncio.CancelledError):
+            if not self._opened:
+                await self._open()
+            value = await self._timed(getattr(self.store, name)(*args))
+        except (StoreUnavailable, defer.CancelledError):
             raise
+        except SkippedCall:
+            raise StoreUnavailable from None
         except Exception as exc:
             self._failed(exc)
             raise StoreUnavailable from exc
+        finally:
+            if probe:
+                self._probing = False
         if self._outage is not None:
             self._recovered()
         return value
 
+    async def _timed(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        running = deferred_from_coro(coroutine)
+        running.addTimeout(self.timeout, _reactor())
+        try:
+            return await maybe_deferred_to_future(running)
+        except defer.TimeoutError:
+            raise TimeoutError(f"no answer in {self.timeout:g} s (ROBOTSTXT_STORE_TIMEOUT)") from None
+
     async def _open(self) -> None:
-        if isinstance(self.store, AsyncStore):
-            # Calls made while it opens wait for that one open.
-            if self._opening is None:
-                self._opening = asyncio.Lock()
-            async with self._opening:
-                if not self._opened:
-                    await self.store.open()
-        else:
-            self.store.open()
-        self._opened = True
+        """Open the store once: callers that come while it opens wait for that one
+        attempt, and all fail together when it fails."""
+        if self._opening is not None:
+            waiter: defer.Deferred[Any] = defer.Deferred()
+            self._opening.append(waiter)
+            await maybe_deferred_to_future(waiter)
+            return
+        self._opening = []
+        failure: BaseException | None = None
+        try:
+            await self._timed(self.store.open())
+            self._opened = True
+        except Exception as exc:
+            failure = exc
+        waiters, self._opening = self._opening, None
+        for waiter in waiters:
+            if failure is None:
+                waiter.callback(None)
+            else:
+                waiter.errback(Failure(StoreUnavailable(f"{type(failure).__name__}: {failure}")))
+        if failure is not None:
+            raise failure
 
     def _failed(self, exc: Exception) -> None:
         self._inc("store_error")
@@ -190,66 +204,6 @@ class StoreClient:
         if isinstance(result, Failure) and not result.check(StoreUnavailable, defer.CancelledError):
             logger.error("robots.txt store %s: %s", self.name, result.getErrorMessage(), extra=self._log_extra)
 
-    # -- thread mode ------------------------------------------------------------------------
-    def _submit(self, method: Callable[..., Any], *args: Any) -> defer.Deferred[tuple[bool, Any]]:
-        """Queue a call for a worker; fires with ``(True, result)`` or ``(False,
-        exception)``."""
-        if self._pool is None:
-            assert isinstance(self.store, Store)
-            self._pool = ThreadPool(minthreads=0, maxthreads=max(1, self.store.threads), name="robotstxt-store")
-            self._pool.start()
-            # A crawl that ends without spider_closed must not leave the threads running.
-            self._shutdown_trigger = _reactor().addSystemEventTrigger("during", "shutdown", self._pool.stop)
-        answer: defer.Deferred[tuple[bool, Any]] = defer.Deferred()
-        self._queue.append((method, args, answer))
-        self._dispatch()
-        return answer
-
-    def _dispatch(self) -> None:
-        """Hand what is queued to a worker as one batch, unless every worker the
-        store allows is busy (then it goes when one is done)."""
-        assert isinstance(self.store, Store) and self._pool is not None
-        if not self._queue or self._running >= max(1, self.store.threads):
-            return
-        batch, self._queue = self._queue, []
-        self._running += 1
-        calls = [(method, args) for method, args, _ in batch]
-        running = threads.deferToThreadPool(_reactor(), self._pool, self._run_batch, calls)
-        running.addBoth(self._batch_done, batch)
-
-    def _batch_done(self, results: Any, batch: list[tuple[Any, Any, defer.Deferred[Any]]]) -> None:
-        self._running -= 1
-        if isinstance(results, Failure):  # the pool itself failed (stopped)
-            results = [(False, results.value)] + [(False, _SKIPPED)] * (len(batch) - 1)
-        for (_, _, answer), result in zip(batch, results, strict=True):
-            if not answer.called:  # not cancelled meanwhile
-                answer.callback(result)
-        self._dispatch()
-
-    def _run_batch(self, calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
-        """In a worker thread: open the store the first time, then run the calls
-        in order; after a failure the rest are not run (a store that hangs would
-        make each of them wait for its timeout)."""
-        failed: BaseException | None = None
-        with self._open_lock:
-            if not self._opened:
-                try:
-                    self.store.open()
-                    self._opened = True
-                except Exception as exc:
-                    failed = exc
-        results: list[tuple[bool, Any]] = []
-        for method, args in calls:
-            if failed is not None:
-                results.append((False, failed if not results else _SKIPPED))
-                continue
-            try:
-                results.append((True, method(*args)))
-            except Exception as exc:
-                failed = exc
-                results.append((False, exc))
-        return results
-
     # -- what the middleware calls ----------------------------------------------------------
     async def obtain(self, origin: Origin, previous: OriginState | None) -> Obtained:
         """A state of ``origin`` that is still fresh in the store, waiting while
@@ -259,6 +213,7 @@ class StoreClient:
         key = str(origin)
         delay = _POLL_FIRST
         waited = False
+        give_up = time.time() + self.max_busy_wait
         while True:
             try:
                 claim, record = await self._call("claim", key, self.owner, time.time(), self.lock_ttl)
@@ -280,6 +235,10 @@ class StoreClient:
                     self._inc("store_wait")
                     logger.debug("robots.txt of %s is being fetched by another process; waiting for it", origin,
                                  extra=self._log_extra)
+                if time.time() >= give_up:
+                    logger.warning("robots.txt of %s: another process has held its fetch lock for %.0f s; fetching "
+                                   "it here", origin, self.max_busy_wait, extra=self._log_extra)
+                    return Obtained(previous=previous)
                 await maybe_deferred_to_future(_sleep(delay))
                 delay = min(delay * _POLL_GROWTH, _POLL_MAX)
 
@@ -338,8 +297,7 @@ class StoreClient:
             self._background(self._call("release", lease.key, self.owner))
 
     async def close(self) -> None:
-        """Wait (a bounded time) for saves still running, then close the store
-        (and stop the worker threads)."""
+        """Wait (a bounded time) for saves still running, then close the store."""
         if self._closed:
             return
         if self._pending:
@@ -351,27 +309,12 @@ class StoreClient:
                 logger.warning("robots.txt store %s: saves still running at close were abandoned", self.name,
                                extra=self._log_extra)
         self._closed = True
-        if self._pool is not None:
-            # Batches of cancelled calls may still be running: the store closes after them.
-            deadline = time.monotonic() + _CLOSE_TIMEOUT
-            while (self._running or self._queue) and time.monotonic() < deadline:
-                await maybe_deferred_to_future(_sleep(0.01))
         if self._opened:
             try:
-                if self._pool is not None:
-                    ok, value = await maybe_deferred_to_future(self._submit(self.store.close))
-                    if not ok:
-                        raise value
-                elif isinstance(self.store, AsyncStore):
-                    await self.store.close()
-                else:
-                    self.store.close()
+                await self._timed(self.store.close())
             except Exception as exc:
                 logger.warning("robots.txt store %s did not close cleanly: %s", self.name, exc,
                                extra=self._log_extra)
-        if self._pool is not None:
-            self._pool.stop()
-            _reactor().removeSystemEventTrigger(self._shutdown_trigger)
 
 
 def _reactor() -> Any:

@@ -17,7 +17,7 @@ import pytest_twisted
 from crawl import run_crawl
 from servers import Delay, Origin
 
-MW_LOGGER = "scrapy_rfc9309.middleware"
+MW_LOGGER = "scrapy_rfc9309"
 TOLERANCE = 0.05
 PAGES = ("/p/1", "/p/2", "/p/3")
 

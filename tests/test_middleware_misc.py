@@ -19,7 +19,7 @@ from servers import Redirect, Sequence
 from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
 
-MW_LOGGER = "scrapy_rfc9309.middleware"
+MW_LOGGER = "scrapy_rfc9309"
 AGENTS = (
     "User-agent: ExampleBot\n"
     "Disallow: /example\n"
@@ -325,7 +325,15 @@ def test_the_parser_works_with_the_builtin_middleware(origins):
         ("ROBOTSTXT_CACHE_TTL", 0, {}),
         ("ROBOTSTXT_MAX_SIZE", "abc", {}),
         ("ROBOTSTXT_MAX_SIZE", 1000, {}),
-        ("ROBOTSTXT_CACHE_MIN_TTL", 120, {"ROBOTSTXT_CACHE_TTL": 60}),
+        # Finite but out of range: a lifetime that would overflow a Redis expiry, and the like.
+        ("ROBOTSTXT_CACHE_TTL", 1e16, {}),
+        ("ROBOTSTXT_KEEP_CACHED", 1e300, {}),
+        ("ROBOTSTXT_RETRY_MAX_DELAY", 1e12, {}),
+        ("ROBOTSTXT_MAX_WAIT", 1e18, {}),
+        ("ROBOTSTXT_CACHE_SIZE", 10**12, {}),
+        ("ROBOTSTXT_MAX_SIZE", 2**40, {}),
+        ("ROBOTSTXT_STORE_LOCK_TTL", 1e9, {"ROBOTSTXT_STORE": "disk"}),
+        ("ROBOTSTXT_STORE_TIMEOUT", 0, {"ROBOTSTXT_STORE": "disk"}),
         ("ROBOTSTXT_RETRY_MAX_DELAY", 1, {"ROBOTSTXT_RETRY_DELAY": 5}),
         ("ROBOTSTXT_USER_AGENT", 123, {}),
         ("ROBOTSTXT_CACHE_SIZE", 0, {}),

@@ -9,13 +9,9 @@ import pytest
 import pytest_twisted
 from crawl import ListSpider, run_crawl
 from scrapy import Request
-from scrapy.exceptions import (
-    DownloadCancelledError,
-    DownloadFailedError,
-    DownloadTimeoutError,
-    IgnoreRequest,
-)
+from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy_errors import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError
 from servers import Delay, Drop, Dynamic, Gate, Huge, Origin, Redirect, Sequence, Stall, Static
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol

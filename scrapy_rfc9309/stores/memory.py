@@ -1,15 +1,23 @@
 """The in-memory cache of parsed origin states that every store has in front:
 bounded, least recently used first out, so a broad crawl over millions of hosts
-stays bounded (``ROBOTSTXT_CACHE_SIZE``)."""
+stays bounded (``ROBOTSTXT_CACHE_SIZE``).
+
+An unreachable origin that leaves the cache leaves its backoff behind (its retry
+time and failure count, without the parsed file): otherwise the next request of
+that origin would fetch its robots.txt again at once, whatever the retry delay
+said. Those small records are bounded too."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..access import OriginState
+from ..access import Access, OriginState
 from ..origin import Origin
 
 __all__ = ["MemoryStore"]
+
+#: Backoff records kept beyond the cache, at least (the cache size if larger).
+MIN_BACKOFFS = 10_000
 
 
 class MemoryStore:
@@ -17,21 +25,32 @@ class MemoryStore:
 
     def __init__(self, max_origins: int) -> None:
         self.max_origins = max_origins
+        self.max_backoffs = max(MIN_BACKOFFS, max_origins)
         self._states: OrderedDict[Origin, OriginState] = OrderedDict()
+        self._backoffs: OrderedDict[Origin, OriginState] = OrderedDict()
         self.evictions = 0
 
     def get(self, origin: Origin) -> OriginState | None:
+        """The origin's state, or, for an unreachable origin evicted meanwhile, its
+        backoff (an unreachable state without a good copy)."""
         state = self._states.get(origin)
         if state is not None:
             self._states.move_to_end(origin)
-        return state
+            return state
+        return self._backoffs.get(origin) if self._backoffs else None
 
     def put(self, origin: Origin, state: OriginState) -> None:
         self._states[origin] = state
         self._states.move_to_end(origin)
+        if self._backoffs:
+            self._backoffs.pop(origin, None)
         while len(self._states) > self.max_origins:
-            self._states.popitem(last=False)
+            evicted, old = self._states.popitem(last=False)
             self.evictions += 1
+            if old.access is Access.UNREACHABLE:
+                self._backoffs[evicted] = old.backoff()
+                while len(self._backoffs) > self.max_backoffs:
+                    self._backoffs.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._states)

@@ -1,0 +1,115 @@
+"""Bounded decoding of a robots.txt body sent with a ``Content-Encoding``.
+
+A robots.txt is fetched with ``Accept-Encoding: identity``, but a server may
+compress it anyway, and a small compressed body can inflate to gigabytes. Here
+each coding is undone into at most ``limit`` bytes: the first ``limit`` decoded
+bytes are obeyed (RFC 9309, 2.5), the rest never exists in memory.
+
+Pure Python (zlib; brotli and zstandard when installed).
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+
+__all__ = ["UnsupportedCoding", "decode_body"]
+
+_CHUNK = 16 * 1024
+
+
+class UnsupportedCoding(ValueError):
+    """A content coding this module cannot undo (or a corrupt stream)."""
+
+
+def decode_body(body: bytes, codings: list[str], limit: int) -> tuple[bytes, bool]:
+    """``body`` with ``codings`` (in the order they were applied) undone, and
+    whether it was cut at ``limit`` bytes. A stream cut short (a download stopped
+    at the size limit) gives what it holds."""
+    truncated = False
+    pending = [c.strip().lower() for c in codings if c.strip() and c.strip().lower() != "identity"]
+    # Inner stages may hold a little more than the result: the last one is cut at `limit`.
+    for index, coding in enumerate(reversed(pending)):
+        last = index == len(pending) - 1
+        bound = limit if last else 2 * limit + 65536
+        body, cut = _decode_one(body, coding, bound)
+        truncated = truncated or cut
+    return body, truncated
+
+
+def _decode_one(body: bytes, coding: str, bound: int) -> tuple[bytes, bool]:
+    if coding in ("gzip", "x-gzip"):
+        return _inflate(body, 16 + zlib.MAX_WBITS, bound)
+    if coding == "deflate":
+        try:
+            return _inflate(body, zlib.MAX_WBITS, bound)
+        except UnsupportedCoding:  # raw deflate, as some servers send it
+            return _inflate(body, -zlib.MAX_WBITS, bound)
+    if coding == "br":
+        return _unbrotli(body, bound)
+    if coding == "zstd":
+        return _unzstd(body, bound)
+    raise UnsupportedCoding(f"unsupported Content-Encoding {coding!r}")
+
+
+def _inflate(body: bytes, wbits: int, bound: int) -> tuple[bytes, bool]:
+    decompressor = zlib.decompressobj(wbits)
+    out = bytearray()
+    data = body
+    try:
+        while data and len(out) <= bound:
+            out += decompressor.decompress(data, bound + 1 - len(out))
+            data = decompressor.unconsumed_tail
+            if decompressor.eof:
+                break
+    except zlib.error as exc:
+        if not out:
+            raise UnsupportedCoding(f"corrupt compressed body: {exc}") from None
+    return _cut(out, bound)
+
+
+def _unbrotli(body: bytes, bound: int) -> tuple[bytes, bool]:
+    try:
+        import brotli
+    except ImportError:
+        try:
+            import brotlicffi as brotli  # type: ignore[no-redef]
+        except ImportError:
+            raise UnsupportedCoding("Content-Encoding 'br' needs the brotli package") from None
+    decompressor = brotli.Decompressor()
+    out = bytearray()
+    try:
+        # Small input pieces, so the output of one stays small even for a bomb.
+        for start in range(0, len(body), 256):
+            out += decompressor.process(body[start:start + 256])
+            if len(out) > bound:
+                break
+    except brotli.error as exc:
+        if not out:
+            raise UnsupportedCoding(f"corrupt brotli body: {exc}") from None
+    return _cut(out, bound)
+
+
+def _unzstd(body: bytes, bound: int) -> tuple[bytes, bool]:
+    try:
+        import zstandard
+    except ImportError:
+        raise UnsupportedCoding("Content-Encoding 'zstd' needs the zstandard package") from None
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True)
+    out = bytearray()
+    try:
+        while len(out) <= bound:
+            piece = reader.read(min(_CHUNK, bound + 1 - len(out)))
+            if not piece:
+                break
+            out += piece
+    except zstandard.ZstdError as exc:
+        if not out:
+            raise UnsupportedCoding(f"corrupt zstd body: {exc}") from None
+    return _cut(out, bound)
+
+
+def _cut(out: bytearray, bound: int) -> tuple[bytes, bool]:
+    if len(out) > bound:
+        return bytes(out[:bound]), True
+    return bytes(out), False

@@ -1,0 +1,333 @@
+"""Each origin's robots.txt state through its life: cached, fetched once at a time
+(from the store, or through the engine), waited for, retried, and let go when the
+spider closes.
+
+The middleware asks two things: :meth:`OriginStates.cached` (a usable state, with
+no waiting) and :meth:`OriginStates.current` (a state, waiting for a fetch when
+there is none). Every fetch ends in a state with a time for the next step (its
+lifetime, or its retry time), whatever fails on the way: an unexpected exception
+is a failed fetch with backoff, logged once with its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet import defer, task
+from twisted.internet.error import TimeoutError as TxTimeoutError
+
+from . import _compat
+from . import signals as rfc_signals
+from .access import Access, Decision, FetchOutcome, OriginState
+from .scrapy_parser import RobotParser
+from .stores import MemoryStore
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from .config import Config
+    from .fetch import RobotsFetcher
+    from .origin import Origin
+    from .store_client import StoreClient
+
+__all__ = ["Closing", "OriginStates"]
+
+logger = logging.getLogger(__name__)
+
+#: Waiters woken per reactor turn: a release of thousands must not stall other origins.
+WAKE_BATCH = 200
+_CLOSE_POLL = 0.2
+
+
+class Closing(Exception):
+    """The spider started closing while a request waited."""
+
+
+class OriginStates:
+    """The robots.txt states of the origins one crawl uses."""
+
+    def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
+                 store: StoreClient | None = None) -> None:
+        self.crawler = crawler
+        self.policy = config.policy
+        self.max_waiting = config.max_waiting
+        self.fetcher = fetcher
+        self.store = store
+        #: Parsed states of the origins in use (bounded LRU, with the backoff of evicted unreachable ones).
+        self.cache = MemoryStore(config.cache_size)
+        self.closing = False
+        self._fetches: dict[Origin, defer.Deferred[Any]] = {}
+        self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
+        self._retries: dict[Origin, Any] = {}
+        self._triggers: dict[Origin, Request] = {}
+        self._waiting = 0
+        self._widened = 0
+        self._close_watch: task.LoopingCall | None = None
+        self._cache_hits = 0
+
+    # -- what the middleware asks ---------------------------------------------------------
+    def cached(self, origin: Origin, now: float) -> OriginState | None:
+        """The origin's state when it is cached, fresh and reachable (judge at
+        once), else None."""
+        state = self.cache.get(origin)
+        if state is None or now >= state.expires_at or state.access is Access.UNREACHABLE:
+            return None
+        self._hit()
+        return state
+
+    async def current(self, origin: Origin, request: Request) -> OriginState:
+        """The origin's state, fetched (and waited for) when there is none or it
+        expired. For an unreachable origin, the state at hand, with its retry
+        started when due. Raises :class:`Closing`."""
+        while True:
+            state = self.cache.get(origin)
+            if state is not None and time.time() < state.expires_at:
+                self._hit()
+                return state
+            self._start_fetch(origin, request)
+            if state is not None and state.access is Access.UNREACHABLE:
+                return state  # judged by its good copy, or held, while the retry runs
+            fetched = await self.wait(origin, request, None)
+            if fetched is not None:
+                return fetched
+
+    async def wait(self, origin: Origin, request: Request, timeout: float | None) -> OriginState | None:
+        """Wait until the origin's next fetch ends (its new state), or ``timeout``
+        seconds (None). A held request calls it with its retry scheduled. While it
+        waits, the request takes no ``CONCURRENT_REQUESTS`` place (up to
+        ``ROBOTSTXT_MAX_WAITING`` requests). Raises :class:`Closing`."""
+        if self.closing:
+            raise Closing
+        from twisted.internet import reactor
+
+        self._schedule_retry(origin, request)
+        waiter: defer.Deferred[Any] = defer.Deferred()
+        self._waiters.setdefault(origin, []).append(waiter)
+        if timeout is not None:
+            waiter.addTimeout(timeout, reactor)
+        widened = self._waiting < self.max_waiting and _compat.widen_concurrency(self.crawler.engine, 1)
+        self._waiting += 1
+        self._watch_close()
+        try:
+            value = await maybe_deferred_to_future(waiter)
+        except (defer.CancelledError, defer.TimeoutError, TxTimeoutError):
+            return None
+        finally:
+            self._waiting -= 1
+            if widened:
+                _compat.widen_concurrency(self.crawler.engine, -1)
+            waiters = self._waiters.get(origin)
+            if waiters and waiter in waiters:
+                waiters.remove(waiter)
+        if isinstance(value, Closing):
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
+    # -- fetching ---------------------------------------------------------------------------
+    def _start_fetch(self, origin: Origin, request: Request) -> None:
+        if origin in self._fetches or self.closing:
+            return
+        self._triggers.setdefault(origin, request)
+        fetching = deferred_from_coro(self._fetch(origin))
+        self._fetches[origin] = fetching
+        self._watch_close()
+        fetching.addBoth(self._fetch_done, origin, fetching)
+
+    def _fetch_done(self, result: Any, origin: Origin, fetching: defer.Deferred[Any]) -> None:
+        if self._fetches.get(origin) is fetching:
+            del self._fetches[origin]
+        # A failure here is a cancelled fetch (closing): the waiters were told already.
+        return None
+
+    async def _fetch(self, origin: Origin) -> None:
+        """Get the next state of ``origin``: from the store when another process
+        fetched it (or is fetching it), otherwise by fetching its robots.txt. Ends
+        in a state whatever happens, except when the fetch is cancelled."""
+        previous = self.cache.get(origin)
+        state: OriginState | None = None
+        lease = None
+        try:
+            if self.store is not None:
+                found = await self.store.obtain(origin, previous)
+                if found.state is not None:
+                    state = found.state
+                    self._inc("store_hit")
+                    logger.debug("robots.txt of %s from the store (%s, fetched %.0f s ago)", origin,
+                                 state.access.value, time.time() - state.fetched_at, extra=self._log_extra)
+                    self.cache.put(origin, state)
+                    try:
+                        await self._announce(origin, state)
+                    finally:
+                        self._settle(origin, state)
+                    return
+                previous, lease = found.previous, found.lease
+            if previous is not None:
+                self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
+            outcome = await self.fetcher.fetch(origin)
+            state = self._next(previous, outcome)
+        except (defer.CancelledError, Closing):
+            raise
+        except Exception as exc:
+            logger.error("robots.txt of %s: unexpected error; counted as a failed fetch, retried later", origin,
+                         exc_info=True, extra=self._log_extra)
+            self._inc("fetch_error")
+            outcome = FetchOutcome(Access.UNREACHABLE, origin.robots_url, error=f"{type(exc).__name__}: {exc}",
+                                   reason="unexpected error")
+            state = self._next(previous, outcome)
+        finally:
+            if state is None:  # cancelled
+                if self.store is not None:
+                    self.store.release(lease)
+                self._fetches.pop(origin, None)
+                self._notify(origin, Closing())
+        if self.store is not None:
+            self.store.save(origin, state, lease)
+        self.cache.put(origin, state)
+        try:
+            await self._report(origin, state)
+        except Exception:
+            logger.error("robots.txt of %s: error while reporting the fetch", origin, exc_info=True,
+                         extra=self._log_extra)
+        finally:
+            self._settle(origin, state)
+
+    def _next(self, previous: OriginState | None, outcome: FetchOutcome) -> OriginState:
+        now = time.time()
+        if previous is None:
+            return OriginState.initial(outcome, now, self.policy)
+        return previous.apply(outcome, now, self.policy)
+
+    def _settle(self, origin: Origin, state: OriginState) -> None:
+        """Cache the state, end the fetch and wake the requests waiting for it."""
+        self._fetches.pop(origin, None)
+        self.cache.put(origin, state)
+        if state.decision(time.time(), self.policy) is not Decision.HOLD:
+            self._triggers.pop(origin, None)
+        self._notify(origin, state)
+
+    async def _report(self, origin: Origin, state: OriginState) -> None:
+        outcome = state.outcome
+        assert outcome is not None
+        self._inc(outcome.access.value)
+        self._flush_stats()
+        await _compat.send_signal(self.crawler, rfc_signals.robotstxt_fetched, origin=origin, state=state,
+                                  request=self._triggers.get(origin))
+        await self._announce(origin, state)
+        now = time.time()
+        if outcome.access is Access.UNREACHABLE and state.robots is not None:
+            self._inc("stale_used")
+            logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago",
+                           origin, outcome.detail or f"status {outcome.status}", now - (state.good_at or now),
+                           extra=self._log_extra)
+        elif outcome.access is Access.UNREACHABLE:
+            logger.warning("robots.txt of %s unreachable (%s): complete disallow, retrying in %.1f s",
+                           origin, outcome.detail or f"status {outcome.status}", state.expires_at - now,
+                           extra=self._log_extra)
+
+    async def _announce(self, origin: Origin, state: OriginState) -> None:
+        """Send ``robotstxt_sitemaps`` and Scrapy's ``robots_parsed`` for a file
+        parsed in this process (fetched, or loaded from the store)."""
+        if state.access is not Access.PARSED or state.robots is None:
+            return
+        trigger = self._triggers.get(origin)
+        if state.robots.sitemaps:
+            await _compat.send_signal(self.crawler, rfc_signals.robotstxt_sitemaps, origin=origin,
+                                      sitemaps=list(state.robots.sitemaps), request=trigger)
+        if _compat.ROBOTS_PARSED is not None:
+            parser = RobotParser.from_robots(state.robots, self.crawler.spider)
+            await _compat.send_signal(self.crawler, _compat.ROBOTS_PARSED, robotparser=parser, request=trigger)
+
+    def _schedule_retry(self, origin: Origin, request: Request) -> None:
+        """For a held origin: fetch again when its retry is due (if requests still wait)."""
+        if origin in self._fetches or origin in self._retries:
+            return
+        state = self.cache.get(origin)
+        if state is None or state.access is not Access.UNREACHABLE:
+            return
+        from twisted.internet import reactor
+
+        self._triggers.setdefault(origin, request)
+
+        def retry() -> None:
+            self._retries.pop(origin, None)
+            if self._waiters.get(origin) and not self.closing:
+                self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
+
+        delay = max(0.0, state.expires_at - time.time())
+        self._retries[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined]
+
+    # -- waking -------------------------------------------------------------------------
+    def _notify(self, origin: Origin, value: Any) -> None:
+        waiters = self._waiters.pop(origin, [])
+        if waiters:
+            self._wake(waiters, value)
+
+    def _wake(self, waiters: list[defer.Deferred[Any]], value: Any) -> None:
+        """Wake ``WAKE_BATCH`` waiters now and the rest in later reactor turns, so
+        that other origins' downloads go on meanwhile."""
+        batch, rest = waiters[:WAKE_BATCH], waiters[WAKE_BATCH:]
+        for waiter in batch:
+            if not waiter.called:
+                waiter.callback(value)
+        if rest:
+            from twisted.internet import reactor
+
+            reactor.callLater(0, self._wake, rest, value)  # type: ignore[attr-defined]
+
+    # -- closing ------------------------------------------------------------------------
+    def _watch_close(self) -> None:
+        if self._close_watch is None or not self._close_watch.running:
+            self._close_watch = task.LoopingCall(self._check_closing)
+            self._close_watch.start(_CLOSE_POLL, now=False)
+
+    def _check_closing(self) -> None:
+        closing = _compat.engine_closing(self.crawler.engine)
+        if closing:
+            self.close()
+        if (closing or not (self._waiting or self._fetches)) and self._close_watch is not None \
+                and self._close_watch.running:
+            self._close_watch.stop()
+
+    def close(self) -> None:
+        """Release every waiting request (they are dropped) and cancel the fetches
+        in flight: Scrapy's close waits for downloads in progress, and a stalled
+        robots.txt must not keep the crawl open until ``DOWNLOAD_TIMEOUT``."""
+        self.closing = True
+        for call in self._retries.values():
+            if call.active():
+                call.cancel()
+        self._retries.clear()
+        for origin in list(self._waiters):
+            self._notify(origin, Closing())
+        for fetching in list(self._fetches.values()):
+            fetching.cancel()
+        if self._close_watch is not None and self._close_watch.running:
+            self._close_watch.stop()
+        self._flush_stats()
+
+    # -- stats --------------------------------------------------------------------------
+    def _hit(self) -> None:
+        self._cache_hits += 1  # written to the stats now and then (see _flush_stats)
+        if self._cache_hits >= 1000:
+            self._flush_stats()
+
+    def _flush_stats(self) -> None:
+        if self._cache_hits and self.crawler.stats is not None:
+            self.crawler.stats.inc_value("robotstxt/cache_hit", self._cache_hits)
+            self._cache_hits = 0
+
+    def _inc(self, key: str) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(f"robotstxt/{key}")
+
+    @property
+    def _log_extra(self) -> dict[str, Any]:
+        return {"spider": self.crawler.spider}

@@ -1,0 +1,153 @@
+"""Blocking stores seen as :class:`~scrapy_rfc9309.stores.AsyncStore`, so that the
+middleware calls every store one way.
+
+- :class:`InReactorStore`: the methods run directly in the reactor thread, for a
+  store whose calls take microseconds (``Store.in_reactor = True``, the disk store).
+  A thread hand-off is not free: a busy crawl holds the GIL, and each time a
+  worker gives it up and takes it back it waits up to the 5 ms switch interval.
+- :class:`ThreadedStore`: the methods run in worker threads (``Store.threads`` of
+  them). Calls made while every worker is busy go to the next one together, as one
+  batch; after a failure the rest of a batch is not run (a store that hangs would
+  make each of them wait for its own timeout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import defer, threads
+from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
+
+from ..record import Record
+from .base import AsyncStore, Claim, Store
+
+__all__ = ["InReactorStore", "ThreadedStore", "as_async"]
+
+#: A batch's answer for the calls after the one that failed (not run).
+_SKIPPED = object()
+
+
+class SkippedCall(Exception):
+    """Not run: an earlier call of its batch failed."""
+
+
+def as_async(store: Store | AsyncStore) -> AsyncStore:
+    """``store`` with coroutine methods."""
+    if isinstance(store, AsyncStore):
+        return store
+    return InReactorStore(store) if store.in_reactor else ThreadedStore(store)
+
+
+class _Blocking(AsyncStore):
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def _run(self, method: Callable[..., Any], *args: Any) -> Any:
+        raise NotImplementedError
+
+    async def open(self) -> None:
+        await self._run(self.store.open)
+
+    async def close(self) -> None:
+        await self._run(self.store.close)
+
+    async def load(self, key: str) -> Record | None:
+        return await self._run(self.store.load, key)  # type: ignore[no-any-return]
+
+    async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
+        return await self._run(self.store.save, key, record, owner)  # type: ignore[no-any-return]
+
+    async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
+        return await self._run(self.store.claim, key, owner, now, lock_ttl)  # type: ignore[no-any-return]
+
+    async def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
+        return await self._run(self.store.renew, key, owner, lock_ttl)  # type: ignore[no-any-return]
+
+    async def release(self, key: str, owner: str) -> None:
+        await self._run(self.store.release, key, owner)
+
+
+class InReactorStore(_Blocking):
+    """A blocking store called in the reactor thread."""
+
+    async def _run(self, method: Callable[..., Any], *args: Any) -> Any:
+        return method(*args)
+
+
+class ThreadedStore(_Blocking):
+    """A blocking store called in batched worker threads."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.workers = max(1, store.threads)
+        self._pool: ThreadPool | None = None
+        self._shutdown_trigger: Any = None
+        self._queue: list[tuple[Callable[..., Any], tuple[Any, ...], defer.Deferred[Any]]] = []
+        self._running = 0
+
+    async def _run(self, method: Callable[..., Any], *args: Any) -> Any:
+        ok, value = await maybe_deferred_to_future(self._submit(method, *args))
+        if not ok:
+            raise SkippedCall("an earlier call of the batch failed") if value is _SKIPPED else value
+        return value
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            if self._pool is not None:
+                self._pool.stop()
+                _reactor().removeSystemEventTrigger(self._shutdown_trigger)
+                self._pool = None
+
+    def _submit(self, method: Callable[..., Any], *args: Any) -> defer.Deferred[tuple[bool, Any]]:
+        if self._pool is None:
+            self._pool = ThreadPool(minthreads=0, maxthreads=self.workers, name="robotstxt-store")
+            self._pool.start()
+            # A crawl that ends without closing the store must not leave the threads running.
+            self._shutdown_trigger = _reactor().addSystemEventTrigger("during", "shutdown", self._pool.stop)
+        answer: defer.Deferred[tuple[bool, Any]] = defer.Deferred()
+        self._queue.append((method, args, answer))
+        self._dispatch()
+        return answer
+
+    def _dispatch(self) -> None:
+        if not self._queue or self._running >= self.workers or self._pool is None:
+            return
+        batch, self._queue = self._queue, []
+        self._running += 1
+        calls = [(method, args) for method, args, _ in batch]
+        running = threads.deferToThreadPool(_reactor(), self._pool, self._run_batch, calls)
+        running.addBoth(self._batch_done, batch)
+
+    def _batch_done(self, results: Any, batch: list[tuple[Any, Any, defer.Deferred[Any]]]) -> None:
+        self._running -= 1
+        if isinstance(results, Failure):  # the pool itself failed (stopped)
+            results = [(False, results.value)] + [(False, _SKIPPED)] * (len(batch) - 1)
+        for (_, _, answer), result in zip(batch, results, strict=True):
+            if not answer.called:  # not cancelled meanwhile
+                answer.callback(result)
+        self._dispatch()
+
+    def _run_batch(self, calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
+        results: list[tuple[bool, Any]] = []
+        failed = False
+        for method, args in calls:
+            if failed:
+                results.append((False, _SKIPPED))
+                continue
+            try:
+                results.append((True, method(*args)))
+            except Exception as exc:
+                failed = True
+                results.append((False, exc))
+        return results
+
+
+def _reactor() -> Any:
+    from twisted.internet import reactor  # the installed one, not at import time
+
+    return reactor

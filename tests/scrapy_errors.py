@@ -1,0 +1,17 @@
+"""The exceptions a failed download raises, on every supported Scrapy: Scrapy 2.15
+gave downloads their own exception types; before, Twisted's surfaced."""
+
+from __future__ import annotations
+
+from scrapy import exceptions
+from twisted.internet import defer, error
+from twisted.web import client
+
+__all__ = ["DownloadCancelledError", "DownloadFailedError", "DownloadTimeoutError"]
+
+DownloadCancelledError: type[BaseException] = getattr(exceptions, "DownloadCancelledError", defer.CancelledError)
+DownloadTimeoutError: type[BaseException] = getattr(exceptions, "DownloadTimeoutError", error.TimeoutError)
+#: A connection that broke: one class from Scrapy 2.15, Twisted's before.
+DownloadFailedError: type[BaseException] | tuple[type[BaseException], ...] = getattr(
+    exceptions, "DownloadFailedError", (client.ResponseFailed, client.ResponseNeverReceived, error.ConnectionLost)
+)

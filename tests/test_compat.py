@@ -1,0 +1,98 @@
+"""The Scrapy internals the plugin relies on (scrapy_rfc9309._compat), checked on the
+installed Scrapy: a release that removes one fails here, by name, not in a crawl."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_twisted
+import scrapy
+from crawl import run_crawl
+from middleware_support import mw_settings
+from scrapy import Request
+from scrapy.core.downloader import Slot
+from scrapy.settings import Settings
+
+from scrapy_rfc9309 import _compat
+
+
+def test_every_internal_the_plugin_uses_is_there():
+    assert _compat.missing() == [], f"Scrapy {scrapy.__version__} lacks what scrapy_rfc9309._compat relies on"
+
+
+def test_the_version_is_read():
+    assert _compat.SCRAPY_VERSION >= (2, 13)
+    assert _compat.SCRAPY_VERSION == tuple(int(p) for p in scrapy.__version__.split(".")[:2])
+
+
+def test_robots_parsed_is_scrapys_signal_where_it_exists():
+    assert _compat.ROBOTS_PARSED is getattr(scrapy.signals, "robots_parsed", None)
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.5])
+def test_slot_jitter_round_trips(jitter):
+    slot = Slot(1, 1.0, bool(jitter)) if not _compat._SLOT_HAS_JITTER else Slot(1, 1.0, jitter)
+    assert _compat.slot_jitter(slot) == jitter
+    _compat.set_slot_jitter(slot, 0.0)
+    assert _compat.slot_jitter(slot) == 0.0
+
+
+@pytest.mark.parametrize("key", [_compat.BUILTIN_MIDDLEWARE, "class"])
+def test_the_builtin_middleware_is_disabled_under_any_key(key):
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+
+    settings = Settings()
+    settings.set("DOWNLOADER_MIDDLEWARES", {RobotsTxtMiddleware if key == "class" else key: 100}, "project")
+    _compat.disable_builtin_middleware(settings)
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert middlewares[_compat.BUILTIN_MIDDLEWARE] is None
+    assert all(value is None for value in middlewares.values())
+
+
+def test_network_errors_include_scrapys_retry_exceptions():
+    from twisted.internet.error import ConnectionRefusedError, DNSLookupError
+
+    errors = _compat.network_errors(Settings({"RETRY_EXCEPTIONS": ["twisted.internet.error.DNSLookupError"]}))
+    assert issubclass(DNSLookupError, errors)
+    assert issubclass(ConnectionRefusedError, errors)
+    assert not issubclass(RuntimeError, errors)
+    assert not issubclass(KeyError, errors)
+
+
+@pytest_twisted.inlineCallbacks
+def test_download_slot_and_widening_in_a_real_crawl(origins):
+    """The slot of a request is made on demand, and widening the concurrency is undone exactly."""
+    a = origins()
+    a.robots("User-agent: *\nAllow: /\n")
+    seen = {}
+
+    class Probe:
+        def process_request(self, request, spider=None):
+            if "probe" not in seen:
+                from twisted.internet import reactor  # noqa: F401
+
+                crawler = Probe.crawler
+                engine = crawler.engine
+                key, slot = _compat.download_slot(engine.downloader, request, crawler.spider)
+                seen["probe"] = (key, slot is engine.downloader.slots[key])
+                before = engine.downloader.total_concurrency
+                assert _compat.widen_concurrency(engine, 3)
+                assert _compat.widen_concurrency(engine, -3)
+                seen["restored"] = engine.downloader.total_concurrency == before
+                seen["closing"] = _compat.engine_closing(engine)
+            return None
+
+        @classmethod
+        def from_crawler(cls, crawler):
+            cls.crawler = crawler
+            return cls()
+
+    import sys
+
+    module = sys.modules[__name__]
+    module.Probe = Probe  # type: ignore[attr-defined]
+    settings = mw_settings(DOWNLOADER_MIDDLEWARES={**mw_settings()["DOWNLOADER_MIDDLEWARES"], f"{__name__}.Probe": 50})
+    result = yield run_crawl([Request(a.url("/page"))], settings)
+    assert result.responses == [a.url("/page")]
+    assert seen["probe"] == ("127.0.0.1", True)
+    assert seen["restored"] is True
+    assert seen["closing"] is False
