@@ -519,7 +519,8 @@ def _install_probe(crawler: Any, samples: list[list[float]]) -> None:
         slots = list(downloader.slots.values())
         waiting = held = 0
         for mw in downloader.middleware.middlewares:
-            waiting += getattr(mw, "_waiting", 0) if type(mw).__module__.startswith("scrapy_rfc9309") else 0
+            states = getattr(mw, "states", None) if type(mw).__module__.startswith("scrapy_rfc9309") else None
+            waiting += states.waiting if states is not None else 0
             held += getattr(mw, "_held", 0) if type(mw).__module__.startswith("scrapy_rfc9309") else 0
         pending = 0
         slot = getattr(engine, "_slot", None)

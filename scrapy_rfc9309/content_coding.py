@@ -5,7 +5,7 @@ compress it anyway, and a small compressed body can inflate to gigabytes. Here
 each coding is undone into at most ``limit`` bytes: the first ``limit`` decoded
 bytes are obeyed (RFC 9309, 2.5), the rest never exists in memory.
 
-Pure Python (zlib; brotli and zstandard when installed).
+Pure Python (zlib; brotli, and zstandard, compression.zstd or backports.zstd, when installed).
 """
 
 from __future__ import annotations
@@ -61,7 +61,11 @@ def _inflate(body: bytes, wbits: int, bound: int) -> tuple[bytes, bool]:
             out += decompressor.decompress(data, bound + 1 - len(out))
             data = decompressor.unconsumed_tail
             if decompressor.eof:
-                break
+                if wbits <= zlib.MAX_WBITS:  # zlib or raw deflate: one stream
+                    break
+                # gzip: a body may be several members (RFC 1952, 2.2), each decoded in turn.
+                data = decompressor.unused_data
+                decompressor = zlib.decompressobj(wbits)
     except zlib.error as exc:
         if not out:
             raise UnsupportedCoding(f"corrupt compressed body: {exc}") from None
@@ -79,11 +83,22 @@ def _unbrotli(body: bytes, bound: int) -> tuple[bytes, bool]:
     decompressor = brotli.Decompressor()
     out = bytearray()
     try:
-        # Small input pieces, so the output of one stays small even for a bomb.
-        for start in range(0, len(body), 256):
-            out += decompressor.process(body[start:start + 256])
-            if len(out) > bound:
-                break
+        try:
+            # brotli 1.2 and later bound the output of each call, whatever the input
+            # (256 bytes of a bomb inflate to 150 MB and more otherwise).
+            out += decompressor.process(body, output_buffer_limit=_CHUNK)
+            while len(out) <= bound and not decompressor.is_finished():
+                piece = decompressor.process(b"", output_buffer_limit=_CHUNK)
+                if not piece:
+                    break
+                out += piece
+        except TypeError:  # an older brotli, or brotlicffi, without output_buffer_limit
+            decompressor = brotli.Decompressor()
+            # Small input pieces, so the output of one stays small even for a bomb.
+            for start in range(0, len(body), 256):
+                out += decompressor.process(body[start:start + 256])
+                if len(out) > bound:
+                    break
     except brotli.error as exc:
         if not out:
             raise UnsupportedCoding(f"corrupt brotli body: {exc}") from None
@@ -94,7 +109,7 @@ def _unzstd(body: bytes, bound: int) -> tuple[bytes, bool]:
     try:
         import zstandard
     except ImportError:
-        raise UnsupportedCoding("Content-Encoding 'zstd' needs the zstandard package") from None
+        return _unzstd_stdlib(body, bound)
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True)
     out = bytearray()
     try:
@@ -104,6 +119,33 @@ def _unzstd(body: bytes, bound: int) -> tuple[bytes, bool]:
                 break
             out += piece
     except zstandard.ZstdError as exc:
+        if not out:
+            raise UnsupportedCoding(f"corrupt zstd body: {exc}") from None
+    return _cut(out, bound)
+
+
+def _unzstd_stdlib(body: bytes, bound: int) -> tuple[bytes, bool]:
+    """zstd through ``compression.zstd`` (Python 3.14) or ``backports.zstd`` (what
+    Scrapy's HttpCompressionMiddleware uses)."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from backports import zstd  # type: ignore[import-not-found,no-redef]
+        except ImportError:
+            raise UnsupportedCoding("Content-Encoding 'zstd' needs Python 3.14, backports.zstd or zstandard") \
+                from None
+    reader = zstd.ZstdFile(io.BytesIO(body))
+    out = bytearray()
+    try:
+        while len(out) <= bound:
+            piece = reader.read(min(_CHUNK, bound + 1 - len(out)))
+            if not piece:
+                break
+            out += piece
+    except EOFError:  # a stream cut short: what it holds
+        pass
+    except zstd.ZstdError as exc:
         if not out:
             raise UnsupportedCoding(f"corrupt zstd body: {exc}") from None
     return _cut(out, bound)
