@@ -22,7 +22,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from . import signals as rfc_signals
 from .access import Access, Decision, OriginState
-from .agent import product_token
+from .agent import agent_note, product_token
 from .config import DEFAULTS, Config
 from .exceptions import RobotsTxtForbidden, RobotsTxtUnreachable, RobotsTxtUsageDenied
 from .fetch import FETCH_META, RobotsFetcher
@@ -62,6 +62,9 @@ class RobotsTxtMiddleware:
         self.config = Config.from_settings(crawler.settings)
         self.policy = self.config.policy
         self.stats = crawler.stats
+        if note := agent_note(self.config.user_agent or crawler.settings.get("USER_AGENT"),
+                              "ROBOTSTXT_USER_AGENT" if self.config.user_agent else "USER_AGENT"):
+            logger.warning(note)
         #: Parsed states of the origins in use, in this process (bounded LRU).
         self.cache = MemoryStore(self.config.cache_size)
         #: The store behind the cache (``ROBOTSTXT_STORE``), None for memory only.

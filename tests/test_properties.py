@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt, Verdict, matcher
@@ -382,3 +382,28 @@ def test_line_ends_and_bom_do_not_change_verdicts(lines: list[bytes], url: str, 
         for bom in (b"", b"\xef\xbb\xbf"):
             verdicts.add(parse(bom + eol.join(lines)).verdict(url, agent))
     assert len(verdicts) == 1
+
+
+# -- Product tokens ----------------------------------------------------------------------
+
+names = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/();,*#"), min_size=1,
+                max_size=16).filter(lambda t: t.strip() == t and not any(c.isspace() for c in t))
+
+
+@SETTINGS
+@given(name=names)
+def test_a_name_selects_the_same_group_bare_or_in_a_header(name: str) -> None:
+    """A crawler name is read like the ``User-agent`` line written for it, whether it is
+    given bare or inside a User-Agent header: the line's group applies to it exactly
+    when the name starts with a token character."""
+    from scrapy_rfc9309.agent import product_token, token_of_line
+
+    assume(token_of_line(name) not in ("mozilla", "compatible"))  # never a product's name in a header
+    forms = [name, f"{name}/1.0", f"{name}/2.1 (+https://example.com/bot)",
+             f"Mozilla/5.0 (compatible; {name}/1.0; +https://example.com/bot)"]
+    assert {product_token(form) for form in forms} == {token_of_line(name)}
+    named = token_of_line(name) != ""
+    rt = parse(f"User-agent: {name}\nDisallow: /named\n\nUser-agent: *\nDisallow: /star\n")
+    for form in forms:
+        assert rt.allowed(HOST + "/named", form) != named, form
+        assert rt.allowed(HOST + "/star", form) == named, form
