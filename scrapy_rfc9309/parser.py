@@ -73,7 +73,14 @@ _NO_CODES = array("I")
 
 class Group:
     """One group as written: its user-agent tokens (lower-cased), its rules and
-    its other records as ``(name, value, line)`` tuples, in file order.
+    its other records as ``(name, value, line, start, end)`` tuples, in file order.
+
+    ``agents[start:end]`` are the user-agent lines of the block the record is
+    written in: the run of user-agent lines just before it. A group's rules apply
+    to all its user-agent lines (RFC 9309, 2.1, as Google reads it: records other
+    than rules never end a group), but a Crawl-delay only to its block's, so that
+    in ``User-agent: a`` / ``Crawl-delay: 10`` / ``User-agent: b`` / ``Disallow: /x``
+    both get the rule and only ``a`` the delay.
 
     Rules are kept compactly (a pattern list and an array of ``line << 1 | allow``):
     a broad crawl keeps many parsed files in memory. ``rules`` gives them as
@@ -85,7 +92,7 @@ class Group:
         self.agents: list[str] = []
         self.patterns: list[str] = []
         self.codes = _NO_CODES.__copy__()  # a quarter of the cost of array("I"): 20,000 groups add up
-        self.records: list[tuple[str, str, int]] | None = None  # made on the first one
+        self.records: list[tuple[str, str, int, int, int]] | None = None  # made on the first one
         #: Indices (into ``patterns``) of the patterns that are more than plain
         #: literals (``*``, ``$``, ``%``, non-ASCII), so that the matcher can index
         #: the rest in bulk; an array made on the first one.
@@ -159,6 +166,8 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
     patterns: list[str] = []  # the current group's
     add_pattern = add_code = None  # the current group's appenders
     in_agents = False  # the last user-agent/rule line was a user-agent line
+    block = 0  # index in group.agents of the first user-agent line of the current block
+    after_record = False  # a group record came after the current block's user-agent lines
     rows = scan_lines(text, _KEY_LIST) if speedups and scan_lines is not None else _scan_regex(text)
     for kind, value, lineno in rows:
         if kind == DISALLOW:
@@ -190,6 +199,11 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
                 add_code = group.codes.append
                 groups.append(group)
                 in_agents = True
+                block = 0
+                after_record = False
+            elif after_record:
+                block = len(group.agents)
+                after_record = False
             token = token_of_line(value)
             if token:
                 group.agents.append(token)
@@ -207,5 +221,6 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
         elif group is not None:
             if group.records is None:
                 group.records = []
-            group.records.append((GROUP_RECORDS[kind], value, lineno))
+            group.records.append((GROUP_RECORDS[kind], value, lineno, block, len(group.agents)))
+            after_record = True
     return result

@@ -13,6 +13,8 @@ from .usage import UsagePreference, applicable
 
 __all__ = ["RobotsTxt", "Verdict", "parse"]
 
+#: Records that apply to the user-agent lines of their block only, not to the whole group.
+BLOCK_RECORDS = frozenset({"crawl-delay"})
 #: Distinct user agent strings remembered per file before the memo is reset.
 _MAX_AGENT_MEMO = 64
 
@@ -44,7 +46,7 @@ class Verdict:
 class _MergedGroup:
     """All groups that apply to one product token, merged (RFC 9309, 2.2.1)."""
 
-    __slots__ = ("groups", "matcher", "token", "usage_records")
+    __slots__ = ("_crawl_delay", "groups", "matcher", "token", "usage_records")
 
     def __init__(self, token: str, groups: list[Group], speedups: bool = True) -> None:
         self.token = token
@@ -63,14 +65,33 @@ class _MergedGroup:
                 codes.extend(group.codes)
             self.matcher = Matcher(patterns, codes, speedups, special)
         self.usage_records = [
-            record
+            (name, value, line)
             for group in groups
-            for record in group.records or ()
-            if record[0] in ("content-usage", "content-signal")
+            for name, value, line, _start, _end in group.records or ()
+            if name in ("content-usage", "content-signal")
         ]
+        self._crawl_delay: float | None = -1.0  # -1: not worked out yet
 
     def records(self, name: str) -> list[tuple[str, int]]:
-        return [(value, line) for group in self.groups for key, value, line in group.records or () if key == name]
+        """The values and lines of the records called ``name``; a Crawl-delay
+        only when it is written in a block of this token's user-agent lines."""
+        if name in BLOCK_RECORDS:
+            return [(value, line) for group in self.groups for key, value, line, start, end in group.records or ()
+                    if key == name and self.token in group.agents[start:end]]
+        return [(value, line) for group in self.groups for key, value, line, _, _ in group.records or () if key == name]
+
+    def crawl_delay(self) -> float | None:
+        if self._crawl_delay == -1.0:
+            delays = []
+            for value, _line in self.records("crawl-delay"):
+                try:
+                    delay = float(value.split()[0]) if value else -1.0
+                except ValueError:
+                    continue
+                if 0 <= delay < float("inf"):
+                    delays.append(delay)
+            self._crawl_delay = max(delays) if delays else None
+        return self._crawl_delay
 
 
 class RobotsTxt:
@@ -148,21 +169,17 @@ class RobotsTxt:
 
     # -- other records --------------------------------------------------------------
     def crawl_delay(self, user_agent: str | bytes | None) -> float | None:
-        """The Crawl-delay of the agent's group in seconds (the largest valid value
-        when merged groups give several), or None."""
-        delays = []
-        for value, _line in self._group_for(user_agent).records("crawl-delay"):
-            try:
-                delay = float(value.split()[0]) if value else -1.0
-            except ValueError:
-                continue
-            if 0 <= delay < float("inf"):
-                delays.append(delay)
-        return max(delays) if delays else None
+        """The Crawl-delay for the agent in seconds, or None: the value written in a
+        block of the agent's own user-agent lines (its token's, or ``*``'s when it
+        has no group), the largest valid one when there are several. Another
+        token's Crawl-delay does not apply even where the two share a group's
+        rules (see :class:`~scrapy_rfc9309.parser.Group`)."""
+        return self._group_for(user_agent).crawl_delay()
 
     def records(self, user_agent: str | bytes | None, name: str) -> list[tuple[str, int]]:
         """Values and line numbers of a group record (``crawl-delay``,
-        ``content-usage``, ``content-signal``) in the agent's merged group."""
+        ``content-usage``, ``content-signal``) in the agent's merged group
+        (Crawl-delay records: those written for the agent, as for :meth:`crawl_delay`)."""
         return self._group_for(user_agent).records(name)
 
     def usage(self, url: str | bytes, user_agent: str | bytes | None) -> UsagePreference:

@@ -407,3 +407,54 @@ def test_a_name_selects_the_same_group_bare_or_in_a_header(name: str) -> None:
     for form in forms:
         assert rt.allowed(HOST + "/named", form) != named, form
         assert rt.allowed(HOST + "/star", form) == named, form
+
+
+# -- Crawl-delay blocks ------------------------------------------------------------------
+
+DELAY_LINES = ["User-agent: FooBot", "User-agent: BarBot", "User-agent: *", "user-agent foobot", "Crawl-delay: 1",
+               "Crawl-delay: 2", "crawl-delay 3", "Crawl-delay: x", "Disallow: /x", "Allow: /y", "Disallow:",
+               "Sitemap: http://e.com/s.xml", "Content-Usage: train-ai=n", "", "# comment", "Other: z"]
+
+
+def reference_crawl_delay(lines: list[str], agent: str) -> float | None:
+    """Crawl-delay by blocks, written independently of the parser: a block is a run
+    of user-agent lines (nothing but blank, comment, Sitemap and unknown lines between
+    them); a Crawl-delay applies to the block before it; the agent's token is its own
+    when some line names it, else ``*`` when some line names that."""
+    blocks: list[tuple[set[str], str]] = []
+    block: set[str] | None = None
+    last_was_agent = False
+    tokens: set[str] = set()
+    for line in lines:
+        key, _, value = line.replace(" ", ":", 1).partition(":") if ":" not in line else line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if key == "user-agent":
+            token = value.lower()
+            tokens.add(token)
+            if not last_was_agent or block is None:
+                block = set()
+            block.add(token)
+            last_was_agent = True
+        elif key in ("allow", "disallow", "content-usage"):
+            last_was_agent = False
+        elif key == "crawl-delay":
+            if block is not None:
+                blocks.append((block, value))
+            last_was_agent = False
+    token = agent.lower() if agent.lower() in tokens else "*"
+    delays = []
+    for agents, value in blocks:
+        if token in agents:
+            try:
+                delays.append(float(value))
+            except ValueError:
+                pass
+    return max(delays) if delays else None
+
+
+@SETTINGS
+@given(lines=st.lists(st.sampled_from(DELAY_LINES), max_size=16), agent=st.sampled_from(["FooBot", "BarBot", "Baz"]))
+def test_crawl_delay_by_blocks_agrees_with_a_reference(lines: list[str], agent: str) -> None:
+    rt = parse("\n".join(lines) + "\n")
+    assert rt.crawl_delay(agent) == reference_crawl_delay(lines, agent), lines
+    assert rt.crawl_delay(agent) == parse_one("\n".join(lines), speedups=False).crawl_delay(agent)
