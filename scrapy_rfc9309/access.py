@@ -147,7 +147,7 @@ class OriginState:
         cls, previous: OriginState | None, outcome: FetchOutcome, now: float, policy: Policy
     ) -> OriginState:
         if outcome.access is Access.PARSED:
-            robots = RobotsTxt(outcome.body, policy.parse_limit)
+            robots = RobotsTxt(outcome.body, policy.parse_limit, url=outcome.url)
             return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0, outcome,
                        outcome.body)
         if outcome.access is Access.UNAVAILABLE:

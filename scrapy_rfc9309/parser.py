@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Iterator
 
 from .agent import token_of_line
-from .urlnorm import utf8_octets
+from .urlnorm import escape_undecodable, utf8_octets
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_BYTES", "Group", "ParseResult", "parse_body"]
 
@@ -104,6 +104,9 @@ class Group:
 
 
 class ParseResult:
+    """The groups, and the records outside groups: Sitemap values as written
+    (bytes that are not UTF-8 percent-encoded), Host values."""
+
     __slots__ = ("by_token", "groups", "hosts", "sitemaps", "size", "truncated")
 
     def __init__(self) -> None:
@@ -214,7 +217,7 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
                     same.append(group)
         elif kind == SITEMAP:
             if value:
-                result.sitemaps.append(value)
+                result.sitemaps.append(value if value.isascii() else escape_undecodable(value))
         elif kind == HOST:
             if value:
                 result.hosts.append(value)

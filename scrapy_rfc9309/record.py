@@ -54,6 +54,8 @@ def encode(state: OriginState, policy: Policy) -> Record:
         "good_at": state.good_at,
         "failures": state.failures,
     }
+    if state.robots is not None and state.robots.url:
+        meta["good_url"] = state.robots.url  # the base of relative Sitemap values
     if outcome is not None:
         meta.update(
             url=outcome.url, status=outcome.status, max_age=outcome.max_age, redirects=list(outcome.redirects),
@@ -110,7 +112,8 @@ def decode(record: Record, policy: Policy) -> OriginState:
         bool(meta.get("truncated", False)),
         _text(meta, "reason") or "",
     )
-    robots = RobotsTxt(body, policy.parse_limit) if good_at is not None else None
+    good_url = _text(meta, "good_url") or outcome.url or None
+    robots = RobotsTxt(body, policy.parse_limit, url=good_url) if good_at is not None else None
     return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,
                        body if good_at is not None else b"")
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from array import array
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 from .agent import product_token
 from .matcher import Matcher, Rule
@@ -15,6 +17,8 @@ __all__ = ["RobotsTxt", "Verdict", "parse"]
 
 #: Records that apply to the user-agent lines of their block only, not to the whole group.
 BLOCK_RECORDS = frozenset({"crawl-delay"})
+#: A URL with a scheme (RFC 3986, 3.1): a Sitemap value that is not relative.
+_HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
 #: Distinct user agent strings remembered per file before the memo is reset.
 _MAX_AGENT_MEMO = 64
 
@@ -97,8 +101,13 @@ class _MergedGroup:
 class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
 
-    ``sitemaps`` lists the Sitemap URLs in file order; ``truncated`` tells whether
-    the body was longer than the parsing limit (only the first bytes were used).
+    ``url`` is the file's own URL when it is known (the last one, after
+    redirects). ``sitemaps`` lists the Sitemap URLs in file order, without
+    duplicates; a relative one (``Sitemap: /sitemap.xml``) is joined with ``url``
+    when it is known, as Scrapy's ``SitemapSpider`` does, and kept as written
+    otherwise. Bytes that are not UTF-8 are percent-encoded. ``truncated`` tells
+    whether the body was longer than the parsing limit (only the first bytes were
+    used).
     """
 
     __slots__ = (
@@ -112,12 +121,18 @@ class RobotsTxt:
         "sitemaps",
         "size",
         "truncated",
+        "url",
     )
 
-    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True) -> None:
+    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
+                 url: str | None = None) -> None:
         result = parse_body(body, max_bytes, speedups)
         self._speedups = speedups
-        self.sitemaps: list[str] = list(dict.fromkeys(result.sitemaps))
+        self.url: str | None = url or None
+        sitemaps = result.sitemaps
+        if self.url is not None:
+            sitemaps = [_joined(self.url, value) for value in sitemaps]
+        self.sitemaps: list[str] = list(dict.fromkeys(sitemaps))
         self.hosts: list[str] = result.hosts
         self.size: int = result.size
         self.truncated: bool = result.truncated
@@ -202,10 +217,24 @@ class RobotsTxt:
         return list(self._by_token)
 
 
-def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True) -> RobotsTxt:
+def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
+          url: str | None = None) -> RobotsTxt:
     """Parse robots.txt content. Never raises on any content; only the first
     ``max_bytes`` bytes are used (RFC 9309, 2.5: at least 500 KiB). With
-    ``speedups=False`` the C accelerator is not used even when it is built."""
+    ``speedups=False`` the C accelerator is not used even when it is built.
+    ``url``, the file's own URL, is the base of relative Sitemap values."""
     if max_bytes < DEFAULT_MAX_BYTES:
         raise ValueError(f"max_bytes must be at least {DEFAULT_MAX_BYTES} (RFC 9309, 2.5), got {max_bytes}")
-    return RobotsTxt(body, max_bytes, speedups=speedups)
+    return RobotsTxt(body, max_bytes, speedups=speedups, url=url)
+
+
+def _joined(base: str, value: str) -> str:
+    """A Sitemap value joined with the robots.txt URL when it is relative; as
+    written when it has a scheme, or when it cannot be joined (``urljoin`` refuses
+    some malformed values, such as an unclosed IPv6 literal)."""
+    if _HAS_SCHEME(value):
+        return value
+    try:
+        return urljoin(base, value)
+    except ValueError:
+        return value

@@ -326,7 +326,8 @@ def test_patterns_with_several_wildcards(rules: list[tuple[bool, str]], paths: l
 
 LINES = [
     b"User-agent: *", b"User-agent: FooBot", b"user-agent foobot", b"Disallow: /", b"Disallow: /a*b$",
-    b"Allow: /a", b"Allow:", b"Sitemap: http://e.com/s.xml", b"Crawl-delay: 5", b"Crawl-delay: x",
+    b"Allow: /a", b"Allow:", b"Sitemap: http://e.com/s.xml", b"Sitemap: /s\xe9.xml", b"Sitemap: //[::1",
+    b"Crawl-delay: 5", b"Crawl-delay: x",
     b"Content-Usage: train-ai=n", b"# comment", b"", b"\xef\xbb\xbf", b"Disallow: /%", b"Disallow: /%E3%8",
     b"Disallow: /\xff\xfe", b"Disallow: *$", b"Disallow: $", b"Allow: /\x00", b"Disallow: /" + b"*a" * 10,
 ]
@@ -361,6 +362,10 @@ def test_nothing_raises(body: bytes, url_list: list[str], agent: str | bytes | N
     delay = rt.crawl_delay(agent)
     assert delay is None or 0 <= delay < float("inf")
     assert len(set(rt.sitemaps)) == len(rt.sitemaps)
+    for sitemap in rt.sitemaps:
+        sitemap.encode("utf-8")  # never a lone surrogate, whatever the bytes
+    joined = parse_one(body, url="https://example.com/robots.txt")
+    assert len(joined.sitemaps) <= len(rt.sitemaps)
     assert isinstance(rt.records(agent, "content-usage"), list)
 
 

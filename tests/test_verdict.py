@@ -232,6 +232,49 @@ def test_sitemaps_keep_case_and_query() -> None:
     assert rt.sitemaps == ["https://www.Example.com/Map.xml?Page=2"]
 
 
+@pytest.mark.parametrize(
+    ("value", "joined"),
+    [
+        ("/sitemap.xml", "https://www.example.com/sitemap.xml"),
+        ("sitemap.xml", "https://www.example.com/sitemap.xml"),
+        ("/maps/../s.xml?p=1", "https://www.example.com/s.xml?p=1"),
+        ("//cdn.example.net/s.xml", "https://cdn.example.net/s.xml"),
+        ("https://other.example.org/s.xml", "https://other.example.org/s.xml"),
+        ("HTTP://Other.example.org/S.xml", "HTTP://Other.example.org/S.xml"),
+        ("ftp://files.example.org/s.xml", "ftp://files.example.org/s.xml"),
+        # Cannot be joined: kept as written, never an exception.
+        ("//[::1/s.xml", "//[::1/s.xml"),
+    ],
+)
+def test_relative_sitemaps_are_joined_with_the_robots_txt_url(value: str, joined: str) -> None:
+    rt = parse(f"User-agent: *\nDisallow: /x\nSitemap: {value}\n", url=URL + "/robots.txt")
+    assert rt.url == URL + "/robots.txt"
+    assert rt.sitemaps == [joined]
+
+
+def test_relative_sitemaps_without_a_url_are_kept_as_written() -> None:
+    rt = parse("Sitemap: /sitemap.xml\nSitemap: https://www.example.com/a.xml\n")
+    assert rt.url is None
+    assert rt.sitemaps == ["/sitemap.xml", "https://www.example.com/a.xml"]
+
+
+def test_joined_sitemaps_are_deduplicated() -> None:
+    body = "Sitemap: /s.xml\nSitemap: https://www.example.com/s.xml\nSitemap: s.xml\n"
+    assert parse(body, url=URL + "/robots.txt").sitemaps == [URL + "/s.xml"]
+    assert parse(body).sitemaps == ["/s.xml", URL + "/s.xml", "s.xml"]
+
+
+@pytest.mark.parametrize("speedups", [True, False])
+def test_sitemap_bytes_that_are_not_utf8_are_percent_encoded(speedups: bool) -> None:
+    body = b"Sitemap: https://www.example.com/s\xe9.xml\nSitemap: https://www.example.com/caf\xc3\xa9.xml\n" \
+           b"Sitemap: /r\xff\xfe.xml\n"
+    rt = parse(body, url=URL + "/robots.txt", speedups=speedups)
+    # A Latin-1 byte is sent as the byte it is; valid UTF-8 stays a character (requested as UTF-8).
+    assert rt.sitemaps == [URL + "/s%E9.xml", URL + "/café.xml", URL + "/r%FF%FE.xml"]
+    for sitemap in rt.sitemaps:
+        sitemap.encode("utf-8")  # no lone surrogate: any URL library can encode it
+
+
 def test_no_sitemaps() -> None:
     assert parse("User-agent: *\nDisallow: /\n").sitemaps == []
     assert parse(b"").sitemaps == []
