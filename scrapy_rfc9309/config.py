@@ -80,7 +80,7 @@ class Config:
         max_size = _number(settings, "ROBOTSTXT_MAX_SIZE", int, DEFAULT_MAX_BYTES)
         ttl = _number(settings, "ROBOTSTXT_CACHE_TTL", float, 0, strict=True)
         min_ttl = _number(settings, "ROBOTSTXT_CACHE_MIN_TTL", float, 0)
-        if min_ttl > ttl:
+        if min_ttl > ttl and settings.get("ROBOTSTXT_CACHE_MIN_TTL") not in (None, ""):  # a floor set above the TTL
             raise RobotsTxtConfigError(
                 f"ROBOTSTXT_CACHE_MIN_TTL ({min_ttl:g}) must not exceed ROBOTSTXT_CACHE_TTL ({ttl:g})"
             )

@@ -118,7 +118,7 @@ class RobotsFetcher:
                                     error="incomplete body (data loss)", reason="truncated response")
             self._inc(f"response_status_count/{status}")
             kind = classify_status(status)
-            max_age = max_age_of(_header(response, b"Cache-Control"))
+            max_age = max_age_of(response.headers.getlist(b"Cache-Control"), response.headers.get(b"Age"))
             if kind == "redirect":
                 location = _header(response, b"Location")
                 target = urljoin(response.url, location) if location else None
