@@ -20,6 +20,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import defer, task
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
+from . import ACCELERATED, matcher_in_use
 from . import signals as rfc_signals
 from .access import Access, Decision, OriginState
 from .agent import agent_note, product_token
@@ -65,6 +66,7 @@ class RobotsTxtMiddleware:
         if note := agent_note(self.config.user_agent or crawler.settings.get("USER_AGENT"),
                               "ROBOTSTXT_USER_AGENT" if self.config.user_agent else "USER_AGENT"):
             logger.warning(note)
+        logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
         #: Parsed states of the origins in use, in this process (bounded LRU).
         self.cache = MemoryStore(self.config.cache_size)
         #: The store behind the cache (``ROBOTSTXT_STORE``), None for memory only.

@@ -16,6 +16,7 @@ from scrapy import Request, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 from servers import Redirect, Sequence
 
+import scrapy_rfc9309
 from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
 
@@ -180,6 +181,18 @@ def test_a_plain_token_logs_no_start_up_note(origins):
 
     assert _fetched(a) == ["/page"]
     assert not [m for m in result.messages(logging.WARNING, logger=MW_LOGGER) if "token" in m]
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_matcher_in_use_is_logged_once_at_start_up(origins):
+    a = origins()
+    a.robots(AGENTS)
+
+    result = yield run_crawl([a.url("/page"), a.url("/star")], mw_settings())
+
+    lines = [r for r in result.log_records if r.name == MW_LOGGER and r.getMessage().startswith("robots.txt matcher:")]
+    assert [r.getMessage() for r in lines] == [f"robots.txt matcher: {scrapy_rfc9309.matcher_in_use()}"]
+    assert lines[0].levelno == (logging.INFO if scrapy_rfc9309.ACCELERATED else logging.WARNING)
 
 
 # --------------------------------------------------------------------------- Scrapy compatibility
