@@ -80,8 +80,17 @@ class _MergedGroup:
         """The values and lines of the records called ``name``; a Crawl-delay
         only when it is written in a block of this token's user-agent lines."""
         if name in BLOCK_RECORDS:
-            return [(value, line) for group in self.groups for key, value, line, start, end in group.records or ()
-                    if key == name and self.token in group.agents[start:end]]
+            found = []
+            for group in self.groups:
+                in_block: dict[tuple[int, int], bool] = {}  # per block: the records of a block share it
+                for key, value, line, start, end in group.records or ():
+                    if key == name:
+                        named = in_block.get((start, end))
+                        if named is None:
+                            named = in_block[start, end] = self.token in group.agents[start:end]
+                        if named:
+                            found.append((value, line))
+            return found
         return [(value, line) for group in self.groups for key, value, line, _, _ in group.records or () if key == name]
 
     def crawl_delay(self) -> float | None:

@@ -3,6 +3,7 @@ with a small reference matcher written here."""
 
 from __future__ import annotations
 
+import re
 import sys
 from unittest import mock
 
@@ -416,7 +417,8 @@ def test_a_name_selects_the_same_group_bare_or_in_a_header(name: str) -> None:
 
 # -- Crawl-delay blocks ------------------------------------------------------------------
 
-DELAY_LINES = ["User-agent: FooBot", "User-agent: BarBot", "User-agent: *", "user-agent foobot", "Crawl-delay: 1",
+DELAY_LINES = ["User-agent: FooBot", "User-agent: BarBot", "User-agent: *", "user-agent foobot",
+               "User-agent: 360Spider", "Crawl-delay: 1",
                "Crawl-delay: 2", "crawl-delay 3", "Crawl-delay: x", "Disallow: /x", "Allow: /y", "Disallow:",
                "Sitemap: http://e.com/s.xml", "Content-Usage: train-ai=n", "", "# comment", "Other: z"]
 
@@ -434,11 +436,12 @@ def reference_crawl_delay(lines: list[str], agent: str) -> float | None:
         key, _, value = line.replace(" ", ":", 1).partition(":") if ":" not in line else line.partition(":")
         key, value = key.strip().lower(), value.strip()
         if key == "user-agent":
-            token = value.lower()
-            tokens.add(token)
+            token = re.match(r"\*|[a-z_-]*", value.lower()).group()  # type: ignore[union-attr]
             if not last_was_agent or block is None:
                 block = set()
-            block.add(token)
+            if token:  # a line that names no token still starts a block
+                tokens.add(token)
+                block.add(token)
             last_was_agent = True
         elif key in ("allow", "disallow", "content-usage"):
             last_was_agent = False
