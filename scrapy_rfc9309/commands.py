@@ -53,8 +53,6 @@ def url_problem(url: str, fetch: bool = True) -> str | None:
         return "port 0"
     if fetch and parts.scheme.lower() not in ("http", "https"):
         return f"a {parts.scheme} URL: only http and https robots.txt files are fetched (use --file)"
-    if Origin.from_url(url) is None:
-        return f"no port known for scheme {parts.scheme!r}"
     return None
 
 

@@ -38,7 +38,8 @@ KEYS: dict[str, int] = {
     "content-usage": CONTENT_USAGE, "content-signal": CONTENT_SIGNAL,
     "host": HOST,
 }
-#: Records that belong to the current group without ending a run of user-agent lines.
+#: Records that belong to the current group without ending a run of user-agent lines
+#: (each ends the current block, see :class:`Group`).
 GROUP_RECORDS = {CRAWL_DELAY: "crawl-delay", CONTENT_USAGE: "content-usage",
                  CONTENT_SIGNAL: "content-signal"}
 
