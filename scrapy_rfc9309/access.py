@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .parser import DEFAULT_MAX_BYTES
@@ -19,6 +20,7 @@ __all__ = [
     "FetchOutcome",
     "OriginState",
     "Policy",
+    "cache_directives",
     "classify_status",
     "max_age_of",
 ]
@@ -65,11 +67,13 @@ class Policy:
         return min(self.retry_max_delay, self.retry_delay * 2 ** min(max(failures - 1, 0), 40))
 
     def lifetime(self, max_age: float | None) -> float:
-        """How long a fetched result holds: ``ttl``, shortened by a ``max-age``
-        but never below ``min_ttl``."""
+        """How long a fetched result holds: ``ttl``, or the shorter lifetime the
+        response's ``Cache-Control`` gives (see :func:`max_age_of`). ``min_ttl`` is
+        a floor for the latter only, so that ``max-age=0`` cannot cause a fetch per
+        request, and never above ``ttl``: a short ``ttl`` holds on its own."""
         if max_age is None:
             return self.ttl
-        return max(self.min_ttl, min(self.ttl, max_age))
+        return min(self.ttl, max(self.min_ttl, max_age))
 
 
 def classify_status(status: int) -> str:
@@ -83,19 +87,67 @@ def classify_status(status: int) -> str:
     return "unreachable"
 
 
-_MAX_AGE = re.compile(r"(?:^|[,\s])(s-maxage|max-age)\s*=\s*\"?(\d+)", re.I)
-_NO_CACHE = re.compile(r"(?:^|[,\s])(no-store|no-cache)(?:$|[,\s=])", re.I)
+#: One Cache-Control directive: a name, then optionally ``=`` and a token or a
+#: quoted string (which may hold commas: ``no-cache="Set-Cookie, Set-Cookie2"``);
+#: or a stray quoted string, skipped whole.
+_DIRECTIVE = re.compile(r'"(?:[^"\\]|\\.)*"?|([^\s,;="]+)[ \t]*(=[ \t]*(?:"((?:[^"\\]|\\.)*)"?|([^\s,"]*)))?')
+_QUOTED_PAIR = re.compile(r"\\(.)")
+_DELTA_SECONDS = re.compile(r"[0-9]+")
+#: RFC 9111, 1.2.2: a delta-seconds value too large to represent is read as 2^31.
+_DELTA_MAX = 2**31
 
 
-def max_age_of(cache_control: str | None) -> float | None:
-    """The freshness lifetime a Cache-Control header gives (``no-store`` and
-    ``no-cache`` count as 0), or None when it gives none."""
-    if not cache_control:
+def cache_directives(cache_control: str) -> dict[str, str | None]:
+    """The directives of a Cache-Control field value, one by one: lower-cased
+    name -> value (unquoted) or None for a directive without ``=``. Of a directive
+    given twice, the first counts (RFC 9111, 4.2.1)."""
+    directives: dict[str, str | None] = {}
+    for name, equals, quoted, token in _DIRECTIVE.findall(cache_control):
+        name = name.lower()
+        if name and name not in directives:
+            directives[name] = (_QUOTED_PAIR.sub(r"\1", quoted) if quoted else token) if equals else None
+    return directives
+
+
+def _delta_seconds(value: str | None) -> float | None:
+    """A delta-seconds value (RFC 9111, 1.2.2), or None when it is not one."""
+    if value is None or not _DELTA_SECONDS.fullmatch(value.strip()):
         return None
-    if _NO_CACHE.search(cache_control):
+    return float(min(int(value), _DELTA_MAX))
+
+
+def max_age_of(cache_control: str | bytes | Iterable[str | bytes] | None,
+               age: str | bytes | None = None) -> float | None:
+    """The freshness lifetime a response has left (RFC 9111, 4.2), or None when
+    its Cache-Control gives none.
+
+    ``cache_control`` is the field value, or its field lines (combined, RFC 9110,
+    5.3); ``age`` the ``Age`` header, subtracted from the lifetime (a malformed
+    one is ignored). The lifetime is ``max-age``, or ``s-maxage`` when that is
+    shorter (a robots.txt state may be shared by a fleet through the store, and
+    the shorter one never keeps a file longer than either kind of cache may).
+    ``no-store``, a ``no-cache`` without field names and a malformed ``max-age``
+    give 0 (stale at once); ``no-cache="Set-Cookie"`` only concerns that header
+    field, and other directives do not change the lifetime."""
+    if cache_control is None:
+        return None
+    if isinstance(cache_control, (str, bytes)):
+        cache_control = [cache_control]
+    text = ", ".join(v.decode("latin-1") if isinstance(v, bytes) else v for v in cache_control)
+    if not text.strip():
+        return None
+    directives = cache_directives(text)
+    if "no-store" in directives or ("no-cache" in directives and directives["no-cache"] is None):
         return 0.0
-    found = _MAX_AGE.search(cache_control)
-    return float(found.group(2)) if found else None
+    lifetimes = [_delta_seconds(directives[name]) for name in ("max-age", "s-maxage") if name in directives]
+    if not lifetimes:
+        return None
+    if None in lifetimes:  # RFC 9111, 4.2.1: invalid freshness information means stale
+        return 0.0
+    if isinstance(age, bytes):
+        age = age.decode("latin-1")
+    current_age = _delta_seconds(age) or 0.0
+    return max(0.0, min(lifetimes) - current_age)  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)
@@ -150,7 +202,7 @@ class OriginState:
         cls, previous: OriginState | None, outcome: FetchOutcome, now: float, policy: Policy
     ) -> OriginState:
         if outcome.access is Access.PARSED:
-            robots = RobotsTxt(outcome.body, policy.parse_limit)
+            robots = RobotsTxt(outcome.body, policy.parse_limit, url=outcome.url)
             return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0, outcome,
                        outcome.body)
         if outcome.access is Access.UNAVAILABLE:

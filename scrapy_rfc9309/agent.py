@@ -3,32 +3,36 @@
 Scrapy hands a robots.txt parser either a bare product token (``ROBOTSTXT_USER_AGENT``)
 or a whole User-Agent header. The rule, in order:
 
-1. A string made only of token characters (``a-z``, ``A-Z``, ``_``, ``-``) is the
-   token itself: ``ExampleBot``.
+1. A single name (no whitespace, ``/`` or ``(``) is read as a robots.txt
+   ``User-agent`` value is: by its leading token characters (``a-z``, ``A-Z``,
+   ``_``, ``-``). ``ExampleBot`` names ``examplebot``; ``MJ12bot`` names ``mj``,
+   exactly as the line ``User-agent: MJ12bot`` does, so the group written for a
+   crawler whose name has a digit applies to it; ``360Spider`` and ``*`` start
+   with no token character and name no token.
 2. A string with a ``/`` or a ``(`` is a User-Agent header (RFC 9110, 10.1.5):
    the token is the name of the first ``Name/version`` product after
    ``compatible`` in a comment (``(compatible; ...)``) if there is one, otherwise the first top-level
    product that is not the ``Mozilla`` compatibility prefix. So
    ``Mozilla/5.0 (compatible; ExampleBot/0.1; +https://www.example.com/bot.html)``
    names ``ExampleBot``, and ``Scrapy/2.14 (+https://scrapy.org)`` names ``Scrapy``;
-   ``Mozilla`` and ``compatible`` never name anything.
-3. Anything else (``Foo Bar``, an empty string, ``*``) names no token: only the
+   ``Mozilla`` and ``compatible`` never name anything. The product name is read
+   by its leading token characters too (``MJ12bot/1.4`` names ``mj``), so a name
+   selects the same group bare or inside a header, as in Google's reading.
+3. Anything else (``Foo Bar``, an empty string) names no token: only the
    ``*`` group applies, as in Google's reference implementation.
-
-The product name is cut at the first character that cannot be part of a token,
-as robots.txt ``User-agent`` values are.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["product_token", "token_of_line"]
+__all__ = ["agent_note", "product_token", "token_of_line"]
 
 _TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-")
 _LEADING_TOKEN = re.compile(r"[A-Za-z_-]*")
 _COMMENT = re.compile(r"\(([^()]*)\)")
 _PRODUCT = re.compile(r"([^\s/();,]+)/[^\s();,]*")
+_NOT_BARE = re.compile(r"[\s/(]")
 
 
 def token_of_line(value: str) -> str:
@@ -50,8 +54,16 @@ def product_token(user_agent: str | bytes | None) -> str:
     if isinstance(user_agent, bytes):
         user_agent = user_agent.decode("latin-1")
     user_agent = user_agent.strip()
-    if user_agent and _TOKEN_CHARS.issuperset(user_agent):
+    if user_agent and _TOKEN_CHARS.issuperset(user_agent):  # the common case, without a regex
         return user_agent.lower()
+    return _token_prefix(_name_in(user_agent))
+
+
+def _name_in(user_agent: str) -> str:
+    """The product name a stripped user agent string gives, as written (its token
+    is the leading run of token characters), or ``""``."""
+    if not _NOT_BARE.search(user_agent):
+        return user_agent
     if "/" not in user_agent and "(" not in user_agent:
         return ""
     for comment in _COMMENT.finditer(user_agent):
@@ -60,19 +72,45 @@ def product_token(user_agent: str | bytes | None) -> str:
         if "compatible" in lowered:
             for part in parts[lowered.index("compatible") + 1:]:
                 name = _name_of_product(part)
-                if name:
+                if _token_prefix(name):
                     return name
     top_level = _COMMENT.sub(" ", user_agent)
     for word in top_level.split():
-        name = _name_of_product(word) if "/" in word else _token_prefix(word)
-        if name and name not in ("mozilla", "compatible"):
+        name = _name_of_product(word) if "/" in word else word
+        if _token_prefix(name) not in ("", "mozilla", "compatible"):
             return name
     return ""
 
 
+def agent_note(user_agent: str | None, setting: str = "ROBOTSTXT_USER_AGENT") -> str | None:
+    """How a configured agent is read, when that may surprise: its product name has
+    characters outside the RFC's token set (``a-z A-Z _ -``), or it names no
+    token at all. None when the name is a plain token (``ExampleBot``,
+    ``ExampleBot/1.0 (+https://...)``), or no agent is configured."""
+    value = (user_agent or "").strip()
+    if not value:
+        return None
+    name = _name_in(value)
+    token = _token_prefix(name)
+    if token and token == name.lower():
+        return None
+    head = f"{setting} {user_agent!r}"
+    if token:
+        return (f"{head}: the name {name!r} has characters outside the RFC 9309 token set (a-z A-Z _ -); it is "
+                f"read by its leading token characters, as product token {token!r}, as robots.txt User-agent lines "
+                "are")
+    if name:
+        why = f"{name!r} does not start with a token character, a-z A-Z _ -"
+    elif "/" in value or "(" in value:
+        why = "a User-Agent header with no product name starting with a token character, a-z A-Z _ -, but Mozilla"
+    else:
+        why = "several words are neither a name nor a User-Agent header"
+    return f"{head} names no product token ({why}): only the robots.txt groups for '*' apply to it"
+
+
 def _name_of_product(text: str) -> str:
     match = _PRODUCT.match(text)
-    return _token_prefix(match.group(1)) if match else ""
+    return match.group(1) if match else ""
 
 
 def _token_prefix(text: str) -> str:

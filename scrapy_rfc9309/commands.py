@@ -4,26 +4,64 @@ Fetches the URL's robots.txt through the same code path as the middleware (the
 engine, the downloader middlewares, the RFC's status, redirect and size rules) and
 prints the access result, the lifetime, the verdict and the deciding line.
 ``--file`` checks a local robots.txt without fetching anything.
+
+The exit status is the verdict, for scripts: 0 allowed, 1 disallowed (or held:
+the robots.txt is unreachable), 2 a usage error (no URL, a URL that cannot be
+parsed, an unreadable ``--file``), 3 no verdict (the check itself failed; see the
+log).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.url import add_http_if_no_scheme
 
+from . import matcher_in_use
 from .access import Access, OriginState
 from .agent import product_token
 from .middleware import RobotsTxtMiddleware
+from .origin import Origin
 from .robotstxt import RobotsTxt, parse
 
-__all__ = ["RobotstxtCommand", "explain"]
+__all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "exit_status", "explain",
+           "url_problem"]
+
+#: Exit statuses of the command.
+ALLOWED, DISALLOWED, USAGE_ERROR, NO_VERDICT = 0, 1, 2, 3
+
+
+def url_problem(url: str, fetch: bool = True) -> str | None:
+    """Why ``url`` cannot be checked, or None: it must parse as an absolute URL
+    with a host and a valid port (and, to be fetched, an http or https scheme)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    if not parts.hostname or not parts.hostname.strip() or any(c.isspace() for c in parts.netloc):
+        return "no host"
+    if port == 0:
+        return "port 0"
+    if fetch and parts.scheme.lower() not in ("http", "https"):
+        return f"a {parts.scheme} URL: only http and https robots.txt files are fetched (use --file)"
+    return None
+
+
+def exit_status(robots: RobotsTxt | None, url: str, agent: str, state: OriginState | None = None) -> int:
+    """The command's exit status for the verdict :func:`explain` reports."""
+    if robots is None:
+        held = state is not None and state.access is Access.UNREACHABLE
+        return DISALLOWED if held else ALLOWED
+    return ALLOWED if robots.allowed(url, agent) else DISALLOWED
 
 
 def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState | None = None,
@@ -73,11 +111,12 @@ def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState |
 class _ExplainSpider(Spider):
     name = "robotstxt_explain"
 
-    def __init__(self, url: str, agent: str, lines: list[str], **kwargs: Any) -> None:
+    def __init__(self, url: str, agent: str, lines: list[str], status: list[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.url = url
         self.agent = agent
         self.lines = lines
+        self.status = status
 
     async def start(self) -> AsyncIterator[Any]:
         middleware = self.crawler.get_downloader_middleware(RobotsTxtMiddleware)
@@ -90,6 +129,7 @@ class _ExplainSpider(Spider):
             self.lines.append("(unreachable now; the last good copy applies)")
         stored = state is not None and state.fetched_at < started
         self.lines.extend(explain(robots, self.url, self.agent, state, stored))
+        self.status.append(exit_status(robots, self.url, self.agent, state))
         return
         yield
 
@@ -111,25 +151,44 @@ class RobotstxtCommand(ScrapyCommand):
         parser.add_argument("--file", "-f", dest="file", default=None,
                             help="check this local robots.txt instead of fetching one")
 
+    def long_desc(self) -> str:
+        return (
+            "Explain what robots.txt says about a URL (RFC 9309): the access result, the group, the verdict "
+            "and the line that decides it. Exit status: 0 allowed, 1 disallowed or held (robots.txt "
+            "unreachable), 2 usage error (such as a URL that cannot be parsed), 3 no verdict."
+        )
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give exactly one URL")
-        url = add_http_if_no_scheme(args[0])
+        url = add_http_if_no_scheme(args[0].strip())
+        problem = url_problem(url, fetch=not opts.file)
+        if problem:
+            raise UsageError(f"cannot check {args[0]!r}: {problem}")
         assert self.settings is not None
         agent = opts.agent or self.settings.get("ROBOTSTXT_USER_AGENT") or self.settings.get("USER_AGENT")
+        matcher_line = f"Matcher:    {matcher_in_use()}"
         if opts.file:
             try:
                 with open(opts.file, "rb") as handle:
-                    robots = parse(handle.read())
+                    body = handle.read()
             except OSError as exc:
                 raise UsageError(f"cannot read --file {opts.file}: {exc.strerror or exc}") from None
-            print("\n".join([f"File:       {opts.file}", *explain(robots, url, agent)]))
+            # The file stands for the URL's robots.txt: relative Sitemap values are joined with that.
+            origin = Origin.from_url(url)
+            robots = parse(body, url=origin.robots_url if origin is not None else None)
+            print("\n".join([f"File:       {opts.file}", *explain(robots, url, agent), matcher_line]))
+            self.exitcode = exit_status(robots, url, agent)
             return
         lines: list[str] = []
+        status: list[int] = []
         assert self.crawler_process is not None
         self.settings.set("ROBOTSTXT_USER_AGENT", agent, "cmdline")
-        self.crawler_process.crawl(_ExplainSpider, url=url, agent=agent, lines=lines)
+        self.crawler_process.crawl(_ExplainSpider, url=url, agent=agent, lines=lines, status=status)
         self.crawler_process.start()
-        print("\n".join(lines))
         if not lines:
-            self.exitcode = 1
+            self.exitcode = NO_VERDICT
+            print("No verdict: the check failed (see the log above)", file=sys.stderr)
+            return
+        print("\n".join([*lines, matcher_line]))
+        self.exitcode = status[0] if status else NO_VERDICT

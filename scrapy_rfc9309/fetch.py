@@ -159,7 +159,7 @@ class RobotsFetcher:
                 return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
                                     error="incomplete body (data loss)", reason="truncated response")
             kind = classify_status(status)
-            max_age = max_age_of(_header(response, b"Cache-Control"))
+            max_age = max_age_of(response.headers.getlist(b"Cache-Control"), response.headers.get(b"Age"))
             if kind == "redirect":
                 target, reason = self._redirect_target(response, url, origin, redirects)
                 if target is None:

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
+from . import ACCELERATED, matcher_in_use
 from . import signals as rfc_signals
 from .access import Decision, OriginState
-from .agent import product_token
+from .agent import agent_note, product_token
 from .config import Config
 from .crawl_delay import CrawlDelay
 from .exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable, RobotsTxtUsageDenied
@@ -53,6 +54,10 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.config = Config.from_settings(crawler.settings)
         self.policy = self.config.policy
+        if note := agent_note(self.config.user_agent or crawler.settings.get("USER_AGENT"),
+                              "ROBOTSTXT_USER_AGENT" if self.config.user_agent else "USER_AGENT"):
+            logger.warning(note)
+        logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
         store = None
         store_cls = store_class(self.config.store)
         if store_cls is not None:

@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Iterator
 
 from .agent import token_of_line
-from .urlnorm import utf8_octets
+from .urlnorm import escape_undecodable, utf8_octets
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_BYTES", "Group", "ParseResult", "parse_body"]
 
@@ -38,7 +38,8 @@ KEYS: dict[str, int] = {
     "content-usage": CONTENT_USAGE, "content-signal": CONTENT_SIGNAL,
     "host": HOST,
 }
-#: Records that belong to the current group without ending a run of user-agent lines.
+#: Records that belong to the current group without ending a run of user-agent lines
+#: (each ends the current block, see :class:`Group`).
 GROUP_RECORDS = {CRAWL_DELAY: "crawl-delay", CONTENT_USAGE: "content-usage",
                  CONTENT_SIGNAL: "content-signal"}
 
@@ -73,7 +74,14 @@ _NO_CODES = array("I")
 
 class Group:
     """One group as written: its user-agent tokens (lower-cased), its rules and
-    its other records as ``(name, value, line)`` tuples, in file order.
+    its other records as ``(name, value, line, start, end)`` tuples, in file order.
+
+    ``agents[start:end]`` are the user-agent lines of the block the record is
+    written in: the run of user-agent lines just before it. A group's rules apply
+    to all its user-agent lines (RFC 9309, 2.1, as Google reads it: records other
+    than rules never end a group), but a Crawl-delay only to its block's, so that
+    in ``User-agent: a`` / ``Crawl-delay: 10`` / ``User-agent: b`` / ``Disallow: /x``
+    both get the rule and only ``a`` the delay.
 
     Rules are kept compactly (a pattern list and an array of ``line << 1 | allow``):
     a broad crawl keeps many parsed files in memory. ``rules`` gives them as
@@ -85,7 +93,7 @@ class Group:
         self.agents: list[str] = []
         self.patterns: list[str] = []
         self.codes = _NO_CODES.__copy__()  # a quarter of the cost of array("I"): 20,000 groups add up
-        self.records: list[tuple[str, str, int]] | None = None  # made on the first one
+        self.records: list[tuple[str, str, int, int, int]] | None = None  # made on the first one
         #: Indices (into ``patterns``) of the patterns that are more than plain
         #: literals (``*``, ``$``, ``%``, non-ASCII), so that the matcher can index
         #: the rest in bulk; an array made on the first one.
@@ -97,6 +105,9 @@ class Group:
 
 
 class ParseResult:
+    """The groups, and the records outside groups: Sitemap values as written
+    (bytes that are not UTF-8 percent-encoded), Host values."""
+
     __slots__ = ("by_token", "groups", "hosts", "sitemaps", "size", "truncated")
 
     def __init__(self) -> None:
@@ -159,6 +170,8 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
     patterns: list[str] = []  # the current group's
     add_pattern = add_code = None  # the current group's appenders
     in_agents = False  # the last user-agent/rule line was a user-agent line
+    block = 0  # index in group.agents of the first user-agent line of the current block
+    after_record = False  # a group record came after the current block's user-agent lines
     rows = scan_lines(text, _KEY_LIST) if speedups and scan_lines is not None else _scan_regex(text)
     for kind, value, lineno in rows:
         if kind == DISALLOW:
@@ -190,6 +203,11 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
                 add_code = group.codes.append
                 groups.append(group)
                 in_agents = True
+                block = 0
+                after_record = False
+            elif after_record:
+                block = len(group.agents)
+                after_record = False
             token = token_of_line(value)
             if token:
                 group.agents.append(token)
@@ -200,12 +218,13 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
                     same.append(group)
         elif kind == SITEMAP:
             if value:
-                result.sitemaps.append(value)
+                result.sitemaps.append(value if value.isascii() else escape_undecodable(value))
         elif kind == HOST:
             if value:
                 result.hosts.append(value)
         elif group is not None:
             if group.records is None:
                 group.records = []
-            group.records.append((GROUP_RECORDS[kind], value, lineno))
+            group.records.append((GROUP_RECORDS[kind], value, lineno, block, len(group.agents)))
+            after_record = True
     return result

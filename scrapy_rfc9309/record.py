@@ -55,6 +55,8 @@ def encode(state: OriginState, policy: Policy) -> Record:
         "failures": state.failures,
         "unreachable_since": state.unreachable_since,
     }
+    if state.robots is not None and state.robots.url:
+        meta["good_url"] = state.robots.url  # the base of relative Sitemap values
     if outcome is not None:
         meta.update(
             url=outcome.url, status=outcome.status, max_age=outcome.max_age, redirects=list(outcome.redirects),
@@ -114,7 +116,8 @@ def decode(record: Record, policy: Policy) -> OriginState:
     since = _number(meta, "unreachable_since", optional=True)
     if access is Access.UNREACHABLE and since is None:
         since = fetched_at
-    robots = RobotsTxt(body, policy.parse_limit) if good_at is not None else None
+    good_url = _text(meta, "good_url") or outcome.url or None
+    robots = RobotsTxt(body, policy.parse_limit, url=good_url) if good_at is not None else None
     return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,
                        body if good_at is not None else b"", since if access is Access.UNREACHABLE else None)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from array import array
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 from .agent import product_token
 from .matcher import Matcher, Rule
@@ -13,6 +15,10 @@ from .usage import UsagePreference, applicable
 
 __all__ = ["RobotsTxt", "Verdict", "parse"]
 
+#: Records that apply to the user-agent lines of their block only, not to the whole group.
+BLOCK_RECORDS = frozenset({"crawl-delay"})
+#: A URL with a scheme (RFC 3986, 3.1): a Sitemap value that is not relative.
+_HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
 #: Distinct user agent strings remembered per file before the memo is reset.
 _MAX_AGENT_MEMO = 64
 
@@ -44,7 +50,7 @@ class Verdict:
 class _MergedGroup:
     """All groups that apply to one product token, merged (RFC 9309, 2.2.1)."""
 
-    __slots__ = ("groups", "matcher", "token", "usage_records")
+    __slots__ = ("_crawl_delay", "groups", "matcher", "token", "usage_records")
 
     def __init__(self, token: str, groups: list[Group], speedups: bool = True) -> None:
         self.token = token
@@ -63,21 +69,54 @@ class _MergedGroup:
                 codes.extend(group.codes)
             self.matcher = Matcher(patterns, codes, speedups, special)
         self.usage_records = [
-            record
+            (name, value, line)
             for group in groups
-            for record in group.records or ()
-            if record[0] in ("content-usage", "content-signal")
+            for name, value, line, _start, _end in group.records or ()
+            if name in ("content-usage", "content-signal")
         ]
+        self._crawl_delay: float | None = -1.0  # -1: not worked out yet
 
     def records(self, name: str) -> list[tuple[str, int]]:
-        return [(value, line) for group in self.groups for key, value, line in group.records or () if key == name]
+        """The values and lines of the records called ``name``; a Crawl-delay
+        only when it is written in a block of this token's user-agent lines."""
+        if name in BLOCK_RECORDS:
+            found = []
+            for group in self.groups:
+                in_block: dict[tuple[int, int], bool] = {}  # per block: the records of a block share it
+                for key, value, line, start, end in group.records or ():
+                    if key == name:
+                        named = in_block.get((start, end))
+                        if named is None:
+                            named = in_block[start, end] = self.token in group.agents[start:end]
+                        if named:
+                            found.append((value, line))
+            return found
+        return [(value, line) for group in self.groups for key, value, line, _, _ in group.records or () if key == name]
+
+    def crawl_delay(self) -> float | None:
+        if self._crawl_delay == -1.0:
+            delays = []
+            for value, _line in self.records("crawl-delay"):
+                try:
+                    delay = float(value.split()[0]) if value else -1.0
+                except ValueError:
+                    continue
+                if 0 <= delay < float("inf"):
+                    delays.append(delay)
+            self._crawl_delay = max(delays) if delays else None
+        return self._crawl_delay
 
 
 class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
 
-    ``sitemaps`` lists the Sitemap URLs in file order; ``truncated`` tells whether
-    the body was longer than the parsing limit (only the first bytes were used).
+    ``url`` is the file's own URL when it is known (the last one, after
+    redirects). ``sitemaps`` lists the Sitemap URLs in file order, without
+    duplicates; a relative one (``Sitemap: /sitemap.xml``) is joined with ``url``
+    when it is known, as Scrapy's ``SitemapSpider`` does, and kept as written
+    otherwise. Bytes that are not UTF-8 are percent-encoded. ``truncated`` tells
+    whether the body was longer than the parsing limit (only the first bytes were
+    used).
     """
 
     __slots__ = (
@@ -91,12 +130,18 @@ class RobotsTxt:
         "sitemaps",
         "size",
         "truncated",
+        "url",
     )
 
-    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True) -> None:
+    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
+                 url: str | None = None) -> None:
         result = parse_body(body, max_bytes, speedups)
         self._speedups = speedups
-        self.sitemaps: list[str] = list(dict.fromkeys(result.sitemaps))
+        self.url: str | None = url or None
+        sitemaps = result.sitemaps
+        if self.url is not None:
+            sitemaps = [_joined(self.url, value) for value in sitemaps]
+        self.sitemaps: list[str] = list(dict.fromkeys(sitemaps))
         self.hosts: list[str] = result.hosts
         self.size: int = result.size
         self.truncated: bool = result.truncated
@@ -148,21 +193,17 @@ class RobotsTxt:
 
     # -- other records --------------------------------------------------------------
     def crawl_delay(self, user_agent: str | bytes | None) -> float | None:
-        """The Crawl-delay of the agent's group in seconds (the largest valid value
-        when merged groups give several), or None."""
-        delays = []
-        for value, _line in self._group_for(user_agent).records("crawl-delay"):
-            try:
-                delay = float(value.split()[0]) if value else -1.0
-            except ValueError:
-                continue
-            if 0 <= delay < float("inf"):
-                delays.append(delay)
-        return max(delays) if delays else None
+        """The Crawl-delay for the agent in seconds, or None: the value written in a
+        block of the agent's own user-agent lines (its token's, or ``*``'s when it
+        has no group), the largest valid one when there are several. Another
+        token's Crawl-delay does not apply even where the two share a group's
+        rules (see :class:`~scrapy_rfc9309.parser.Group`)."""
+        return self._group_for(user_agent).crawl_delay()
 
     def records(self, user_agent: str | bytes | None, name: str) -> list[tuple[str, int]]:
         """Values and line numbers of a group record (``crawl-delay``,
-        ``content-usage``, ``content-signal``) in the agent's merged group."""
+        ``content-usage``, ``content-signal``) in the agent's merged group
+        (Crawl-delay records: those written for the agent, as for :meth:`crawl_delay`)."""
         return self._group_for(user_agent).records(name)
 
     def usage(self, url: str | bytes, user_agent: str | bytes | None) -> UsagePreference:
@@ -185,10 +226,24 @@ class RobotsTxt:
         return list(self._by_token)
 
 
-def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True) -> RobotsTxt:
+def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
+          url: str | None = None) -> RobotsTxt:
     """Parse robots.txt content. Never raises on any content; only the first
     ``max_bytes`` bytes are used (RFC 9309, 2.5: at least 500 KiB). With
-    ``speedups=False`` the C accelerator is not used even when it is built."""
+    ``speedups=False`` the C accelerator is not used even when it is built.
+    ``url``, the file's own URL, is the base of relative Sitemap values."""
     if max_bytes < DEFAULT_MAX_BYTES:
         raise ValueError(f"max_bytes must be at least {DEFAULT_MAX_BYTES} (RFC 9309, 2.5), got {max_bytes}")
-    return RobotsTxt(body, max_bytes, speedups=speedups)
+    return RobotsTxt(body, max_bytes, speedups=speedups, url=url)
+
+
+def _joined(base: str, value: str) -> str:
+    """A Sitemap value joined with the robots.txt URL when it is relative; as
+    written when it has a scheme, or when it cannot be joined (``urljoin`` refuses
+    some malformed values, such as an unclosed IPv6 literal)."""
+    if _HAS_SCHEME(value):
+        return value
+    try:
+        return urljoin(base, value)
+    except ValueError:
+        return value

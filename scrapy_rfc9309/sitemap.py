@@ -21,8 +21,10 @@ logger = logging.getLogger(__name__)
 class SitemapSpider(_ScrapySitemapSpider):
     """Scrapy's ``SitemapSpider``, except that a ``sitemap_urls`` entry ending in
     ``/robots.txt`` is answered from the robots.txt middleware (fetched once, for
-    both purposes, with the RFC's status and redirect rules). Without the
-    middleware it behaves exactly like Scrapy's."""
+    both purposes, with the RFC's status and redirect rules). Relative Sitemap
+    values are joined with the robots.txt URL (after its redirects), as Scrapy's
+    spider does; a value that still cannot be requested is logged and skipped.
+    Without the middleware it behaves exactly like Scrapy's."""
 
     async def start(self) -> AsyncIterator[Any]:
         middleware = self.crawler.get_downloader_middleware(RobotsTxtMiddleware) if self.crawler else None
@@ -37,4 +39,9 @@ class SitemapSpider(_ScrapySitemapSpider):
                             extra={"spider": self})
                 continue
             for sitemap in robots.sitemaps:
-                yield Request(sitemap, callback=self._parse_sitemap)
+                try:
+                    request = Request(sitemap, callback=self._parse_sitemap)
+                except ValueError as exc:  # not a URL Scrapy can request: the other sitemaps still count
+                    logger.warning("Ignoring Sitemap %r of %s: %s", sitemap, url, exc, extra={"spider": self})
+                    continue
+                yield request

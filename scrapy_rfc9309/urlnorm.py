@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["canonical", "canonical_path", "path_of", "url_path"]
+__all__ = ["canonical", "canonical_path", "escape_undecodable", "path_of", "url_path"]
 
 _HEX = "0123456789ABCDEFabcdef"
 # ASCII octets that stay percent-encoded everywhere: "%" itself and the reserved
@@ -44,6 +44,8 @@ _DECODE_PATH = _build_table(_KEEP_ENCODED_PATH)
 _DECODE_QUERY = _build_table(_KEEP_ENCODED_QUERY)
 _ESCAPE_SPLIT = re.compile(r"(%[0-9A-Fa-f]{2}|%)")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+#: What ``surrogateescape`` makes of bytes that are not UTF-8.
+_UNDECODABLE = re.compile("[\udc80-\udcff]+")
 
 
 def utf8_octets(text: str) -> bytes:
@@ -57,6 +59,14 @@ def utf8_octets(text: str) -> bytes:
 
 def _percent_encode(match: re.Match[str]) -> str:
     return "%" + utf8_octets(match.group()).hex("%").upper()
+
+
+def escape_undecodable(text: str) -> str:
+    """``text`` with the bytes that were not UTF-8 (kept by ``surrogateescape``)
+    percent-encoded, as a path's are for matching, so that the result can be
+    encoded (a URL such as a Sitemap value can then be requested); valid
+    characters are left as they are."""
+    return _UNDECODABLE.sub(_percent_encode, text)
 
 
 def _encode_non_ascii(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scrapy_rfc9309 import parse
-from scrapy_rfc9309.agent import product_token, token_of_line
+from scrapy_rfc9309.agent import agent_note, product_token, token_of_line
 
 EXAMPLEBOT_HEADER = "Mozilla/5.0 (compatible; ExampleBot/0.1; +https://www.example.com/bot.html)"
 GOOGLEBOT_SMARTPHONE = (
@@ -46,8 +46,14 @@ SCRAPY_DEFAULT = "Scrapy/2.19 (+https://scrapy.org)"
         ("", ""),
         ("   ", ""),
         ("*", ""),
-        ("Bot2000", ""),
         (None, ""),
+        # A single name is read by its leading token characters, as a User-agent line is.
+        ("Bot2000", "bot"),
+        ("MJ12bot", "mj"),
+        ("MJ12bot/1.4.8", "mj"),
+        ("example.bot", "example"),
+        ("360Spider", ""),
+        ("008", ""),
         # Mozilla and compatible never name anything.
         ("Mozilla/5.0", ""),
         ("Mozilla/5.0 (compatible)", ""),
@@ -212,3 +218,63 @@ def test_group_memo_distinguishes_agents() -> None:
         assert rt.allowed(URL + "/f", "BarBot")
         assert not rt.allowed(URL + "/b", b"BarBot")
         assert rt.allowed(URL + "/b", "FooBot")
+
+
+# -- Names with characters outside the token set (digits) ---------------------------------
+
+MJ12_HEADER = "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)"
+
+
+@pytest.mark.parametrize("agent", ["MJ12bot", "mj12bot", "MJ12bot/1.4.8", MJ12_HEADER, b"MJ12bot"])
+def test_a_name_with_digits_selects_its_group_bare_or_in_a_header(agent: str | bytes) -> None:
+    """RFC 9309, 2.2.1 tokens have no digits; ``User-agent: MJ12bot`` is read by its
+    leading token characters, and so is the crawler's name, however it is given: a
+    crawler named MJ12bot never escapes the group written for it."""
+    body = "User-agent: MJ12bot\nDisallow: /mj\n\nUser-agent: *\nDisallow: /star\n"
+    rt = parse(body)
+    assert not rt.allowed(URL + "/mj/page", agent)
+    assert rt.allowed(URL + "/star/page", agent)
+    assert rt.group_agents(agent) == "mj"
+    assert str(rt.verdict(URL + "/mj/page", agent).rule) == "Disallow: /mj, line 2"
+
+
+@pytest.mark.parametrize("name", ["360Spider", "008", "MJ12bot", "Bot2000", "ExampleBot", "example.bot", "*"])
+def test_bare_and_header_forms_name_the_same_token(name: str) -> None:
+    assert product_token(name) == product_token(f"{name}/1.0") == product_token(
+        f"Mozilla/5.0 (compatible; {name}/1.0; +https://example.com/bot)")
+    assert product_token(name) == token_of_line(name if name != "*" else "*x")
+
+
+@pytest.mark.parametrize("agent", ["360Spider", "360Spider/2.0", "008"])
+def test_a_name_starting_with_a_digit_names_no_token(agent: str) -> None:
+    body = "User-agent: 360Spider\nDisallow: /\n\nUser-agent: 008\nDisallow: /\n\nUser-agent: *\nDisallow: /s\n"
+    rt = parse(body)
+    # The lines name no token either, so only '*' can apply, as in Google's reading.
+    assert rt.agents == ["*"]
+    assert rt.group_agents(agent) == "*"
+    assert rt.allowed(URL + "/page", agent)
+    assert not rt.allowed(URL + "/s", agent)
+
+
+@pytest.mark.parametrize("agent", ["ExampleBot", "  ExampleBot ", "Example_Bot-News", "ExampleBot/1.0 (+https://e.com/bot)",
+                                   EXAMPLEBOT_HEADER, SCRAPY_DEFAULT, "", None])
+def test_agent_note_is_none_for_plain_tokens(agent: str | None) -> None:
+    assert agent_note(agent) is None
+
+
+def test_agent_note_for_a_name_with_digits_says_how_it_is_read() -> None:
+    for agent in ("MJ12bot", "MJ12bot/1.4.8", MJ12_HEADER):
+        note = agent_note(agent, "ROBOTSTXT_USER_AGENT")
+        assert note is not None
+        assert note.startswith(f"ROBOTSTXT_USER_AGENT {agent!r}")
+        assert "'MJ12bot'" in note
+        assert "product token 'mj'" in note
+
+
+@pytest.mark.parametrize("agent", ["360Spider", "Foo Bar", "*", "Mozilla/5.0", "360Spider/2.0 (+https://e.com)"])
+def test_agent_note_for_an_agent_that_names_no_token(agent: str) -> None:
+    note = agent_note(agent, "USER_AGENT")
+    assert note is not None
+    assert note.startswith(f"USER_AGENT {agent!r} names no product token")
+    assert note.endswith("only the robots.txt groups for '*' apply to it")
+    assert product_token(agent) == ""

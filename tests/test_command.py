@@ -87,7 +87,7 @@ def robots_file(tmp_path: Path) -> Path:
 def test_file_mode_explains_a_disallowed_url(tmp_path, robots_file):
     run = scrapy(tmp_path, "robotstxt", "https://example.com/private/x", "--file", str(robots_file))
 
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr  # the exit status is the verdict: disallowed
     out = run.stdout
     assert field(out, "File") == str(robots_file)
     assert field(out, "URL") == "https://example.com/private/x"
@@ -118,7 +118,7 @@ def test_file_mode_with_an_agent_uses_its_group(tmp_path, robots_file, agent):
     blocked = scrapy(tmp_path, "robotstxt", "https://example.com/eb/1", "--agent", agent, "--file", str(robots_file))
     free = scrapy(tmp_path, "robotstxt", "https://example.com/private/x", "-a", agent, "--file", str(robots_file))
 
-    assert blocked.returncode == free.returncode == 0, blocked.stderr + free.stderr
+    assert (blocked.returncode, free.returncode) == (1, 0), blocked.stderr + free.stderr
     assert field(blocked.stdout, "Agent") == agent
     assert field(blocked.stdout, "Token") == "examplebot"
     assert field(blocked.stdout, "Group") == "'examplebot'"
@@ -150,6 +150,47 @@ def test_a_missing_file_is_a_usage_error(tmp_path):
 
     assert run.returncode == 2
     assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "", "http://example.com:65536/x", "http://", "https://:80/x",
+                                 "http://exa mple.com/x"])
+@pytest.mark.parametrize("mode", ["file", "fetch"])
+def test_a_url_that_cannot_be_parsed_is_a_usage_error(tmp_path, robots_file, url, mode):
+    args = ["--file", str(robots_file)] if mode == "file" else []
+
+    run = scrapy(tmp_path, "robotstxt", url, *args)
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"cannot check {url!r}" in run.stderr
+    assert not has_field(run.stdout, "Verdict")
+    assert "Traceback" not in run.stderr
+
+
+def test_a_non_http_url_is_not_fetched(tmp_path):
+    run = scrapy(tmp_path, "robotstxt", "ftp://example.com/x")
+
+    assert run.returncode == 2
+    assert "only http and https" in run.stderr
+
+
+def test_file_mode_joins_relative_sitemaps_with_the_urls_robots_txt(tmp_path):
+    path = tmp_path / "robots.txt"
+    path.write_bytes(b"User-agent: *\nDisallow: /private\nSitemap: /sitemap.xml\nSitemap: /s\xe9.xml\n")
+
+    run = scrapy(tmp_path, "robotstxt", "https://example.com/page", "--file", str(path))
+
+    assert run.returncode == 0, run.stderr
+    assert field(run.stdout, "Sitemaps") == "https://example.com/sitemap.xml, https://example.com/s%E9.xml"
+
+
+def test_the_report_names_the_matcher_in_use(tmp_path, robots_file):
+    import scrapy_rfc9309
+
+    run = scrapy(tmp_path, "robotstxt", "https://example.com/x", "--file", str(robots_file))
+
+    assert field(run.stdout, "Matcher") == scrapy_rfc9309.matcher_in_use()
+    if scrapy_rfc9309.ACCELERATED:
+        assert field(run.stdout, "Matcher").startswith("C accelerator")
 
 
 # --------------------------------------------------------------------------- fetch mode
@@ -224,7 +265,7 @@ def test_fetch_mode_follows_a_redirect_and_reports_access_lifetime_and_verdict(t
 
     run = scrapy(tmp_path, "robotstxt", url)
 
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr
     out = run.stdout
     assert field(out, "URL") == url
     assert field(out, "robots.txt") == http_server.url("/real-robots.txt")
@@ -261,7 +302,7 @@ def test_fetch_mode_uses_settings_given_on_the_command_line(tmp_path, http_serve
     run = scrapy(tmp_path, "robotstxt", http_server.url("/eb/x"), "-s", "ROBOTSTXT_USER_AGENT=ExampleBot",
                  "-s", "ROBOTSTXT_CACHE_TTL=100", "-s", "ROBOTSTXT_CACHE_MIN_TTL=10")
 
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr
     assert field(run.stdout, "Lifetime") == "100 s"
     assert field(run.stdout, "Token") == "examplebot"
     assert field(run.stdout, "Verdict") == "disallowed (Disallow: /eb, line 10)"
@@ -274,12 +315,35 @@ def test_fetch_mode_with_a_disk_store_answers_from_the_store_the_second_time(tmp
     first = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"), *store)
     second = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"), *store)
 
-    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert first.returncode == second.returncode == 1, second.stderr
     assert http_server.paths() == ["/robots.txt"]  # fetched by the first run only
     assert not has_field(first.stdout, "Stored")
     assert field(second.stdout, "Stored").endswith("s ago (ROBOTSTXT_STORE), not fetched again")
     verdict = "disallowed (Disallow: /private, line 2)"
     assert field(second.stdout, "Verdict") == field(first.stdout, "Verdict") == verdict
+
+
+@pytest.mark.parametrize(("path", "status"), [("/private/x", 1), ("/private/ok/1", 0), ("/public", 0)])
+def test_fetch_mode_exit_status_is_the_verdict(tmp_path, http_server, path, status):
+    http_server.route("/robots.txt", 200, ROBOTS)
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url(path))
+
+    assert run.returncode == status, run.stderr
+    assert field(run.stdout, "Verdict").startswith("allowed" if status == 0 else "disallowed")
+    assert field(run.stdout, "Matcher")
+
+
+def test_no_verdict_is_exit_status_3(tmp_path, http_server):
+    """The middleware is off (``ROBOTSTXT_OBEY=False`` on the command line): nothing to
+    ask, so no verdict, which a script must not read as allowed or disallowed."""
+    http_server.route("/robots.txt", 200, ROBOTS)
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"), "-s", "ROBOTSTXT_OBEY=False")
+
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert not has_field(run.stdout, "Verdict")
+    assert "No verdict" in run.stderr
 
 
 def test_fetch_mode_404_is_unavailable_and_allows(tmp_path, http_server):
@@ -300,7 +364,7 @@ def test_fetch_mode_5xx_is_unreachable_and_disallows(tmp_path, http_server, stat
 
     run = scrapy(tmp_path, "robotstxt", http_server.url("/public/x"))
 
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr  # held: a complete disallow for now
     out = run.stdout
     assert f"Access:     unreachable (status {status}" in out
     assert field(out, "Verdict").startswith("disallowed")
@@ -318,7 +382,7 @@ def test_fetch_mode_connection_refused_is_unreachable(tmp_path):
 
     run = scrapy(tmp_path, "robotstxt", f"http://127.0.0.1:{port}/x")
 
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr
     assert "Access:     unreachable (status -" in run.stdout
     assert field(run.stdout, "Verdict").startswith("disallowed")
 
@@ -329,7 +393,8 @@ def test_fetch_mode_a_url_without_a_scheme_is_not_reported_allowed(tmp_path, htt
 
     run = scrapy(tmp_path, "robotstxt", schemeless)
 
-    assert run.returncode != 0 or field(run.stdout, "Verdict").startswith("disallowed"), run.stdout
+    assert run.returncode == 1, run.stderr
+    assert field(run.stdout, "Verdict").startswith("disallowed"), run.stdout
 
 
 # --------------------------------------------------------------------------- help

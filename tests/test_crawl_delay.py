@@ -252,6 +252,37 @@ def test_the_star_groups_crawl_delay_applies_to_other_agents(origins):
     assert result.stats.get("robotstxt/crawl_delay_capped") == 1
 
 
+BLOCKS = (
+    "User-agent: SlowBot\n"
+    "Crawl-delay: 30\n"
+    "\n"
+    "User-agent: *\n"
+    "Crawl-delay: 0.2\n"
+    "Disallow: /admin\n"
+)
+
+
+@pytest.mark.parametrize(("agent", "applied"), [("OtherBot", "0.2"), ("SlowBot", "0.3")])
+@pytest_twisted.inlineCallbacks
+def test_a_crawl_delay_applies_to_the_user_agent_lines_of_its_block(origins, agent, applied):
+    """The two user-agent lines are one group (a Crawl-delay does not end it): both
+    obey ``Disallow: /admin``, but ``*`` gets its own 0.2 s, not SlowBot's 30 s (capped
+    to 0.3 s here), which only SlowBot gets."""
+    a = origins()
+    a.robots(BLOCKS)
+
+    result = yield run_crawl(
+        [a.url("/page"), a.url("/admin")],
+        settings(ROBOTSTXT_CRAWL_DELAY=True, ROBOTSTXT_USER_AGENT=agent, ROBOTSTXT_CRAWL_DELAY_MAX=0.3),
+    )
+
+    assert result.responses == [a.url("/page")]
+    assert [e.url for e in result.errors] == [a.url("/admin")]
+    (line,) = [m for m in result.messages(logging.DEBUG, logger=MW_LOGGER) if m.startswith("Crawl-delay ")]
+    assert line.startswith(f"Crawl-delay {applied} s of {a.base} applied to download slot"), line
+    assert ("robotstxt/crawl_delay_capped" in result.stats) == (agent == "SlowBot")
+
+
 # --------------------------------------------------------------------------- origins sharing a download slot
 
 

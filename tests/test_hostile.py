@@ -275,3 +275,18 @@ def test_five_megabyte_single_line() -> None:
     assert not both_tiers(rt, URL + "/top")
     assert not both_tiers(rt, URL + "/" + "z" * 20_000)  # the long rule, cut
     assert both_tiers(rt, URL + "/" + "z" * 100)
+
+
+def test_thousands_of_user_agent_lines_then_thousands_of_crawl_delays() -> None:
+    """One block of 15,000 user-agent lines followed by as many Crawl-delay lines
+    (under the 500 KiB limit): every token of the block gets the delay, others do not."""
+    names = [a + b + c for a in string.ascii_lowercase for b in string.ascii_lowercase for c in string.ascii_lowercase]
+    names = names[:15000]
+    body = "".join(f"User-agent: x{name}\n" for name in names) + "Crawl-delay: 3\n" * len(names) + "Disallow: /x\n"
+    rt = parse(body)
+    assert not rt.truncated
+    assert rt.crawl_delay("xaaa") == 3.0
+    assert rt.crawl_delay(f"x{names[-1]}") == 3.0
+    assert rt.crawl_delay("OtherBot") is None
+    assert len(rt.records("xmmm", "crawl-delay")) == len(names)
+    assert not rt.allowed(URL + "/x", "xmmm")

@@ -12,6 +12,7 @@ from middleware_support import BatchSpider, mw_settings, page_hits, robots_hits,
 from servers import Origin, Sequence, Static
 from twisted.internet.error import CannotListenError
 
+from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
 
 RULES = "User-agent: *\nDisallow: /private\n"
@@ -180,6 +181,54 @@ def test_max_age_zero_is_floored_at_the_min_ttl(origins, cache_control):
     assert len(page_hits(a)) == 12
     assert stat(result, "request_count") == 1
     assert stat(result, "cache_hit") >= 9
+
+
+@pytest.mark.parametrize(
+    ("headers", "settings", "lifetime"),
+    [
+        ({"Cache_Control": "max-age=3600"}, {}, 3600),
+        # Directives one by one: the order of max-age and s-maxage does not matter.
+        ({"Cache_Control": "max-age=3600, s-maxage=600"}, {}, 600),
+        ({"Cache_Control": "s-maxage=7200, max-age=3600"}, {}, 3600),
+        # no-cache naming a header field is not a no-cache of the file.
+        ({"Cache_Control": 'no-cache="Set-Cookie", max-age=3600'}, {}, 3600),
+        ({"Cache_Control": "no-cache, max-age=3600"}, {}, 60),
+        # The Age header is subtracted; down to the floor at most.
+        ({"Cache_Control": "max-age=3600", "Age": "1200"}, {}, 2400),
+        ({"Cache_Control": "max-age=3600", "Age": "3590"}, {}, 60),
+        ({"Age": "1200"}, {}, 86400),
+        # An explicit TTL on its own, below the default floor: it holds, header or not.
+        ({}, {"ROBOTSTXT_CACHE_TTL": 2}, 2),
+        ({"Cache_Control": "max-age=0"}, {"ROBOTSTXT_CACHE_TTL": 2}, 2),
+        ({"Cache_Control": "max-age=3600"}, {"ROBOTSTXT_CACHE_TTL": 2}, 2),
+    ],
+)
+@pytest_twisted.inlineCallbacks
+def test_the_lifetime_cache_control_and_age_give(origins, headers, settings, lifetime):
+    a = origins()
+    a["/robots.txt"] = text(RULES, **headers)
+
+    result = yield run_crawl([a.url("/private/1"), a.url("/public/1")], mw_settings(**settings))
+
+    assert sorted(h.path for h in page_hits(a)) == ["/public/1"]
+    state = result.crawler.get_downloader_middleware(RobotsTxtMiddleware).state_for(a.url("/"))
+    assert state.expires_at - state.fetched_at == pytest.approx(lifetime, abs=1e-6)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_short_ttl_alone_starts_and_expires(origins):
+    """``ROBOTSTXT_CACHE_TTL`` set alone, below the default ``ROBOTSTXT_CACHE_MIN_TTL``
+    (60 s): no start-up error, and the file is fetched again once it expires."""
+    a = origins()
+    a["/robots.txt"] = Sequence([text("User-agent: *\nDisallow: /old\n", Cache_Control="max-age=0"),
+                                 text("User-agent: *\nDisallow: /new\n")])
+    batches = [(0, [a.url("/old/1"), a.url("/new/1")]), (1.0, [a.url("/old/2"), a.url("/new/2")])]
+
+    result = yield run_crawl(BatchSpider, mw_settings(ROBOTSTXT_CACHE_TTL=0.5), batches=batches)
+
+    assert len(robots_hits(a)) == 2
+    assert sorted(h.path for h in page_hits(a)) == ["/new/1", "/old/2"]
+    assert stat(result, "refetch") == 1
 
 
 @pytest_twisted.inlineCallbacks

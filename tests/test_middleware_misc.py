@@ -16,6 +16,7 @@ from scrapy import Request, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 from servers import Redirect, Sequence
 
+import scrapy_rfc9309
 from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
 
@@ -128,6 +129,70 @@ def test_a_request_user_agent_header_selects_the_group(origins):
 
     assert _fetched(a) == ["/example", "/star"]
     assert [e.url for e in result.errors] == [a.url("/other")]
+
+
+MJ12 = "User-agent: MJ12bot\nDisallow: /\n\nUser-agent: *\nDisallow: /star\n"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"ROBOTSTXT_USER_AGENT": "MJ12bot"}, {"USER_AGENT": "MJ12bot/1.4.8"},
+     {"USER_AGENT": "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)"}],
+    ids=["bare-setting", "user-agent-header", "compatible-header"],
+)
+@pytest_twisted.inlineCallbacks
+def test_a_crawler_name_with_digits_obeys_its_group(origins, settings):
+    """``User-agent: MJ12bot`` / ``Disallow: /`` blocks the crawler named MJ12bot, given bare or
+    in its User-Agent header; the way the name is read is logged once at start-up."""
+    a = origins()
+    a.robots(MJ12)
+
+    result = yield run_crawl([a.url("/page"), a.url("/other")], mw_settings(**settings))
+
+    assert _fetched(a) == []
+    assert sorted(e.url for e in result.errors) == [a.url("/other"), a.url("/page")]
+    assert all(isinstance(e.exception, RobotsTxtForbidden) for e in result.errors)
+    notes = [m for m in result.messages(logging.WARNING, logger=MW_LOGGER) if "token set" in m]
+    assert len(notes) == 1
+    assert "'MJ12bot'" in notes[0]
+    assert "product token 'mj'" in notes[0]
+    assert notes[0].startswith("ROBOTSTXT_USER_AGENT" if "ROBOTSTXT_USER_AGENT" in settings else "USER_AGENT")
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_agent_that_names_no_token_is_logged_at_start_up_and_gets_the_star_group(origins):
+    a = origins()
+    a.robots("User-agent: 360Spider\nDisallow: /\n\nUser-agent: *\nDisallow: /star\n")
+
+    result = yield run_crawl([a.url("/page"), a.url("/star")], mw_settings(ROBOTSTXT_USER_AGENT="360Spider"))
+
+    assert _fetched(a) == ["/page"]
+    assert [e.url for e in result.errors] == [a.url("/star")]
+    (note,) = [m for m in result.messages(logging.WARNING, logger=MW_LOGGER) if "names no product token" in m]
+    assert note.startswith("ROBOTSTXT_USER_AGENT '360Spider'")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_plain_token_logs_no_start_up_note(origins):
+    a = origins()
+    a.robots(AGENTS)
+
+    result = yield run_crawl([a.url("/page")], mw_settings(ROBOTSTXT_USER_AGENT="ExampleBot"))
+
+    assert _fetched(a) == ["/page"]
+    assert not [m for m in result.messages(logging.WARNING, logger=MW_LOGGER) if "token" in m]
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_matcher_in_use_is_logged_once_at_start_up(origins):
+    a = origins()
+    a.robots(AGENTS)
+
+    result = yield run_crawl([a.url("/page"), a.url("/star")], mw_settings())
+
+    lines = [r for r in result.log_records if r.name == MW_LOGGER and r.getMessage().startswith("robots.txt matcher:")]
+    assert [r.getMessage() for r in lines] == [f"robots.txt matcher: {scrapy_rfc9309.matcher_in_use()}"]
+    assert lines[0].levelno == (logging.INFO if scrapy_rfc9309.ACCELERATED else logging.WARNING)
 
 
 # --------------------------------------------------------------------------- Scrapy compatibility

@@ -3,10 +3,11 @@ with a small reference matcher written here."""
 
 from __future__ import annotations
 
+import re
 import sys
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt, Verdict, matcher
@@ -326,7 +327,8 @@ def test_patterns_with_several_wildcards(rules: list[tuple[bool, str]], paths: l
 
 LINES = [
     b"User-agent: *", b"User-agent: FooBot", b"user-agent foobot", b"Disallow: /", b"Disallow: /a*b$",
-    b"Allow: /a", b"Allow:", b"Sitemap: http://e.com/s.xml", b"Crawl-delay: 5", b"Crawl-delay: x",
+    b"Allow: /a", b"Allow:", b"Sitemap: http://e.com/s.xml", b"Sitemap: /s\xe9.xml", b"Sitemap: //[::1",
+    b"Crawl-delay: 5", b"Crawl-delay: x",
     b"Content-Usage: train-ai=n", b"# comment", b"", b"\xef\xbb\xbf", b"Disallow: /%", b"Disallow: /%E3%8",
     b"Disallow: /\xff\xfe", b"Disallow: *$", b"Disallow: $", b"Allow: /\x00", b"Disallow: /" + b"*a" * 10,
 ]
@@ -361,6 +363,10 @@ def test_nothing_raises(body: bytes, url_list: list[str], agent: str | bytes | N
     delay = rt.crawl_delay(agent)
     assert delay is None or 0 <= delay < float("inf")
     assert len(set(rt.sitemaps)) == len(rt.sitemaps)
+    for sitemap in rt.sitemaps:
+        sitemap.encode("utf-8")  # never a lone surrogate, whatever the bytes
+    joined = parse_one(body, url="https://example.com/robots.txt")
+    assert len(joined.sitemaps) <= len(rt.sitemaps)
     assert isinstance(rt.records(agent, "content-usage"), list)
 
 
@@ -382,3 +388,81 @@ def test_line_ends_and_bom_do_not_change_verdicts(lines: list[bytes], url: str, 
         for bom in (b"", b"\xef\xbb\xbf"):
             verdicts.add(parse(bom + eol.join(lines)).verdict(url, agent))
     assert len(verdicts) == 1
+
+
+# -- Product tokens ----------------------------------------------------------------------
+
+names = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/();,*#"), min_size=1,
+                max_size=16).filter(lambda t: t.strip() == t and not any(c.isspace() for c in t))
+
+
+@SETTINGS
+@given(name=names)
+def test_a_name_selects_the_same_group_bare_or_in_a_header(name: str) -> None:
+    """A crawler name is read like the ``User-agent`` line written for it, whether it is
+    given bare or inside a User-Agent header: the line's group applies to it exactly
+    when the name starts with a token character."""
+    from scrapy_rfc9309.agent import product_token, token_of_line
+
+    assume(token_of_line(name) not in ("mozilla", "compatible"))  # never a product's name in a header
+    forms = [name, f"{name}/1.0", f"{name}/2.1 (+https://example.com/bot)",
+             f"Mozilla/5.0 (compatible; {name}/1.0; +https://example.com/bot)"]
+    assert {product_token(form) for form in forms} == {token_of_line(name)}
+    named = token_of_line(name) != ""
+    rt = parse(f"User-agent: {name}\nDisallow: /named\n\nUser-agent: *\nDisallow: /star\n")
+    for form in forms:
+        assert rt.allowed(HOST + "/named", form) != named, form
+        assert rt.allowed(HOST + "/star", form) == named, form
+
+
+# -- Crawl-delay blocks ------------------------------------------------------------------
+
+DELAY_LINES = ["User-agent: FooBot", "User-agent: BarBot", "User-agent: *", "user-agent foobot",
+               "User-agent: 360Spider", "Crawl-delay: 1",
+               "Crawl-delay: 2", "crawl-delay 3", "Crawl-delay: x", "Disallow: /x", "Allow: /y", "Disallow:",
+               "Sitemap: http://e.com/s.xml", "Content-Usage: train-ai=n", "", "# comment", "Other: z"]
+
+
+def reference_crawl_delay(lines: list[str], agent: str) -> float | None:
+    """Crawl-delay by blocks, written independently of the parser: a block is a run
+    of user-agent lines (nothing but blank, comment, Sitemap and unknown lines between
+    them); a Crawl-delay applies to the block before it; the agent's token is its own
+    when some line names it, else ``*`` when some line names that."""
+    blocks: list[tuple[set[str], str]] = []
+    block: set[str] | None = None
+    last_was_agent = False
+    tokens: set[str] = set()
+    for line in lines:
+        key, _, value = line.replace(" ", ":", 1).partition(":") if ":" not in line else line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if key == "user-agent":
+            token = re.match(r"\*|[a-z_-]*", value.lower()).group()  # type: ignore[union-attr]
+            if not last_was_agent or block is None:
+                block = set()
+            if token:  # a line that names no token still starts a block
+                tokens.add(token)
+                block.add(token)
+            last_was_agent = True
+        elif key in ("allow", "disallow", "content-usage"):
+            last_was_agent = False
+        elif key == "crawl-delay":
+            if block is not None:
+                blocks.append((block, value))
+            last_was_agent = False
+    token = agent.lower() if agent.lower() in tokens else "*"
+    delays = []
+    for agents, value in blocks:
+        if token in agents:
+            try:
+                delays.append(float(value))
+            except ValueError:
+                pass
+    return max(delays) if delays else None
+
+
+@SETTINGS
+@given(lines=st.lists(st.sampled_from(DELAY_LINES), max_size=16), agent=st.sampled_from(["FooBot", "BarBot", "Baz"]))
+def test_crawl_delay_by_blocks_agrees_with_a_reference(lines: list[str], agent: str) -> None:
+    rt = parse("\n".join(lines) + "\n")
+    assert rt.crawl_delay(agent) == reference_crawl_delay(lines, agent), lines
+    assert rt.crawl_delay(agent) == parse_one("\n".join(lines), speedups=False).crawl_delay(agent)

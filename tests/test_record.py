@@ -137,3 +137,27 @@ def test_a_stored_body_longer_than_the_size_limit_is_cut_to_it() -> None:
     assert len(back.outcome.body) == DEFAULT_MAX_BYTES
     assert back.robots is not None and not back.robots.allowed("https://h/early", "bot")
     assert back.robots.allowed("https://h/late", "bot")
+
+
+def test_relative_sitemaps_read_back_joined_with_the_url_of_the_good_copy() -> None:
+    body = b"User-agent: *\nDisallow: /private\nSitemap: /sitemap.xml\nSitemap: news.xml\n"
+    # The good copy came from https://h/robots.txt; a later fetch of http://h/robots.txt fails.
+    good = parsed(body)
+    assert good.robots is not None and good.robots.url == "https://h/robots.txt"
+    sitemaps = ["https://h/sitemap.xml", "https://h/news.xml"]
+    assert good.robots.sitemaps == sitemaps
+    failed = good.apply(FetchOutcome(Access.UNREACHABLE, "http://h/robots.txt", 503, reason="status 503"),
+                        T0 + 90_000, POLICY)
+    for state in (good, failed):
+        back = roundtrip(state)
+        assert back.robots is not None
+        assert back.robots.url == "https://h/robots.txt"
+        assert back.robots.sitemaps == sitemaps
+
+
+def test_a_record_without_good_url_joins_with_the_outcome_url() -> None:
+    record = encode(parsed(b"Sitemap: /s.xml\n"), POLICY)
+    meta = json.loads(record.meta)
+    del meta["good_url"]  # as written by a version that did not store it
+    back = decode(replace(record, meta=json.dumps(meta)), POLICY)
+    assert back.robots is not None and back.robots.sitemaps == ["https://h/s.xml"]

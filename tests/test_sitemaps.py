@@ -11,9 +11,10 @@ import pytest
 import pytest_twisted
 import scrapy
 from crawl import ListSpider, run_crawl
+from middleware_support import text
 from scrapy import Request
 from scrapy.spiders import SitemapSpider as ScrapySitemapSpider
-from servers import Origin, Sequence, Static
+from servers import Origin, Redirect, Sequence, Static
 from twisted.internet.task import deferLater
 
 import scrapy_rfc9309
@@ -304,6 +305,51 @@ def test_sitemap_spider_with_a_direct_sitemap_url_and_sitemaps_on_another_origin
     assert a.hits("/robots.txt") == 1
     assert b.hits("/robots.txt") == 1
     assert b.hits("/private/2") == 0
+
+
+@pytest_twisted.inlineCallbacks
+def test_sitemap_spider_joins_relative_sitemaps_and_skips_one_it_cannot_request(origins):
+    """``Sitemap: /sitemap.xml`` is joined with the robots.txt URL (Scrapy's spider does the
+    same); a value no Request can be made of is logged and skipped, and the start goes on:
+    every later sitemap is still crawled, the one with a Latin-1 byte percent-encoded."""
+    a = origins()
+    a.robots(
+        b"User-agent: *\nDisallow: /private\n"
+        b"Sitemap: /sitemap.xml\n"
+        b"Sitemap: http://[::1\n"
+        b"Sitemap: /s\xe9.xml\n"
+        b"Sitemap: news.xml\n"
+    )
+    a["/sitemap.xml"] = urlset(a.url("/page/1"), a.url("/private/2"))
+    a["/s%E9.xml"] = urlset(a.url("/page/3"))
+    a["/news.xml"] = urlset(a.url("/page/4"))
+
+    result = yield run_crawl(RobotsSitemapSpider, ADDON, sitemap_urls=[a.url("/robots.txt")])
+
+    assert sorted(result.responses) == [a.url("/page/1"), a.url("/page/3"), a.url("/page/4")]
+    assert a.hits("/sitemap.xml") == a.hits("/s%E9.xml") == a.hits("/news.xml") == 1
+    assert a.hits("/private/2") == 0
+    assert a.hits("/robots.txt") == 1
+    assert result.logged(f"Ignoring Sitemap 'http://[::1' of {a.url('/robots.txt')}", logging.WARNING)
+    assert not result.logged("Traceback")
+    assert "log_count/ERROR" not in result.stats
+
+
+@pytest_twisted.inlineCallbacks
+def test_relative_sitemaps_are_joined_with_the_url_after_redirects(origins):
+    a = origins("127.0.0.1")
+    b = origins("127.0.0.2")
+    a["/robots.txt"] = Redirect(b.url("/real/robots.txt"))
+    b["/real/robots.txt"] = text("User-agent: *\nDisallow: /private\nSitemap: /sitemap.xml\nSitemap: more.xml\n")
+    b["/sitemap.xml"] = urlset(a.url("/page/1"))
+    b["/real/more.xml"] = urlset(a.url("/page/2"))
+
+    result = yield run_crawl(SignalSpider, ADDON, urls=[a.url("/page/0")])
+
+    (payload,) = [p for _, p in events(result, "sitemaps")]
+    assert payload["sitemaps"] == [b.url("/sitemap.xml"), b.url("/real/more.xml")]
+    middleware = result.crawler.get_downloader_middleware(RobotsTxtMiddleware)
+    assert middleware.sitemaps_for(a.url("/")) == payload["sitemaps"]
 
 
 @pytest.mark.parametrize(("status", "access"), [(404, "unavailable"), (500, "unreachable")])

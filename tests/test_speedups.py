@@ -4,16 +4,23 @@ with the pure-Python tiers (the property tests run both)."""
 from __future__ import annotations
 
 import gc
+import json
 import os
 import random
+import subprocess
+import sys
 from array import array
+from pathlib import Path
 from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import scrapy_rfc9309
 from scrapy_rfc9309 import matcher, parse, parser
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BODY = (
     "User-agent: *\nDisallow: /private\nAllow: /private/ok\nDisallow: /*.php$\nDisallow: /*?s=\n"
@@ -28,8 +35,47 @@ URLS = [
 
 
 def test_built_in_ci() -> None:
+    """CI fails when the extension did not build (or does not load)."""
     if os.environ.get("CI") == "true":
         assert matcher.FastMatcher is not None, "the C accelerator did not build"
+        assert parser.scan_lines is not None, "the C accelerator did not build"
+        assert scrapy_rfc9309.ACCELERATED
+
+
+def test_the_accelerated_flag_tells_which_matcher_decides() -> None:
+    assert scrapy_rfc9309.ACCELERATED == (matcher.FastMatcher is not None and parser.scan_lines is not None)
+    used = type(parse(BODY)._group_for("bot").matcher.allowed) is matcher.FastMatcher
+    assert used == scrapy_rfc9309.ACCELERATED
+    assert scrapy_rfc9309.matcher_in_use().startswith("C accelerator" if used else "pure Python")
+
+
+WITHOUT_EXTENSION = """
+import importlib.abc, json, sys
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "scrapy_rfc9309._speedups":
+            raise ImportError("refused by the test")
+        return None
+
+sys.meta_path.insert(0, Refuse())
+import scrapy_rfc9309
+body, urls = json.loads(sys.argv[1])
+robots = scrapy_rfc9309.parse(body)
+print(json.dumps([scrapy_rfc9309.ACCELERATED, scrapy_rfc9309.matcher_in_use(),
+                  [robots.allowed(url, "bot") for url in urls]]))
+"""
+
+
+def test_without_the_extension_the_flag_is_false_and_the_answers_the_same() -> None:
+    urls = [url for url in URLS if isinstance(url, str)]
+    done = subprocess.run([sys.executable, "-c", WITHOUT_EXTENSION, json.dumps([BODY, urls])], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    accelerated, words, answers = json.loads(done.stdout)
+    assert accelerated is False
+    assert words.startswith("pure Python")
+    assert answers == [parse(BODY).allowed(url, "bot") for url in urls]
 
 
 @pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")

@@ -166,12 +166,16 @@ def test_verdict_path_is_the_canonical_path(url: str, path: str) -> None:
         # The "*" group's delay applies when the agent has no group of its own.
         ("User-agent: *\nDisallow: /s\nCrawl-delay: 8\n\nUser-agent: BarBot\nCrawl-delay: 1\n", 8.0),
         ("User-agent: *\nDisallow: /s\nCrawl-delay: 8\n\nUser-agent: FooBot\nCrawl-delay: 1\n", 1.0),
-        # Between user-agent lines: the delay belongs to the one group.
-        ("User-agent: BarBot\nCrawl-delay: 6\nUser-agent: FooBot\nDisallow: /\n", 6.0),
-        # A group with no rule has not ended when the next user-agent line comes (RFC 9309, 2.1:
-        # user-agent lines, then rules; other records and blank lines are not rules).
-        ("User-agent: BarBot\nCrawl-delay: 6\n\nUser-agent: FooBot\nDisallow: /\n", 6.0),
-        ("User-agent: BarBot\nCrawl-delay: 6\n\nUser-agent: FooBot\nCrawl-delay: 2\n", 6.0),
+        # Between user-agent lines: the delay belongs to the user-agent lines of its block only,
+        # though the two share the group's rules (see test_crawl_delay_belongs_to_its_block).
+        ("User-agent: BarBot\nCrawl-delay: 6\nUser-agent: FooBot\nDisallow: /\n", None),
+        ("User-agent: BarBot\nCrawl-delay: 6\n\nUser-agent: FooBot\nDisallow: /\n", None),
+        ("User-agent: BarBot\nCrawl-delay: 6\n\nUser-agent: FooBot\nCrawl-delay: 2\n", 2.0),
+        ("User-agent: FooBot\nCrawl-delay: 6\n\nUser-agent: BarBot\nCrawl-delay: 2\n", 6.0),
+        ("User-agent: BarBot\nUser-agent: FooBot\nCrawl-delay: 6\nUser-agent: BazBot\nCrawl-delay: 2\n", 6.0),
+        ("User-agent: FooBot\nUser-agent: BarBot\nCrawl-delay: 6\nDisallow: /\n", 6.0),
+        # After the rules, it belongs to the block of the group's last user-agent lines.
+        ("User-agent: BarBot\nCrawl-delay: 1\nUser-agent: FooBot\nDisallow: /\nCrawl-delay: 3\n", 3.0),
         # After the rules, before the next group.
         ("User-agent: FooBot\nDisallow: /\nCrawl-delay: 9\n\nUser-agent: BarBot\nCrawl-delay: 1\n", 9.0),
     ],
@@ -226,6 +230,49 @@ def test_sitemaps_from_anywhere_in_file_order_deduplicated() -> None:
 def test_sitemaps_keep_case_and_query() -> None:
     rt = parse("Sitemap: https://www.Example.com/Map.xml?Page=2\n")
     assert rt.sitemaps == ["https://www.Example.com/Map.xml?Page=2"]
+
+
+@pytest.mark.parametrize(
+    ("value", "joined"),
+    [
+        ("/sitemap.xml", "https://www.example.com/sitemap.xml"),
+        ("sitemap.xml", "https://www.example.com/sitemap.xml"),
+        ("/maps/../s.xml?p=1", "https://www.example.com/s.xml?p=1"),
+        ("//cdn.example.net/s.xml", "https://cdn.example.net/s.xml"),
+        ("https://other.example.org/s.xml", "https://other.example.org/s.xml"),
+        ("HTTP://Other.example.org/S.xml", "HTTP://Other.example.org/S.xml"),
+        ("ftp://files.example.org/s.xml", "ftp://files.example.org/s.xml"),
+        # Cannot be joined: kept as written, never an exception.
+        ("//[::1/s.xml", "//[::1/s.xml"),
+    ],
+)
+def test_relative_sitemaps_are_joined_with_the_robots_txt_url(value: str, joined: str) -> None:
+    rt = parse(f"User-agent: *\nDisallow: /x\nSitemap: {value}\n", url=URL + "/robots.txt")
+    assert rt.url == URL + "/robots.txt"
+    assert rt.sitemaps == [joined]
+
+
+def test_relative_sitemaps_without_a_url_are_kept_as_written() -> None:
+    rt = parse("Sitemap: /sitemap.xml\nSitemap: https://www.example.com/a.xml\n")
+    assert rt.url is None
+    assert rt.sitemaps == ["/sitemap.xml", "https://www.example.com/a.xml"]
+
+
+def test_joined_sitemaps_are_deduplicated() -> None:
+    body = "Sitemap: /s.xml\nSitemap: https://www.example.com/s.xml\nSitemap: s.xml\n"
+    assert parse(body, url=URL + "/robots.txt").sitemaps == [URL + "/s.xml"]
+    assert parse(body).sitemaps == ["/s.xml", URL + "/s.xml", "s.xml"]
+
+
+@pytest.mark.parametrize("speedups", [True, False])
+def test_sitemap_bytes_that_are_not_utf8_are_percent_encoded(speedups: bool) -> None:
+    body = b"Sitemap: https://www.example.com/s\xe9.xml\nSitemap: https://www.example.com/caf\xc3\xa9.xml\n" \
+           b"Sitemap: /r\xff\xfe.xml\n"
+    rt = parse(body, url=URL + "/robots.txt", speedups=speedups)
+    # A Latin-1 byte is sent as the byte it is; valid UTF-8 stays a character (requested as UTF-8).
+    assert rt.sitemaps == [URL + "/s%E9.xml", URL + "/café.xml", URL + "/r%FF%FE.xml"]
+    for sitemap in rt.sitemaps:
+        sitemap.encode("utf-8")  # no lone surrogate: any URL library can encode it
 
 
 def test_no_sitemaps() -> None:
@@ -284,12 +331,57 @@ def test_records_between_user_agent_lines_belong_to_the_group() -> None:
     assert not rt.allowed(URL + "/", "FooBot")
 
 
-def test_groups_without_rules_share_the_next_groups_records_and_rules() -> None:
+def test_groups_without_rules_share_the_next_groups_rules() -> None:
     """RFC 9309, 2.1: a group is user-agent lines followed by rules, so a group of
-    user-agent and Crawl-delay lines only is continued by the next user-agent line."""
+    user-agent and Crawl-delay lines only is continued by the next user-agent line:
+    its rules apply to both. The Crawl-delay applies to its own block only."""
     body = "User-agent: BarBot\nCrawl-delay: 5\n\nUser-agent: FooBot\nDisallow: /private\n"
     rt = parse(body)
     assert rt.crawl_delay("BarBot") == 5.0
-    assert rt.crawl_delay("FooBot") == 5.0
+    assert rt.crawl_delay("FooBot") is None
     assert not rt.allowed(URL + "/private", "BarBot")
     assert not rt.allowed(URL + "/private", "FooBot")
+
+
+def test_crawl_delay_belongs_to_its_block() -> None:
+    """A Crawl-delay between user-agent lines does not end the group (the rules stay
+    Google's), but it applies to the user-agent lines written before it, not to the
+    ones after it: ``*`` gets its own 1 s, bingbot its 10 s."""
+    body = "User-agent: bingbot\nCrawl-delay: 10\n\nUser-agent: *\nCrawl-delay: 1\nDisallow: /admin\n"
+    rt = parse(body)
+    assert rt.crawl_delay("bingbot") == 10.0
+    assert rt.crawl_delay("Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)") == 10.0
+    assert rt.crawl_delay("Googlebot") == 1.0
+    assert rt.crawl_delay(None) == 1.0
+    assert rt.records("bingbot", "crawl-delay") == [("10", 2)]
+    assert rt.records("Googlebot", "crawl-delay") == [("1", 5)]
+    # The rules are the group's: both lines are one group, as Google reads them.
+    assert not rt.allowed(URL + "/admin", "bingbot")
+    assert not rt.allowed(URL + "/admin", "Googlebot")
+    assert rt.allowed(URL + "/page", "bingbot")
+
+
+def test_crawl_delay_blocks_of_merged_groups() -> None:
+    body = (
+        "User-agent: FooBot\n"  # 1
+        "User-agent: BarBot\n"  # 2
+        "Crawl-delay: 4\n"  # 3: FooBot and BarBot
+        "User-agent: BazBot\n"  # 4
+        "Crawl-delay: 8\n"  # 5: BazBot
+        "Disallow: /shared\n"  # 6: all three
+        "\n"
+        "User-agent: foobot\n"  # 8
+        "Crawl-delay: 6\n"  # 9: FooBot again, merged
+        "User-agent: BarBot\n"  # 10
+        "Disallow: /bar\n"  # 11
+    )
+    rt = parse(body)
+    assert rt.crawl_delay("FooBot") == 6.0
+    assert rt.records("FooBot", "crawl-delay") == [("4", 3), ("6", 9)]
+    assert rt.crawl_delay("BarBot") == 4.0
+    assert rt.crawl_delay("BazBot") == 8.0
+    assert rt.crawl_delay("QuxBot") is None
+    for agent in ("FooBot", "BarBot", "BazBot"):
+        assert not rt.allowed(URL + "/shared", agent)
+    assert not rt.allowed(URL + "/bar", "FooBot")  # line 8's group has BarBot's line 10 too
+    assert rt.allowed(URL + "/bar", "BazBot")
