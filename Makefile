@@ -1,17 +1,17 @@
 # Two commands do everything on a fresh machine with Python 3 and make:
 #   make demo   runs the example crawl (offline, against a local demo site)
-#   make test   creates .venv, installs the package with its test extras, runs the suite
+#   make test   creates .venv, installs the package with its dev extras (tests, mypy, build, twine), runs the suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test lint bench bench-store venv clean crawl-real
+.PHONY: demo test lint typecheck bench bench-store venv clean crawl-real
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
 venv: $(BIN)/.installed
@@ -23,6 +23,11 @@ test: venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
+# mypy on the package, then the C accelerator's stub checked against the built module.
+typecheck: venv
+	$(BIN)/mypy
+	$(BIN)/python -m mypy.stubtest scrapy_rfc9309._speedups
+
 bench: venv
 	$(BIN)/python benchmarks/bench_core.py $(CORPUS)
 
@@ -31,7 +36,7 @@ bench-store: venv
 	$(BIN)/python benchmarks/bench_store.py --corpus $(CORPUS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info
 
 # Try the example project's spider against real sites (needs network).
 crawl-real: venv
