@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test lint typecheck bench bench-store venv clean crawl-real
+.PHONY: demo test lint typecheck c-fallback-check bench bench-store venv clean crawl-real
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: venv
 typecheck: venv
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest scrapy_rfc9309._speedups
+
+# The C accelerator built with its plain-C fallbacks only (what a compiler without GCC's
+# or MSVC's extensions compiles), warnings as errors, and its tests run against that build.
+c-fallback-check: venv
+	PYTHON=$(BIN)/python .ci/c-fallback-check
 
 bench: venv
 	$(BIN)/python benchmarks/bench_core.py $(CORPUS)
