@@ -16,8 +16,9 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed
 
+# The example project runs from its own directory, as `scrapy crawl` does.
 demo: venv
-	$(BIN)/python -m example_project.demo
+	cd example_project && ../$(BIN)/python -m example_project.demo
 
 test: venv
 	$(BIN)/ruff check .
@@ -45,4 +46,4 @@ clean:
 
 # Try the example project's spider against real sites (needs network).
 crawl-real: venv
-	cd example_project && PYTHONPATH=.. ../$(BIN)/scrapy crawl real_sites
+	cd example_project && ../$(BIN)/scrapy crawl real_sites
