@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test lint typecheck c-fallback-check bench bench-store venv clean crawl-real
+.PHONY: demo test lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ typecheck: venv
 # or MSVC's extensions compiles), warnings as errors, and its tests run against that build.
 c-fallback-check: venv
 	PYTHON=$(BIN)/python .ci/c-fallback-check
+
+# Builds the sdist and the wheel, checks them (twine, contents), installs the wheel in a
+# clean venv and runs a crawl and `scrapy robotstxt` with it, on 127.0.0.x only.
+package-check: venv
+	PYTHON=$(BIN)/python .ci/package-check
 
 bench: venv
 	$(BIN)/python benchmarks/bench_core.py $(CORPUS)
