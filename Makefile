@@ -1,12 +1,12 @@
 # Two commands do everything on a fresh machine with Python 3 and make:
 #   make demo   runs the example crawl (offline, against a local demo site)
-#   make test   creates .venv, installs the package with its test extras, runs the suite
+#   make test   creates .venv, installs the package with its dev extras (tests, mypy, build, twine), runs the suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test test-min test-latest lint bench bench-store venv clean crawl-real
+.PHONY: demo test test-min test-latest lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # tox finds Python 3.10 and 3.13 on PATH; with pyenv, every installed version's bin is put there.
 PYENV_BINS := $(shell command -v pyenv >/dev/null 2>&1 && for v in $$(pyenv versions --bare 2>/dev/null | grep -v /); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)
@@ -15,13 +15,14 @@ TOX := PATH="$(PYENV_BINS)$$PATH" $(BIN)/tox
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
 venv: $(BIN)/.installed
 
+# The example project runs from its own directory, as `scrapy crawl` does.
 demo: venv
-	$(BIN)/python -m example_project.demo
+	cd example_project && ../$(BIN)/python -m example_project.demo
 
 test: venv
 	$(BIN)/ruff check .
@@ -34,6 +35,21 @@ test-min: venv
 test-latest: venv
 	$(TOX) -e latest
 
+# mypy on the package, then the C accelerator's stub checked against the built module.
+typecheck: venv
+	$(BIN)/mypy
+	$(BIN)/python -m mypy.stubtest scrapy_rfc9309._speedups
+
+# The C accelerator built with its plain-C fallbacks only (what a compiler without GCC's
+# or MSVC's extensions compiles), warnings as errors, and its tests run against that build.
+c-fallback-check: venv
+	PYTHON=$(BIN)/python .ci/c-fallback-check
+
+# Builds the sdist and the wheel, checks them (twine, contents), installs the wheel in a
+# clean venv and runs a crawl and `scrapy robotstxt` with it, on 127.0.0.x only.
+package-check: venv
+	PYTHON=$(BIN)/python .ci/package-check
+
 bench: venv
 	$(BIN)/python benchmarks/bench_core.py $(CORPUS)
 
@@ -42,8 +58,8 @@ bench-store: venv
 	$(BIN)/python benchmarks/bench_store.py --corpus $(CORPUS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info
 
 # Try the example project's spider against real sites (needs network).
 crawl-real: venv
-	cd example_project && PYTHONPATH=.. ../$(BIN)/scrapy crawl real_sites
+	cd example_project && ../$(BIN)/scrapy crawl real_sites

@@ -9,7 +9,12 @@
  * starts with "/" decides it entirely in C (canonical form included), with the
  * same semantics as the Python tiers; the canonical path of any other URL comes
  * from a Python callback and is decided here too. Every search is linear
- * (memmem), so no input can make a decision blow up.
+ * (memmem, or a two-way search where the C library has none), so no input can
+ * make a decision blow up.
+ *
+ * It builds with GCC, Clang and MSVC, and with any other C99 compiler through
+ * plain-C fallbacks for their extensions. Defining SPEEDUPS_STANDARD_C makes GCC
+ * or Clang take those fallbacks too (a test build: .ci/c-fallback-check).
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
@@ -18,14 +23,42 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The decision path is inlined whole into the vectorcall (a hint the compilers
- * that build CPython know); other callers share one out-of-line copy. */
-#if defined(__GNUC__) || defined(__clang__)
+/* Which compiler's extensions are used: GCC's (GCC and Clang, clang-cl included),
+ * MSVC's, or none. */
+#if defined(SPEEDUPS_STANDARD_C)
+#define RFC_GNU 0
+#define RFC_MSVC 0
+#elif defined(__GNUC__) || defined(__clang__)
+#define RFC_GNU 1
+#define RFC_MSVC 0
+#elif defined(_MSC_VER)
+#define RFC_GNU 0
+#define RFC_MSVC 1
+#include <stdlib.h> /* _byteswap_uint64 */
+#else
+#define RFC_GNU 0
+#define RFC_MSVC 0
+#endif
+
+/* The decision path is inlined whole into the vectorcall; other callers share one
+ * out-of-line copy. A compiler without the two hints decides by itself. */
+#if RFC_GNU
 #define HOT_INLINE static inline __attribute__((always_inline))
 #define COLD static __attribute__((noinline))
+#elif RFC_MSVC
+#define HOT_INLINE static __forceinline
+#define COLD static __declspec(noinline)
 #else
 #define HOT_INLINE static inline
 #define COLD static
+#endif
+
+/* The C library's memmem (glibc, musl, the BSDs and macOS have it), or the two-way
+ * search below (Windows, and the standard-C test build). */
+#if defined(_WIN32) || defined(SPEEDUPS_STANDARD_C)
+#define RFC_OWN_MEMMEM 1
+#else
+#define RFC_OWN_MEMMEM 0
 #endif
 
 typedef struct {
@@ -76,13 +109,17 @@ typedef struct {
 #define GOLDEN ((uint64_t)0x9E3779B97F4A7C15ULL)
 static uint64_t hash_base = 0x1F3D5B79A2C4E6ULL; /* replaced at import */
 
+#if RFC_GNU && defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 rfc_u128;
+#endif
+
 static inline uint64_t
 mulmod61(uint64_t a, uint64_t b)
 {
-#if defined(__SIZEOF_INT128__)
-    __uint128_t p = (__uint128_t)a * b;
+#if RFC_GNU && defined(__SIZEOF_INT128__)
+    rfc_u128 p = (rfc_u128)a * b;
     uint64_t r = ((uint64_t)p & M61) + (uint64_t)(p >> 61);
-#else
+#else /* a * b from 32-bit halves, folded modulo 2^61 - 1 (2^64 = 2^3 there) */
     uint64_t ah = a >> 32, al = a & 0xFFFFFFFFU, bh = b >> 32, bl = b & 0xFFFFFFFFU;
     uint64_t mid = ah * bl + al * bh, lo = al * bl;
     uint64_t r = ((ah * bh) << 3) + (mid >> 29) + ((mid & ((1ULL << 29) - 1)) << 32) + (lo >> 61) + (lo & M61);
@@ -110,13 +147,30 @@ load_part(const char *s, Py_ssize_t n)
     return word;
 }
 
+#if PY_BIG_ENDIAN
+static inline uint64_t
+bswap64(uint64_t x)
+{
+#if RFC_GNU
+    return __builtin_bswap64(x);
+#elif RFC_MSVC
+    return _byteswap_uint64(x);
+#else
+    x = x >> 32 | x << 32;
+    x = (x & 0xFFFF0000FFFF0000ULL) >> 16 | (x & 0x0000FFFF0000FFFFULL) << 16;
+    return (x & 0xFF00FF00FF00FF00ULL) >> 8 | (x & 0x00FF00FF00FF00FFULL) << 8;
+#endif
+}
+#endif
+
+/* The 8 octets at s as a word, in the order of load_part (the first octet lowest). */
 static inline uint64_t
 load_word(const char *s)
 {
     uint64_t word;
     memcpy(&word, s, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    word = __builtin_bswap64(word);
+#if PY_BIG_ENDIAN
+    word = bswap64(word);
 #endif
     return word;
 }
@@ -254,6 +308,88 @@ longest_hashed(const FastMatcher *self, const char *path, Py_ssize_t n)
     }
 }
 
+#if RFC_OWN_MEMMEM
+/* Crochemore and Perrin's two-way string matching: linear time, constant space.
+ *
+ * The start of the maximal suffix of x[0:m] for the octet order (reverse = 0) or
+ * its reverse (-1 when it is x itself), and that suffix's period in *period. */
+static Py_ssize_t
+maximal_suffix(const unsigned char *x, Py_ssize_t m, int reverse, Py_ssize_t *period)
+{
+    Py_ssize_t start = -1, j = 0, k = 1, p = 1;
+    while (j + k < m) {
+        unsigned char a = x[j + k], b = x[start + k];
+        if (reverse ? a > b : a < b) {
+            j += k;
+            k = 1;
+            p = j - start;
+        }
+        else if (a == b) {
+            if (k != p)
+                k++;
+            else {
+                j += p;
+                k = 1;
+            }
+        }
+        else {
+            start = j;
+            j = start + 1;
+            k = p = 1;
+        }
+    }
+    *period = p;
+    return start;
+}
+
+/* The first occurrence of x[0:m] (m >= 1) in y[0:n], or -1. */
+static Py_ssize_t
+two_way(const unsigned char *x, Py_ssize_t m, const unsigned char *y, Py_ssize_t n)
+{
+    Py_ssize_t p, q, per, i, j;
+    Py_ssize_t u = maximal_suffix(x, m, 0, &p), v = maximal_suffix(x, m, 1, &q);
+    Py_ssize_t ell = u > v ? u : v; /* the critical factorization: x[0:ell+1] x[ell+1:m] */
+    per = u > v ? p : q;
+    if (memcmp(x, x + per, (size_t)(ell + 1)) == 0) {
+        /* x is periodic with period per: remember the prefix matched already */
+        Py_ssize_t memory = -1;
+        for (j = 0; j <= n - m;) {
+            i = (ell > memory ? ell : memory) + 1;
+            while (i < m && x[i] == y[i + j])
+                i++;
+            if (i < m) {
+                j += i - ell;
+                memory = -1;
+                continue;
+            }
+            for (i = ell; i > memory && x[i] == y[i + j]; i--)
+                ;
+            if (i <= memory)
+                return j;
+            j += per;
+            memory = m - per - 1;
+        }
+        return -1;
+    }
+    per = (ell + 1 > m - ell - 1 ? ell + 1 : m - ell - 1) + 1;
+    for (j = 0; j <= n - m;) {
+        i = ell + 1;
+        while (i < m && x[i] == y[i + j])
+            i++;
+        if (i < m) {
+            j += i - ell;
+            continue;
+        }
+        for (i = ell; i >= 0 && x[i] == y[i + j]; i--)
+            ;
+        if (i < 0)
+            return j;
+        j += per;
+    }
+    return -1;
+}
+#endif
+
 static Py_ssize_t
 find(const char *hay, Py_ssize_t hn, Py_ssize_t from, Str needle)
 {
@@ -261,8 +397,13 @@ find(const char *hay, Py_ssize_t hn, Py_ssize_t from, Str needle)
         return from <= hn ? from : -1;
     if (from > hn)
         return -1;
+#if RFC_OWN_MEMMEM
+    Py_ssize_t at = two_way((const unsigned char *)needle.s, needle.n, (const unsigned char *)hay + from, hn - from);
+    return at < 0 ? -1 : from + at;
+#else
     const char *hit = memmem(hay + from, (size_t)(hn - from), needle.s, (size_t)needle.n);
     return hit ? (Py_ssize_t)(hit - hay) : -1;
+#endif
 }
 
 HOT_INLINE int

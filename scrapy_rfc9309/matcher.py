@@ -52,7 +52,7 @@ _C_HASH_ABOVE = 1024
 try:  # the optional C accelerator (built at install when a compiler is there)
     from ._speedups import FastMatcher
 except ImportError:  # pragma: no cover - depends on the build
-    FastMatcher = None
+    FastMatcher = None  # type: ignore[misc,assignment]
 
 
 class Rule(NamedTuple):
@@ -178,9 +178,9 @@ def _glob_two_forms(path: str, pieces: Sequence[str | tuple[str, str]], anchored
 class _Accelerated(Protocol):
     """A ``FastMatcher`` of the C accelerator."""
 
-    def __call__(self, url: str | bytes) -> bool: ...
+    def __call__(self, url: str | bytes, /) -> bool: ...
 
-    def best(self, path: str) -> int: ...
+    def best(self, path: str, /) -> int: ...
 
 
 class _TwoForms(Exception):
@@ -244,7 +244,8 @@ class Matcher:
             if not (type(codes) is array and codes.typecode == "I"):
                 codes = array("I", codes)
             try:
-                self._c = FastMatcher(patterns, codes, _c_form, _url_path, _C_HASH_ABOVE)
+                # _c_form gives plain str pieces only (it raises _TwoForms otherwise).
+                self._c = FastMatcher(patterns, codes, _c_form, _url_path, _C_HASH_ABOVE)  # type: ignore[arg-type]
             except _TwoForms:
                 pass
             else:

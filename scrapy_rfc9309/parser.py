@@ -138,7 +138,7 @@ def _prepare(body: bytes, max_bytes: int) -> tuple[str, bool]:
 try:  # the optional C accelerator (see _speedups.c)
     from ._speedups import scan_lines
 except ImportError:  # pragma: no cover - depends on the build
-    scan_lines = None
+    scan_lines = None  # type: ignore[assignment]
 #: The keys for the C scanner, longest first (as the regex tries them).
 _KEY_LIST = sorted(KEYS.items(), key=lambda item: -len(item[0]))
 

@@ -1,28 +1,66 @@
-"""``python -m example_project.demo`` (``make demo``) runs offline and its summary
-shows what RFC 9309 makes the middleware do on each demo origin."""
+"""The example project, run from its own directory as a user runs it (no PYTHONPATH):
+``python -m example_project.demo`` (``make demo``) runs offline and its summary shows
+what RFC 9309 makes the middleware do on each demo origin; ``scrapy crawl demo``
+serves the demo site itself; ``scrapy robotstxt URL`` uses the project's settings."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parent.parent / "example_project"
+#: The console script, as a user types it (``python -m scrapy`` would put the current
+#: directory on the path, which ``scrapy`` itself does not).
+SCRAPY = Path(sys.executable).with_name("scrapy" + (".exe" if os.name == "nt" else ""))
+
+
+def _env() -> dict[str, str]:
+    """This environment without PYTHONPATH, a project from SCRAPY_* variables or a proxy."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key != "PYTHONPATH" and not key.startswith("SCRAPY_") and not key.lower().endswith("_proxy")
+    }
+
+
+def _start(*args: str | Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(arg) for arg in args], cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        stdout, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 @pytest.fixture(scope="module")
-def demo() -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "example_project.demo"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
+    """``python -m example_project.demo`` and ``scrapy crawl demo -O pages.jsonl``, run side
+    by side (each serves its own demo site on free ports)."""
+    items = tmp_path_factory.mktemp("crawl") / "pages.jsonl"
+    demo = _start(sys.executable, "-m", "example_project.demo")
+    crawl = _start(SCRAPY, "crawl", "demo", "-O", items, "-L", "INFO")
+    done = {"demo": _finish(demo), "crawl": _finish(crawl)}
+    done["crawl"].stdout = items.read_text() if items.exists() else ""
+    yield done
+
+
+@pytest.fixture(scope="module")
+def demo(runs: dict[str, subprocess.CompletedProcess[str]]) -> subprocess.CompletedProcess[str]:
+    return runs["demo"]
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +88,16 @@ def fetched(section: str) -> set[str]:
 def blocked(section: str) -> dict[str, str]:
     """Blocked path -> the rule that blocked it (``"Disallow: /x/, line 2"``)."""
     return dict(re.findall(r"^ {6}(\S+)\s+by (.+?) \(group '[^']*'\)$", section, re.M))
+
+
+def test_project_has_the_startproject_layout() -> None:
+    assert (PROJECT / "scrapy.cfg").is_file()
+    assert (PROJECT / "example_project" / "settings.py").is_file()
+    assert (PROJECT / "example_project" / "spiders" / "__init__.py").is_file()
+    listed = subprocess.run([SCRAPY, "list"], cwd=PROJECT, env=_env(), capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["demo", "real_sites"]
 
 
 def test_demo_runs_offline_and_quickly(demo: subprocess.CompletedProcess[str], sections: dict[str, str]) -> None:
@@ -137,3 +185,49 @@ def test_stats(sections: dict[str, str]) -> None:
     assert stats["robotstxt/unreachable"] == "2"
     assert stats["robotstxt/redirect_count"] == "2"
     assert stats["robotstxt/forbidden"] == "9"
+
+
+def test_scrapy_crawl_demo_serves_the_demo_site_itself(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    crawl = runs["crawl"]
+    log = crawl.stderr
+    assert crawl.returncode == 0, log
+    assert "Traceback" not in log and "No module named" not in log, log
+    assert "Serving the demo site: ordinary http://127.0.0.1:" in log
+    assert "'finish_reason': 'finished'" in log
+    # The demo's own settings apply: the recovering origin is retried after 0.5 s, not the project's 5 s.
+    assert re.search(r"robots\.txt of http://127\.0\.0\.3:\d+ unreachable \(status 503\): complete disallow, "
+                     r"retrying in 0\.5 s", log)
+    assert re.search(r"Blocked by Disallow: /private/, line 6 of http://127\.0\.0\.1:\d+/robots\.txt: "
+                     r"http://127\.0\.0\.1:\d+/private/salaries\.html", log)
+    pages = [json.loads(line) for line in crawl.stdout.splitlines()]
+    paths = {re.sub(r"^http://127\.0\.0\.1:\d+", "", page["url"]) for page in pages if "//127.0.0.1:" in page["url"]}
+    assert paths == {"/", "/about.html", "/docs/", "/docs/manual.html", "/private/press/kit.html"}
+    assert len(pages) == 22
+    assert "Demo site stopped. 22 pages fetched, 9 requests blocked by robots.txt" in log
+
+
+def test_scrapy_robotstxt_uses_the_project_settings() -> None:
+    """``scrapy robotstxt URL`` from the project directory, against the demo site served
+    by ``python -m example_project.demo_site``: the project's agent and its group decide."""
+    site = _start(sys.executable, "-m", "example_project.demo_site")
+    try:
+        assert site.stdout is not None
+        url = None
+        for line in site.stdout:
+            found = re.search(r"try: scrapy robotstxt (\S+)", line)
+            if found:
+                url = found.group(1)
+                break
+        assert url is not None and url.startswith("http://127.0.0.1:"), url
+        done = subprocess.run([SCRAPY, "robotstxt", url], cwd=PROJECT, env=_env(), capture_output=True, text=True,
+                              timeout=60, check=False)
+    finally:
+        site.terminate()
+        site.communicate(timeout=30)
+    assert done.returncode == 0, done.stderr
+    report = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in done.stdout.splitlines() if ":" in line}
+    assert report["Agent"] == "DemoBot"  # ROBOTSTXT_USER_AGENT of example_project/settings.py
+    assert report["Token"] == "demobot"
+    assert report["Access"] == "parsed (status 200)"
+    assert report["Group"] == "'demobot'"
+    assert report["Verdict"] == "disallowed (Disallow: /private/, line 6)"

@@ -1,11 +1,14 @@
-"""A local demo site for ``python -m example_project.demo``.
+"""A local demo site for the ``demo`` spider and ``python -m example_project.demo``.
 
 Several *origins*, each a ``twisted.web`` server listening on port 0 of its own
 loopback address (``127.0.0.1``, ``127.0.0.2``, ...; Linux routes all of 127/8 to
 ``lo``), so that every origin has its own robots.txt, exactly as distinct hosts on
 the Internet would. The servers run in the reactor of the crawl itself: start the
-site after Scrapy has installed its reactor (``AsyncCrawlerProcess(...)`` does that)
-and before the crawl starts.
+site once Scrapy has installed its reactor (``AsyncCrawlerProcess(...)`` does that,
+and a running spider may start it too), before its URLs are requested.
+
+``python -m example_project.demo_site`` serves the site on its own until Ctrl-C, to
+try ``scrapy robotstxt`` (or a browser) on its origins.
 
 Each origin serves a robots.txt that shows one part of RFC 9309, and a few small
 HTML pages whose links lead to allowed and disallowed paths. Every request an
@@ -24,7 +27,7 @@ from typing import Any
 from twisted.web import server
 from twisted.web.resource import Resource
 
-__all__ = ["BEYOND_LIMIT_RULE", "DemoOrigin", "DemoSite", "Hit", "build_site"]
+__all__ = ["BEYOND_LIMIT_RULE", "DEMO_SETTINGS", "DemoOrigin", "DemoSite", "Hit", "build_site"]
 
 #: What a route returns: (status, headers, body).
 Reply = tuple[int, dict[str, str], bytes]
@@ -32,6 +35,19 @@ Reply = tuple[int, dict[str, str], bytes]
 Route = Callable[[int], Reply]
 
 TEXT = {"Content-Type": "text/plain; charset=utf-8"}
+
+#: What a crawl of the demo site changes in the project settings, so that it finishes
+#: in a few seconds (the ``demo`` spider applies them when it serves the site itself).
+DEMO_SETTINGS: dict[str, Any] = {
+    "ROBOTSTXT_RETRY_DELAY": 0.5,  # the "recovering" origin's robots.txt is retried after 0.5 s, then 1 s
+    "ROBOTSTXT_RETRY_MAX_DELAY": 2.0,
+    "ROBOTSTXT_MAX_WAIT": 20.0,  # a request held longer is dropped (the demo never gets there)
+    "DOWNLOAD_DELAY": 0,  # the polite delays of settings.py would make the demo take a minute
+    "AUTOTHROTTLE_ENABLED": False,
+    "DOWNLOAD_TIMEOUT": 10,
+    "CLOSESPIDER_TIMEOUT": 50,  # a safety net: the demo takes a few seconds
+    "HTTPPROXY_ENABLED": False,  # loopback traffic must not go to a proxy from the environment
+}
 BEYOND_LIMIT_RULE = "Disallow: /beyond-limit/"
 
 
@@ -254,3 +270,18 @@ def build_site() -> DemoSite:
     prefs.page("/articles/1.html", "/")
     prefs.page("/articles/2.html", "/")
     return site
+
+
+def main() -> None:
+    """Serve the demo site until interrupted."""
+    from twisted.internet import reactor
+
+    site = build_site().start()
+    for origin in site.origins:
+        print(f"{origin.name:>11}  {origin.base}/  {origin.about}")
+    print("Serving until Ctrl-C; try: scrapy robotstxt " + site["ordinary"].url("/private/x"), flush=True)
+    reactor.run()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    main()

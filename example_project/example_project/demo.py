@@ -1,5 +1,7 @@
 """``python -m example_project.demo`` (``make demo``): the example project, offline.
 
+Run from the project directory (the one with ``scrapy.cfg``), as ``scrapy crawl`` is.
+
 Starts the local demo site (``demo_site.py``: one origin per loopback address, each
 with a robots.txt that shows one part of RFC 9309), crawls it with the ``demo``
 spider and the project's settings (``settings.py``), and prints per origin what
@@ -25,21 +27,11 @@ from scrapy.settings import Settings
 from scrapy_rfc9309 import RobotParser, RobotsTxt, RobotsTxtMiddleware
 from scrapy_rfc9309.origin import Origin
 
-from .demo_site import BEYOND_LIMIT_RULE, DemoOrigin, DemoSite, build_site
+from .demo_site import BEYOND_LIMIT_RULE, DEMO_SETTINGS, DemoOrigin, DemoSite, build_site
 from .spiders.demo import DemoSpider
 
-#: What the demo changes in the project settings, so that it finishes in a few seconds.
-DEMO_SETTINGS: dict[str, Any] = {
-    "ROBOTSTXT_RETRY_DELAY": 0.5,  # the "recovering" origin's robots.txt is retried after 0.5 s, then 1 s
-    "ROBOTSTXT_RETRY_MAX_DELAY": 2.0,
-    "ROBOTSTXT_MAX_WAIT": 20.0,  # a request held longer is dropped (the demo never gets there)
-    "DOWNLOAD_DELAY": 0,  # the polite delays of settings.py would make the demo take a minute
-    "AUTOTHROTTLE_ENABLED": False,
-    "DOWNLOAD_TIMEOUT": 10,
-    "CLOSESPIDER_TIMEOUT": 50,  # a safety net: the demo takes a few seconds
-    "HTTPPROXY_ENABLED": False,  # loopback traffic must not go to a proxy from the environment
-    "LOG_LEVEL": "WARNING",
-}
+#: The summary needs no log below warnings.
+RUN_SETTINGS: dict[str, Any] = {**DEMO_SETTINGS, "LOG_LEVEL": "WARNING"}
 
 
 class Observer:
@@ -238,7 +230,7 @@ def project_settings() -> Settings:
     """The project's settings, as ``scrapy crawl`` would load them, with the demo's changes."""
     settings = Settings()
     settings.setmodule("example_project.settings", priority="project")
-    settings.setdict(DEMO_SETTINGS, priority="cmdline")
+    settings.setdict(RUN_SETTINGS, priority="cmdline")
     return settings
 
 
@@ -250,7 +242,7 @@ def main() -> int:
     observer = Observer(crawler)
     process.crawl(crawler, start_urls=site.home_pages())
     print(f"Demo site: {', '.join(f'{o.name} {o.base}' for o in site.origins)}")
-    print(f"Settings: example_project.settings, with {', '.join(f'{k}={v}' for k, v in DEMO_SETTINGS.items())}")
+    print(f"Settings: example_project.settings, with {', '.join(f'{k}={v}' for k, v in RUN_SETTINGS.items())}")
     print("Crawling (log at WARNING level below)...", flush=True)
     started = time.monotonic()
     process.start()

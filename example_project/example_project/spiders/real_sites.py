@@ -1,11 +1,7 @@
 """The ``real_sites`` spider: the middleware against real robots.txt files (needs the
 network; the offline demo is ``make demo``).
 
-    cd example_project && PYTHONPATH=.. scrapy crawl real_sites -O real_sites.jsonl
-
-(``PYTHONPATH=..``: scrapy.cfg names the settings module ``example_project.settings``,
-so the directory that holds ``example_project/`` must be importable; in a project of
-your own, where scrapy.cfg sits next to the package, plain ``scrapy crawl`` does it.)
+    cd example_project && scrapy crawl real_sites -O real_sites.jsonl
 
 It obeys robots.txt as ``ExampleBot`` (its own ``ROBOTSTXT_USER_AGENT``, set in
 ``custom_settings``, overriding the project's ``DemoBot``), fetches each site's home

@@ -1,4 +1,4 @@
-"""The ``demo`` spider: crawls the local demo site (see ``example_project/demo.py``).
+"""The ``demo`` spider: crawls the local demo site (``demo_site.py``).
 
 It starts from each origin's home page, follows links within the same origin and
 keeps a record of what happened to every request, including the ones robots.txt
@@ -6,8 +6,16 @@ stopped: those reach the errback as ``RobotsTxtForbidden`` (with the deciding
 rule) or ``RobotsTxtUnreachable`` (the robots.txt could not be fetched for too
 long, or the spider closed while the request was held).
 
-Run it with ``python -m example_project.demo`` from the repository root. It can
-also crawl other sites: ``scrapy crawl demo -a start_urls=https://a.example/,https://b.example/``.
+From the project directory (the one with ``scrapy.cfg``)::
+
+    scrapy crawl demo                  # starts the demo site on 127.0.0.x itself, offline
+    scrapy crawl demo -O pages.jsonl   # the pages fetched, as items
+    python -m example_project.demo     # the same crawl, then a summary per origin
+
+Without start URLs the spider serves the demo site in the crawl's own reactor, with
+the settings of ``demo_site.DEMO_SETTINGS`` (short retry delays, no download delay)
+so that the crawl takes seconds, and stops it when the crawl ends. It can also
+crawl other sites: ``scrapy crawl demo -a start_urls=https://a.example/,https://b.example/``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
+
+from ..demo_site import DEMO_SETTINGS, DemoSite, build_site
 
 
 @dataclass(frozen=True)
@@ -42,16 +52,38 @@ class DemoSpider(scrapy.Spider):
         if isinstance(start_urls, str):
             start_urls = [url for url in start_urls.split(",") if url]
         self.start_urls = list(start_urls or [])
+        self.site: DemoSite | None = None  # the demo site this spider serves itself
         self.fetched: list[str] = []  # URLs whose response reached parse()
         self.blocked: list[Blocked] = []  # RobotsTxtForbidden
         self.unreachable: list[Blocked] = []  # RobotsTxtUnreachable
         self.failed: list[tuple[str, str]] = []  # any other error
 
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DemoSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if not spider.start_urls:
+            # The settings are not frozen yet: the demo's own (short delays) go over the
+            # project's, below anything given with -s.
+            crawler.settings.setdict(DEMO_SETTINGS, priority="spider")
+        return spider
+
     async def start(self) -> AsyncIterator[Any]:
         if not self.start_urls:
-            self.logger.warning("No start URLs: run `python -m example_project.demo`, or pass -a start_urls=...")
+            # The demo site's servers run in this crawl's reactor, which is running now.
+            self.site = build_site().start()
+            self.start_urls = self.site.home_pages()
+            self.logger.info("Serving the demo site: %s",
+                             ", ".join(f"{origin.name} {origin.base}" for origin in self.site.origins))
         for url in self.start_urls:
             yield scrapy.Request(url, callback=self.parse, errback=self.on_error)
+
+    def closed(self, reason: str) -> None:
+        if self.site is None:
+            return
+        self.site.stop()
+        self.logger.info("Demo site stopped. %d pages fetched, %d requests blocked by robots.txt, %d dropped while "
+                         "their robots.txt was unreachable (`python -m example_project.demo` prints a summary per "
+                         "origin).", len(self.fetched), len(self.blocked), len(self.unreachable))
 
     def parse(self, response: Response) -> Iterator[Any]:
         self.fetched.append(response.url)

@@ -1,0 +1,35 @@
+"""Types of the optional C accelerator, ``_speedups.c`` (see its method tables)."""
+
+from collections.abc import Callable, Iterable
+from typing import final
+
+from typing_extensions import Buffer
+
+@final
+class FastMatcher:
+    """One merged group's rules, decided in C."""
+
+    def __new__(
+        cls,
+        patterns: Iterable[str],
+        codes: Buffer,
+        canon: Callable[[str], str | tuple[int, list[str], bool]],
+        path_of: Callable[[str | bytes], str],
+        hash_above: int,
+        /,
+    ) -> FastMatcher:
+        """``codes``: one C ``unsigned int`` (``array("I")``) per pattern, ``line << 1 | allow``.
+        ``canon(pattern)`` gives the canonical key of a literal rule written with ``%``
+        or non-ASCII text (``""``: no rule), or ``(priority, pieces, anchored)`` for
+        such a wildcard rule. ``path_of(url)`` gives the canonical path of a URL not
+        decoded in C. The literal keys are hashed when there are more than ``hash_above``."""
+
+    def __call__(self, url: str | bytes, /) -> bool:
+        """Whether the rules allow the URL."""
+
+    def best(self, canonical_path: str, /) -> int:
+        """The index of the deciding rule, or -1 when no rule matches."""
+
+def scan_lines(text: str, keys: list[tuple[str, int]], /) -> list[tuple[int, str, int]]:
+    """The known records of a robots.txt text: ``[(kind, value, line)]``. ``keys`` are
+    ``(lowercase key, kind)`` pairs, longest first, at most 64."""
