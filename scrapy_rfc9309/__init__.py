@@ -26,7 +26,9 @@ __version__ = "0.1.0"
 #: Whether the C accelerator (``scrapy_rfc9309._speedups``) is built and used:
 #: without it (no C compiler or Python headers at install) the package runs in
 #: pure Python, with the same answers but slower than the README's figures.
-ACCELERATED: bool = _matcher.FastMatcher is not None and _parser.scan_lines is not None
+ACCELERATED: bool = (
+    getattr(_matcher, "FastMatcher", None) is not None and getattr(_parser, "scan_lines", None) is not None
+)
 
 
 def matcher_in_use() -> str:

@@ -147,7 +147,7 @@ def max_age_of(cache_control: str | bytes | Iterable[str | bytes] | None,
     if isinstance(age, bytes):
         age = age.decode("latin-1")
     current_age = _delta_seconds(age) or 0.0
-    return max(0.0, min(lifetimes) - current_age)  # type: ignore[type-var]
+    return max(0.0, min(value for value in lifetimes if value is not None) - current_age)
 
 
 @dataclass(frozen=True)

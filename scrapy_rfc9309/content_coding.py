@@ -74,10 +74,10 @@ def _inflate(body: bytes, wbits: int, bound: int) -> tuple[bytes, bool]:
 
 def _unbrotli(body: bytes, bound: int) -> tuple[bytes, bool]:
     try:
-        import brotli
+        import brotli  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         try:
-            import brotlicffi as brotli  # type: ignore[no-redef]
+            import brotlicffi as brotli  # type: ignore[no-redef,import-not-found,unused-ignore]
         except ImportError:
             raise UnsupportedCoding("Content-Encoding 'br' needs the brotli package") from None
     decompressor = brotli.Decompressor()
@@ -107,7 +107,7 @@ def _unbrotli(body: bytes, bound: int) -> tuple[bytes, bool]:
 
 def _unzstd(body: bytes, bound: int) -> tuple[bytes, bool]:
     try:
-        import zstandard
+        import zstandard  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return _unzstd_stdlib(body, bound)
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True)

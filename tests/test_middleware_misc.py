@@ -17,10 +17,14 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builti
 from servers import Redirect, Sequence
 
 import scrapy_rfc9309
-from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware
+from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware, _compat
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
 
 MW_LOGGER = "scrapy_rfc9309"
+#: Scrapy's robots_parsed signal exists from Scrapy 2.18 (the plugin sends it where it exists).
+NEEDS_ROBOTS_PARSED = pytest.mark.skipif(
+    _compat.ROBOTS_PARSED is None, reason="no robots_parsed signal before Scrapy 2.18"
+)
 AGENTS = (
     "User-agent: ExampleBot\n"
     "Disallow: /example\n"
@@ -267,6 +271,7 @@ class BatchSignalSpider(_RecordsRobotsParsed, BatchSpider):
     name = "batch-signals"
 
 
+@NEEDS_ROBOTS_PARSED
 @pytest_twisted.inlineCallbacks
 def test_robots_parsed_signal_and_scrapy_stats_keys(origins):
     a = origins()
@@ -289,6 +294,7 @@ def test_robots_parsed_signal_and_scrapy_stats_keys(origins):
     assert hit.headers["accept-encoding"] == "identity"
 
 
+@NEEDS_ROBOTS_PARSED
 @pytest_twisted.inlineCallbacks
 def test_robots_parsed_after_a_retry_names_a_request_that_waited(origins):
     a = origins()
@@ -358,6 +364,7 @@ def test_robotstxt_obey_false_still_turns_the_addon_off(origins):
     assert result.responses == [a.url("/page")]
 
 
+@NEEDS_ROBOTS_PARSED
 @pytest_twisted.inlineCallbacks
 def test_the_parser_works_with_the_builtin_middleware(origins):
     a = origins()

@@ -21,7 +21,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
-from scrapy.crawler import AsyncCrawlerProcess, Crawler
+from scrapy.crawler import Crawler
+
+try:
+    from scrapy.crawler import AsyncCrawlerProcess as CrawlerProcess  # Scrapy 2.14 and later
+except ImportError:
+    from scrapy.crawler import CrawlerProcess  # type: ignore[assignment]
 from scrapy.settings import Settings
 
 from scrapy_rfc9309 import RobotParser, RobotsTxt, RobotsTxtMiddleware
@@ -236,7 +241,7 @@ def project_settings() -> Settings:
 
 def main() -> int:
     settings = project_settings()
-    process = AsyncCrawlerProcess(settings)  # installs Scrapy's reactor: the demo site runs in it too
+    process = CrawlerProcess(settings)  # installs Scrapy's reactor: the demo site runs in it too
     site = build_site().start()
     crawler = process.create_crawler(DemoSpider)
     observer = Observer(crawler)
