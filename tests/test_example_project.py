@@ -224,7 +224,7 @@ def test_scrapy_robotstxt_uses_the_project_settings() -> None:
     finally:
         site.terminate()
         site.communicate(timeout=30)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the exit status is the verdict: 1, disallowed
     report = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in done.stdout.splitlines() if ":" in line}
     assert report["Agent"] == "DemoBot"  # ROBOTSTXT_USER_AGENT of example_project/settings.py
     assert report["Token"] == "demobot"
