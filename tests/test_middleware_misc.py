@@ -194,7 +194,8 @@ def test_the_matcher_in_use_is_logged_once_at_start_up(origins):
 
     result = yield run_crawl([a.url("/page"), a.url("/star")], mw_settings())
 
-    lines = [r for r in result.log_records if r.name == MW_LOGGER and r.getMessage().startswith("robots.txt matcher:")]
+    lines = [r for r in result.log_records
+             if r.name.startswith(MW_LOGGER) and r.getMessage().startswith("robots.txt matcher:")]
     assert [r.getMessage() for r in lines] == [f"robots.txt matcher: {scrapy_rfc9309.matcher_in_use()}"]
     assert lines[0].levelno == (logging.INFO if scrapy_rfc9309.ACCELERATED else logging.WARNING)
 
