@@ -63,6 +63,7 @@ class OriginStates:
         self._fetches: dict[Origin, defer.Deferred[Any]] = {}
         self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
         self._retries: dict[Origin, Any] = {}
+        self._deadlines: dict[Origin, tuple[float, Any]] = {}
         self._triggers: dict[Origin, Request] = {}
         self._waiting = 0
         self._widened = 0
@@ -102,13 +103,11 @@ class OriginStates:
         ``ROBOTSTXT_MAX_WAITING`` requests). Raises :class:`Closing`."""
         if self.closing:
             raise Closing
-        from twisted.internet import reactor
-
         self._schedule_retry(origin, request)
         waiter: defer.Deferred[Any] = defer.Deferred()
         self._waiters.setdefault(origin, []).append(waiter)
         if timeout is not None:
-            waiter.addTimeout(timeout, reactor)
+            self._wake_at(origin, time.time() + timeout)
         widened = self._waiting < self.max_waiting and _compat.widen_concurrency(self.crawler.engine, 1)
         self._waiting += 1
         self._watch_close()
@@ -265,6 +264,27 @@ class OriginStates:
         self._retries[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined,arg-type,unused-ignore]
 
     # -- waking -------------------------------------------------------------------------
+    def _wake_at(self, origin: Origin, when: float) -> None:
+        """Wake the origin's waiters (with None) at ``when``: one timer per origin,
+        and the waking in batches (``_wake``), so that thousands of held requests
+        reaching ``ROBOTSTXT_MAX_WAIT`` together are not all dropped in one reactor
+        turn. A waiter woken before its own time waits again."""
+        current = self._deadlines.get(origin)
+        if current is not None:
+            if current[0] <= when and current[1].active():
+                return
+            if current[1].active():
+                current[1].cancel()
+        from twisted.internet import reactor
+
+        delay = max(0.0, when - time.time())
+        call = reactor.callLater(delay, self._deadline, origin)  # type: ignore[attr-defined,arg-type,unused-ignore]
+        self._deadlines[origin] = (when, call)
+
+    def _deadline(self, origin: Origin) -> None:
+        self._deadlines.pop(origin, None)
+        self._notify(origin, None)
+
     def _notify(self, origin: Origin, value: Any) -> None:
         waiters = self._waiters.pop(origin, [])
         if waiters:
@@ -305,6 +325,10 @@ class OriginStates:
             if call.active():
                 call.cancel()
         self._retries.clear()
+        for _, call in self._deadlines.values():
+            if call.active():
+                call.cancel()
+        self._deadlines.clear()
         for origin in list(self._waiters):
             self._notify(origin, Closing())
         for fetching in list(self._fetches.values()):

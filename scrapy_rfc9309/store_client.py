@@ -147,7 +147,10 @@ class StoreClient:
 
     async def _timed(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         running = deferred_from_coro(coroutine)
-        running.addTimeout(self.timeout, _reactor())
+        # A coroutine run as an asyncio task ends in asyncio's CancelledError (a
+        # BaseException) when the timeout cancels it, not in Twisted's, which
+        # addTimeout's default translation expects: translate whatever it ends in.
+        running.addTimeout(self.timeout, _reactor(), onTimeoutCancel=_timed_out)
         try:
             return await maybe_deferred_to_future(running)
         except defer.TimeoutError:
@@ -166,7 +169,7 @@ class StoreClient:
         try:
             await self._timed(self.store.open())
             self._opened = True
-        except Exception as exc:
+        except BaseException as exc:  # cancelled included: the waiters must never be left waiting
             failure = exc
         waiters, self._opening = self._opening, None
         for waiter in waiters:
@@ -315,6 +318,10 @@ class StoreClient:
             except Exception as exc:
                 logger.warning("robots.txt store %s did not close cleanly: %s", self.name, exc,
                                extra=self._log_extra)
+
+
+def _timed_out(result: Any, timeout: float) -> Failure:
+    return Failure(defer.TimeoutError(f"no answer in {timeout:g} s"))
 
 
 def _reactor() -> Any:

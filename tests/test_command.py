@@ -43,7 +43,8 @@ def _env(columns: int = 200) -> dict[str, str]:
         # No proxy for loopback traffic, and no project from the environment.
         if not k.lower().endswith("_proxy") and not k.startswith("SCRAPY_")
     }
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    # The package as installed (editable in .venv, a wheel under tox), never the checkout put
+    # first: under tox that would be the source tree without the accelerator built for its Python.
     env["COLUMNS"] = str(columns)
     return env
 

@@ -50,7 +50,8 @@ class Observer:
         self.parsed: dict[str, RobotsTxt] = {}  # origin base URL -> the last file parsed
         self.held: dict[str, list[tuple[str, float]]] = defaultdict(list)  # base URL -> [(url, when)]
         self.middleware: RobotsTxtMiddleware | None = None
-        crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
+        if hasattr(signals, "robots_parsed"):  # Scrapy 2.18 and later; before, the middleware's state
+            crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
         crawler.signals.connect(self._engine_started, signal=signals.engine_started)
         handler = _HoldLog(self)
         log = logging.getLogger("scrapy_rfc9309.middleware")

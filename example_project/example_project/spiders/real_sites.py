@@ -18,11 +18,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
-from scrapy import signals
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from scrapy_rfc9309 import RobotParser
+from scrapy_rfc9309 import signals as rfc_signals
+from scrapy_rfc9309.access import OriginState
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
 
 #: Links followed from each home page: enough to meet some robots.txt rules, few enough to be polite.
@@ -45,14 +45,18 @@ class RealSitesSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> RealSitesSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        crawler.signals.connect(spider.robots_parsed, signal=signals.robots_parsed)
+        # The plugin's own signal: sent on every Scrapy release (robots_parsed exists from 2.18).
+        crawler.signals.connect(spider.robotstxt_fetched, signal=rfc_signals.robotstxt_fetched)
         return spider
 
-    def robots_parsed(self, robotparser: RobotParser, request: Any = None) -> None:
-        robots = robotparser.robots
+    def robotstxt_fetched(self, origin: Any, state: OriginState, request: Any = None) -> None:
+        robots = state.robots
+        if robots is None:
+            self.logger.info("robots.txt of %s: %s", origin, state.access.value)
+            return
         self.logger.info(
-            "robots.txt for %s: %d bytes%s, groups for %s, crawl-delay for us %s, sitemaps %s",
-            request.url if request is not None else "?", robots.size, " (truncated)" if robots.truncated else "",
+            "robots.txt of %s: %d bytes%s, groups for %s, crawl-delay for us %s, sitemaps %s",
+            origin, robots.size, " (truncated)" if robots.truncated else "",
             robots.agents, robots.crawl_delay("ExampleBot"), robots.sitemaps[:3],
         )
 
