@@ -518,7 +518,7 @@ def test_thousands_of_held_requests_are_dropped_in_batches(origins):
     PassCounter.reset()
 
     TrackingSpider.latest = None
-    settings = _batch_settings(ROBOTSTXT_MAX_WAIT=1, ROBOTSTXT_RETRY_DELAY=5, ROBOTSTXT_RETRY_MAX_DELAY=5)
+    settings = _batch_settings(ROBOTSTXT_MAX_WAIT=1, ROBOTSTXT_RETRY_DELAY=60, ROBOTSTXT_RETRY_MAX_DELAY=60)
     crawl = run_crawl(TrackingSpider, settings, urls=[a.url(f"/page/{i}") for i in range(HELD)])
     yield _all_held(gate, a)
     gate.open()  # 503: held, then dropped once MAX_WAIT has passed

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.utils.reactor import install_reactor
 
 try:
     from scrapy.crawler import AsyncCrawlerProcess as CrawlerProcess  # Scrapy 2.14 and later
@@ -242,9 +243,12 @@ def project_settings() -> Settings:
 
 def main() -> int:
     settings = project_settings()
-    process = CrawlerProcess(settings)  # installs Scrapy's reactor: the demo site runs in it too
-    site = build_site().start()
+    process = CrawlerProcess(settings)
+    if "twisted.internet.reactor" not in sys.modules:
+        # Scrapy 2.13 installs its reactor only when the crawl starts; the demo site must run in it.
+        install_reactor(settings["TWISTED_REACTOR"], settings["ASYNCIO_EVENT_LOOP"])
     crawler = process.create_crawler(DemoSpider)
+    site = build_site().start()
     observer = Observer(crawler)
     process.crawl(crawler, start_urls=site.home_pages())
     print(f"Demo site: {', '.join(f'{o.name} {o.base}' for o in site.origins)}")
