@@ -79,6 +79,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_REDIS_URL", None, "str",
             "the Redis of the Redis store (default: the `REDIS_URL` setting, else `redis://localhost:6379/0`)"),
     Setting("ROBOTSTXT_REDIS_PREFIX", "robotstxt", "str", "first part of the Redis store's keys"),
+    Setting("ROBOTSTXT_REDIS_CLUSTER", False, "bool",
+            "the Redis URL names a node of a Redis Cluster (the Redis store then uses redis-py's cluster client)"),
 )
 
 #: Every setting's default, by name (from :data:`SETTINGS`).

@@ -40,6 +40,9 @@ logger = logging.getLogger(__name__)
 
 #: Waiters woken per reactor turn: a release of thousands must not stall other origins.
 WAKE_BATCH = 200
+#: Warn (once) when more than this share of the fetches, after at least
+#: ``EVICTION_WARN_AFTER`` of them, were of origins evicted from the cache while fresh.
+EVICTION_WARN_SHARE, EVICTION_WARN_AFTER = 0.5, 100
 _CLOSE_POLL = 0.2
 
 
@@ -69,6 +72,10 @@ class OriginStates:
         self._widened = 0
         self._close_watch: task.LoopingCall | None = None
         self._cache_hits = 0
+        self._evictions_counted = 0
+        self._fetches_made = 0
+        self._refetches_evicted = 0
+        self._eviction_warned = False
 
     # -- what the middleware asks ---------------------------------------------------------
     def cached(self, origin: Origin, now: float) -> OriginState | None:
@@ -161,7 +168,7 @@ class OriginStates:
                     self._inc("store_hit")
                     logger.debug("robots.txt of %s from the store (%s, fetched %.0f s ago)", origin,
                                  state.access.value, time.time() - state.fetched_at, extra=self._log_extra)
-                    self.cache.put(origin, state)
+                    self._put(origin, state)
                     try:
                         await self._announce(origin, state)
                     finally:
@@ -170,6 +177,7 @@ class OriginStates:
                 previous, lease = found.previous, found.lease
             if previous is not None:
                 self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
+            self._fetching(origin)
             outcome = await self.fetcher.fetch(origin)
             state = self._next(previous, outcome)
         except (defer.CancelledError, Closing):
@@ -189,7 +197,7 @@ class OriginStates:
                 self._notify(origin, Closing())
         if self.store is not None:
             self.store.save(origin, state, lease)
-        self.cache.put(origin, state)
+        self._put(origin, state)
         try:
             await self._report(origin, state)
         except Exception:
@@ -197,6 +205,33 @@ class OriginStates:
                          extra=self._log_extra)
         finally:
             self._settle(origin, state)
+
+    def _put(self, origin: Origin, state: OriginState) -> None:
+        self.cache.put(origin, state)
+        evicted = self.cache.evictions - self._evictions_counted
+        if evicted and self.crawler.stats is not None:
+            self.crawler.stats.inc_value("robotstxt/cache_evicted", evicted)
+        self._evictions_counted = self.cache.evictions
+
+    def _fetching(self, origin: Origin) -> None:
+        """Count a fetch by this process, and the fetches that evictions from the
+        cache caused (their origin's state was still fresh): a warning, once, when
+        those are most of them."""
+        self._fetches_made += 1
+        if not self.cache.evicted_fresh(origin):
+            return
+        self._refetches_evicted += 1
+        self._inc("refetch_evicted")
+        if (not self._eviction_warned and self._fetches_made >= EVICTION_WARN_AFTER
+                and self._refetches_evicted > EVICTION_WARN_SHARE * self._fetches_made):
+            self._eviction_warned = True
+            remedy = f"raise ROBOTSTXT_CACHE_SIZE (now {self.cache.max_origins})"
+            if self.store is None:
+                remedy += " or set ROBOTSTXT_STORE (\"disk\", \"redis\") to load them from a store instead"
+            logger.warning(
+                "robots.txt cache: %d of the %d robots.txt fetches so far were of origins evicted from the in-memory "
+                "cache while their robots.txt was still fresh: %s", self._refetches_evicted, self._fetches_made,
+                remedy, extra=self._log_extra)
 
     def _next(self, previous: OriginState | None, outcome: FetchOutcome) -> OriginState:
         now = time.time()
@@ -207,7 +242,7 @@ class OriginStates:
     def _settle(self, origin: Origin, state: OriginState) -> None:
         """Cache the state, end the fetch and wake the requests waiting for it."""
         self._fetches.pop(origin, None)
-        self.cache.put(origin, state)
+        self._put(origin, state)
         if state.decision(time.time(), self.policy) is not Decision.HOLD:
             self._triggers.pop(origin, None)
         self._notify(origin, state)

@@ -44,8 +44,12 @@ __all__ = ["Lease", "Obtained", "StoreClient", "StoreUnavailable"]
 
 logger = logging.getLogger(__name__)
 
-#: Polling while another process fetches: first delay, growth, longest delay (s).
+#: Polling while another process fetches, with a store that cannot tell when the
+#: fetch ends: first delay, growth, longest delay (s).
 _POLL_FIRST, _POLL_GROWTH, _POLL_MAX = 0.05, 1.5, 1.0
+#: Longest wait for a store that tells when the fetch ends before claiming again
+#: anyway (a message lost with a connection is not waited for longer).
+_TOLD_MAX = 5.0
 #: States fetched while the store was down, saved when it is back (at most).
 _MAX_UNSAVED = 1000
 #: Seconds ``close`` waits for saves still running.
@@ -238,12 +242,23 @@ class StoreClient:
                     self._inc("store_wait")
                     logger.debug("robots.txt of %s is being fetched by another process; waiting for it", origin,
                                  extra=self._log_extra)
-                if time.time() >= give_up:
+                now = time.time()
+                if now >= give_up:
                     logger.warning("robots.txt of %s: another process has held its fetch lock for %.0f s; fetching "
                                    "it here", origin, self.max_busy_wait, extra=self._log_extra)
                     return Obtained(previous=previous)
-                await maybe_deferred_to_future(_sleep(delay))
-                delay = min(delay * _POLL_GROWTH, _POLL_MAX)
+                # Woken when the holder saves or lets go (the store tells), or at its lock's expiry.
+                try:
+                    told = await self._call("wait_saved", key, min(_TOLD_MAX, give_up - now, self.timeout / 2))
+                except StoreUnavailable:
+                    return Obtained(previous=previous)
+                if told:
+                    self._inc("store_woken")
+                    continue
+                self._inc("store_poll")
+                if told is None:  # the store cannot tell: poll
+                    await maybe_deferred_to_future(_sleep(min(delay, max(give_up - time.time(), 0.0))))
+                    delay = min(delay * _POLL_GROWTH, _POLL_MAX)
 
     def _decoded(self, key: str, record: Record | None) -> OriginState | None:
         if record is None:

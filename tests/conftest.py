@@ -63,3 +63,20 @@ def own_redis() -> Iterator[Any]:
     server = RedisServer(require_redis_server()).start()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_server() -> Iterator[Any]:
+    """One Redis Cluster (three masters) for the session (see ``tests/redis_server.py``)."""
+    from redis_server import RedisCluster, require_redis_server
+
+    cluster = RedisCluster(require_redis_server()).start()
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster_server: Any) -> str:
+    """The session's Redis Cluster, emptied for this test: the URL of one of its nodes."""
+    redis_cluster_server.flush()
+    return str(redis_cluster_server.url())

@@ -79,7 +79,7 @@ def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any]) -> An
     return sites, reports
 
 
-def _check_fleet(sites: list[Any], reports: list[dict[str, Any]]) -> None:
+def _check_fleet(sites: list[Any], reports: list[dict[str, Any]], told: bool) -> None:
     # Each origin's robots.txt was fetched once by the whole fleet, and obeyed by both processes.
     assert [len(robots_hits(s)) for s in sites] == [1, 1, 1, 1]
     assert sum(_robotstxt(r, "request_count") for r in reports) == 4
@@ -91,7 +91,14 @@ def _check_fleet(sites: list[Any], reports: list[dict[str, Any]]) -> None:
         assert report["stats"]["finish_reason"] == "finished"
         assert not [w for w in report["warnings"] if "robots.txt store" in w], report["warnings"]
     # Started together, one process waited for the other's fetch at least once (the lock at work).
-    assert sum(_robotstxt(r, "store_wait") for r in reports) >= 1
+    waits = sum(_robotstxt(r, "store_wait") for r in reports)
+    assert waits >= 1
+    if told:  # each waiting process woken by the fetcher's save, once per origin, without polling
+        assert sum(_robotstxt(r, "store_woken") for r in reports) == waits
+        assert sum(_robotstxt(r, "store_poll") for r in reports) == 0
+    else:  # a store that cannot tell is polled
+        assert sum(_robotstxt(r, "store_woken") for r in reports) == 0
+        assert sum(_robotstxt(r, "store_poll") for r in reports) >= waits
     assert all(h.path.startswith("/public/") for s in sites for h in page_hits(s))
 
 
@@ -99,7 +106,7 @@ def _check_fleet(sites: list[Any], reports: list[dict[str, Any]]) -> None:
 def test_two_processes_sharing_redis_fetch_each_robots_txt_once(origins, redis_url, tmp_path):
     sites, reports = yield _two_processes(
         origins, tmp_path, _settings(ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_URL=redis_url))
-    _check_fleet(sites, reports)
+    _check_fleet(sites, reports, told=True)
     client = redis.Redis.from_url(redis_url)
     assert len(client.keys("robotstxt:*:state")) == 4
     assert client.keys("robotstxt:*:lock") == []
@@ -111,7 +118,23 @@ def test_two_processes_sharing_a_disk_store_fetch_each_robots_txt_once(origins, 
     store = tmp_path / "shared-store"
     sites, reports = yield _two_processes(
         origins, tmp_path, _settings(ROBOTSTXT_STORE="disk", ROBOTSTXT_STORE_PATH=str(store)))
-    _check_fleet(sites, reports)
+    _check_fleet(sites, reports, told=False)
+
+
+@pytest_twisted.inlineCallbacks
+def test_two_processes_sharing_a_redis_cluster_fetch_each_robots_txt_once(origins, redis_cluster_url, tmp_path):
+    from redis.cluster import RedisCluster
+
+    sites, reports = yield _two_processes(origins, tmp_path, _settings(
+        ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_URL=redis_cluster_url, ROBOTSTXT_REDIS_CLUSTER=True))
+    _check_fleet(sites, reports, told=True)
+    client = RedisCluster.from_url(redis_cluster_url)
+    states = [f"robotstxt:{{{s.base}}}:state" for s in sites]
+    assert [client.exists(k) for k in states] == [1, 1, 1, 1]
+    assert [client.exists(f"robotstxt:{{{s.base}}}:lock") for s in sites] == [0, 0, 0, 0]
+    # Each on the master that owns its slot (the keys spread with the origins' ports).
+    assert all(client.get_node_from_key(k).name in {n.name for n in client.get_primaries()} for k in states)
+    client.close()
 
 
 @pytest.mark.xfail(

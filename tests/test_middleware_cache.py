@@ -3,6 +3,7 @@ holds (TTL, Cache-Control, stale copies while unreachable, the LRU bound)."""
 
 from __future__ import annotations
 
+import logging
 import socket
 
 import pytest
@@ -314,3 +315,59 @@ def test_an_unavailable_result_expires_too(origins):
     assert stat(result, "unavailable") == 1
     assert stat(result, "parsed") == 1
     assert stat(result, "refetch") == 1
+
+
+# --------------------------------------------------------------------------- evictions made visible
+
+
+def _revisits(origins, count: int, rounds: int) -> tuple[list, list[str]]:
+    sites = []
+    for n in range(count):
+        site = origins(f"127.0.0.{n + 1}")
+        site.robots(RULES)
+        sites.append(site)
+    # Round after round over every origin: an origin comes back after all the others.
+    return sites, [s.url(f"/page/{r}") for r in range(rounds) for s in sites]
+
+
+# Waiting requests take CONCURRENT_REQUESTS places: at most 4 requests are in the middleware at once,
+# so no two visits of one origin (60 requests apart) share a fetch.
+_REVISIT = {"ROBOTSTXT_MAX_WAITING": 0, "CONCURRENT_REQUESTS": 4}
+
+
+@pytest_twisted.inlineCallbacks
+def test_fetches_caused_by_evictions_are_counted_and_warned_about_once(origins):
+    sites, urls = _revisits(origins, 60, 3)
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_CACHE_SIZE=10, **_REVISIT))
+
+    assert [len(robots_hits(s)) for s in sites] == [3] * 60  # every robots.txt fetched once per visit
+    assert sorted(result.responses) == sorted(urls)
+    assert stat(result, "request_count") == 180
+    assert stat(result, "refetch_evicted") == 120  # the second and third fetch of each origin
+    assert stat(result, "cache_evicted") == 170  # every put beyond the 10 kept
+    warnings = [m for m in result.messages(logging.WARNING) if "evicted from the in-memory cache" in m]
+    assert len(warnings) == 1
+    assert "ROBOTSTXT_CACHE_SIZE (now 10)" in warnings[0] and "ROBOTSTXT_STORE" in warnings[0]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_cache_that_holds_every_origin_evicts_nothing(origins):
+    sites, urls = _revisits(origins, 60, 2)
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_CACHE_SIZE=60, **_REVISIT))
+
+    assert [len(robots_hits(s)) for s in sites] == [1] * 60
+    assert stat(result, "cache_evicted") == stat(result, "refetch_evicted") == 0
+    assert not result.logged("evicted from the in-memory cache")
+
+
+@pytest_twisted.inlineCallbacks
+def test_with_a_store_evicted_origins_are_loaded_not_fetched(origins, tmp_path):
+    sites, urls = _revisits(origins, 60, 3)
+    settings = mw_settings(ROBOTSTXT_CACHE_SIZE=10, ROBOTSTXT_STORE="disk", ROBOTSTXT_STORE_PATH=str(tmp_path),
+                           **_REVISIT)
+    result = yield run_crawl(urls, settings)
+
+    assert [len(robots_hits(s)) for s in sites] == [1] * 60
+    assert stat(result, "store_hit") == 120 and stat(result, "cache_evicted") == 170
+    assert stat(result, "refetch_evicted") == 0
+    assert not result.logged("evicted from the in-memory cache")

@@ -47,12 +47,14 @@ class Awaitable:
         return lambda *args: defer.succeed(attribute(*args))
 
 
-@pytest.fixture(params=["disk", "redis"])
+@pytest.fixture(params=["disk", "redis", "redis-cluster"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "disk":
         made = Awaitable(DiskStore(str(tmp_path)))
-    else:
+    elif request.param == "redis":
         made = Awaitable(RedisStore(request.getfixturevalue("redis_url"), prefix="t"))
+    else:
+        made = Awaitable(RedisStore(request.getfixturevalue("redis_cluster_url"), prefix="t", cluster=True))
     pytest_twisted.blockon(made.open())
     yield made
     pytest_twisted.blockon(made.close())
@@ -261,6 +263,11 @@ class _Settings(dict):
     def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
         return super().get(name, default)
 
+    def getbool(self, name: str, default: bool = False) -> bool:
+        from scrapy.settings import Settings
+
+        return Settings(dict(self)).getbool(name, default)
+
 
 class _Crawler:
     def __init__(self, **settings: Any) -> None:
@@ -335,3 +342,122 @@ async def test_an_unreachable_redis_is_a_connection_error() -> None:
     store = Awaitable(RedisStore("redis://127.0.0.1:1/0"))
     with pytest.raises(redis.ConnectionError):
         await store.open()
+
+
+# --------------------------------------------------------------------------- waking the processes that wait
+
+
+@pytest.fixture(params=["redis", "redis-cluster"])
+def redis_store(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A Redis store on a single Redis and on a three-master cluster."""
+    if request.param == "redis":
+        made = Awaitable(RedisStore(request.getfixturevalue("redis_url"), prefix="t"))
+    else:
+        made = Awaitable(RedisStore(request.getfixturevalue("redis_cluster_url"), prefix="t", cluster=True))
+    pytest_twisted.blockon(made.open())
+    yield made
+    pytest_twisted.blockon(made.close())
+
+
+async def _until(condition: Any) -> None:
+    """Return once ``condition()`` holds, checking every 10 ms (bounded by the test's own end)."""
+    for _ in range(2000):
+        if condition():
+            return
+        await sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
+def _waiting(store: Any, key: str) -> bool:
+    """The store has a confirmed subscription for a waiter of ``key``."""
+    notifier = store.store.notifier
+    channel = store.store.channel(key)
+    return bool(notifier._waiters.get(channel)) and channel not in notifier._confirming
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
+    now = time.time()
+    assert (await redis_store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
+    waiting = redis_store.wait_saved(KEY, 30)
+    await _until(lambda: _waiting(redis_store, KEY))
+    assert not waiting.called
+    await redis_store.save(KEY, record(now), "a")
+    assert (await waiting) is True  # told, long before the lock (30 s) or the timeout would end it
+    assert (await redis_store.claim(KEY, "b", now, 30))[0] is Claim.FRESH
+    # Nobody waits any more: the channel is let go.
+    await _until(lambda: not redis_store.store.notifier._nodes or not any(
+        n.channels for n in redis_store.store.notifier._nodes.values()))
+    assert redis_store.store.notifier._waiters == {}
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_waiter_is_told_when_the_holder_lets_the_lock_go(redis_store: Any) -> None:
+    assert (await redis_store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+    waiters = [redis_store.wait_saved(KEY, 30) for _ in range(3)]  # three origins' requests, one subscription
+    await _until(lambda: _waiting(redis_store, KEY))
+    await redis_store.release(KEY, "a")
+    assert [await w for w in waiters] == [True, True, True]
+    assert (await redis_store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_waiter_wakes_when_the_lock_of_a_dead_holder_expires(redis_store: Any) -> None:
+    assert (await redis_store.claim(KEY, "dead", time.time(), 0.3))[0] is Claim.ACQUIRED
+    assert (await redis_store.wait_saved(KEY, 30)) is False  # not told: the lock ran out
+    assert (await redis_store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_waiter_without_a_lock_to_wait_for_returns_at_once(redis_store: Any) -> None:
+    assert (await redis_store.wait_saved(KEY, 30)) is True
+    assert (await redis_store.wait_saved(KEY, 0)) is True
+
+
+@pytest_twisted.ensureDeferred
+async def test_waiters_are_woken_when_the_subscription_is_lost_and_subscribe_again(redis_url: str) -> None:
+    store = Awaitable(RedisStore(redis_url, prefix="t"))
+    await store.open()
+    try:
+        assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+        waiting = store.wait_saved(KEY, 30)
+        await _until(lambda: _waiting(store, KEY))
+        client = redis.Redis.from_url(redis_url)
+        assert client.client_kill_filter(_type="pubsub") == 1  # the subscribing connection, cut
+        assert (await waiting) is True  # woken to claim again (still busy)
+        assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
+        waiting = store.wait_saved(KEY, 30)
+        await _until(lambda: _waiting(store, KEY))  # on a new connection
+        await store.save(KEY, record(time.time()), "a")
+        assert (await waiting) is True
+        client.close()
+    finally:
+        await store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_blocking_store_cannot_tell_so_its_waiters_poll(tmp_path: Path) -> None:
+    from scrapy_rfc9309.stores.blocking import as_async
+
+    store = as_async(DiskStore(str(tmp_path)))
+    assert (await deferred_from_coro(store.wait_saved(KEY, 30))) is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_cluster_spreads_origins_over_its_masters(redis_cluster_url: str) -> None:
+    from redis.cluster import RedisCluster
+
+    store = Awaitable(RedisStore(redis_cluster_url, prefix="t", cluster=True))
+    await store.open()
+    now = time.time()
+    keys = [f"https://site{n}.example" for n in range(30)]
+    for key in keys:
+        assert (await store.claim(key, "a", now, 30))[0] is Claim.ACQUIRED
+        assert await store.save(key, record(now), "a")
+    await store.close()
+    client = RedisCluster.from_url(redis_cluster_url)
+    nodes = {client.get_node_from_key(f"t:{{{key}}}:state").name for key in keys}
+    assert len(nodes) == 3  # every master holds some
+    assert all(client.exists(f"t:{{{key}}}:state") == 1 for key in keys)
+    assert all(client.exists(f"t:{{{key}}}:lock") == 0 for key in keys)
+    client.close()

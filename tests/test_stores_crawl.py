@@ -178,29 +178,55 @@ def _store_as_another_process(client: redis.Redis, site: Any, body: bytes, fetch
         "meta": json.dumps(meta), "body": body})
 
 
+def _record_of_another_process(site: Any, body: bytes, fetched_at: float, expires_at: float) -> Record:
+    meta = {"v": 1, "access": "parsed", "fetched_at": fetched_at, "expires_at": expires_at, "good_at": fetched_at,
+            "failures": 0, "url": site.url("/robots.txt"), "status": 200}
+    return Record(fetched_at, expires_at, expires_at + 3600, json.dumps(meta), body)
+
+
+@pytest.fixture(params=["redis", "redis-cluster"])
+def redis_where(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """``(URL, settings)`` of a single Redis and of a three-master Redis Cluster."""
+    if request.param == "redis":
+        return request.getfixturevalue("redis_url"), {}
+    return request.getfixturevalue("redis_cluster_url"), {"ROBOTSTXT_REDIS_CLUSTER": True}
+
+
 @pytest_twisted.inlineCallbacks
-def test_a_process_waits_for_the_fetch_of_another_and_uses_its_result(origins, redis_url):
+def test_a_process_waits_for_the_fetch_of_another_and_is_woken_by_its_save(origins, redis_where):
+    from scrapy.utils.defer import deferred_from_coro
+
+    from scrapy_rfc9309.stores.redis import RedisStore
+
+    url, extra = redis_where
     (site,) = _sites(origins, 1)
     site.robots("User-agent: *\nDisallow: /\n")  # what a fetch by this process would find
     key = site.base
-    client = _redis(redis_url)
-    client.set(f"robotstxt:{{{key}}}:lock", "another-process", px=30_000)
+    other = RedisStore(url, cluster=bool(extra))  # another process, in this reactor
+    yield deferred_from_coro(other.open())
+    claim, _ = yield deferred_from_coro(other.claim(key, "another-process", time.time(), 30))
+    assert claim is Claim.ACQUIRED
+    saved: list[bool] = []
 
-    def the_other_process_finishes() -> None:
+    def the_other_process_finishes() -> Any:
         now = time.time()
-        _store_as_another_process(client, site, RULES.encode(), now, now + 3600)
-        client.delete(f"robotstxt:{{{key}}}:lock")
+        record = _record_of_another_process(site, RULES.encode(), now, now + 3600)
+        return deferred_from_coro(other.save(key, record, "another-process")).addCallback(saved.append)
 
-    from twisted.internet import reactor
+    from twisted.internet import reactor, task
 
-    reactor.callLater(0.6, the_other_process_finishes)
-    result = yield run_crawl([site.url("/public"), site.url("/private/1")], _settings("redis", redis_url))
+    finishing = task.deferLater(reactor, 0.6, the_other_process_finishes)
+    result = yield run_crawl([site.url("/public"), site.url("/private/1")], _settings("redis", url, **extra))
+    yield finishing
+    yield deferred_from_coro(other.close())
 
+    assert saved == [True]
     assert robots_hits(site) == []  # this process fetched nothing
     assert stat(result, "store_wait") == 1 and stat(result, "store_hit") == 1
+    # Woken by the save: one claim before waiting, one after; no polling.
+    assert stat(result, "store_woken") == 1 and stat(result, "store_poll") == 0
     assert result.responses == [site.url("/public")]  # judged by the other process's file
     assert result.error_types() == [RobotsTxtForbidden]
-    client.close()
 
 
 @pytest_twisted.inlineCallbacks
@@ -215,6 +241,7 @@ def test_the_lock_of_a_fetcher_that_died_expires_and_another_fetches(origins, re
     (hit,) = robots_hits(site)
     assert hit.time - started >= 1.0  # not before the dead process's lock ran out
     assert stat(result, "store_wait") == 1
+    assert stat(result, "store_woken") == 0 and stat(result, "store_poll") >= 1  # woken by the lock's expiry
     assert result.responses == [site.url("/public")]
     assert client.exists(f"robotstxt:{{{site.base}}}:state") == 1
     assert client.exists(f"robotstxt:{{{site.base}}}:lock") == 0  # released with the save

@@ -119,3 +119,13 @@ class AsyncStore:
 
     async def release(self, key: str, owner: str) -> None:
         pass
+
+    async def wait_saved(self, key: str, timeout: float) -> bool | None:
+        """Called after :meth:`claim` answered :attr:`Claim.BUSY`: wait until the
+        holder of ``key``'s fetch lock saves a record or lets the lock go, for
+        ``timeout`` seconds at most (the caller claims again then). Returns True
+        when told so (or the lock is gone already), False when ``timeout`` or the
+        lock's expiry came first, and None when this store cannot tell: the caller
+        then polls, claiming again after 50 ms, growing to 1 s. The default (and
+        every blocking :class:`Store`) returns None."""
+        return None

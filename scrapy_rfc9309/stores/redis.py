@@ -12,6 +12,21 @@ live on one node):
   (``ROBOTSTXT_STORE_LOCK_TTL``, renewed while the fetch runs), so a process that
   dies while fetching blocks the others for that long at most.
 
+- ``<prefix>:{<origin>}:saved``: a channel, told when the origin's record is saved
+  or its lock released, so that processes waiting for the fetch claim again at
+  once instead of polling.
+
+Waiting processes subscribe to the channel of each origin they wait for (one
+connection per Redis node, subscribed only while someone waits), then wait for a
+message, or for the lock's expiry (a fetcher that died sends none). Without a
+working subscription they poll, as with any store that cannot tell.
+
+With ``ROBOTSTXT_REDIS_CLUSTER = True`` the URL names one node of a Redis Cluster
+(``redis.asyncio.cluster.RedisCluster``); every key and the channel of an origin
+share its hash slot, so each script runs on one node, and the channel is a shard
+channel (``SPUBLISH``/``SSUBSCRIBE``, Redis 7 and later; an older cluster is
+polled).
+
 Its methods are coroutines of ``redis.asyncio``, awaited in the reactor's asyncio
 loop: no thread, and a claim is one round trip (a Lua script that answers with the
 record). Needs the ``redis`` package (``pip install 'scrapy-rfc9309[redis]'``) and
@@ -20,8 +35,12 @@ Scrapy's asyncio reactor (the default ``TWISTED_REACTOR``).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
+import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..exceptions import RobotsTxtConfigError
 from ..record import Record
@@ -29,12 +48,15 @@ from .base import AsyncStore, Claim
 
 try:
     import redis.asyncio as aioredis
+    from redis.asyncio.connection import parse_url
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
 except ImportError:  # reported when the store is made, with a message naming the setting
     aioredis = None  # type: ignore[assignment]
 
 __all__ = ["DEFAULT_URL", "RedisStore"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_URL = "redis://localhost:6379/0"
 #: Seconds to connect and to wait for an answer before the store counts as down.
@@ -43,6 +65,8 @@ SOCKET_TIMEOUT = 5.0
 #: Connections per process. Calls beyond wait for one (a hundred origins starting at
 #: once would otherwise open a hundred connections, each with its own set-up).
 MAX_CONNECTIONS = 8
+#: Seconds without subscribing again after a subscription failed (waiters poll meanwhile).
+SUBSCRIBE_RETRY_DELAY = 5.0
 
 #: The record's fields, in the order the scripts and ``load`` read them.
 _FIELDS = ("fetched_at", "expires_at", "keep_until", "meta", "body")
@@ -58,7 +82,8 @@ if redis.call('GET', KEYS[2]) == ARGV[2] then
 end
 return {0}
 """
-# KEYS: state, lock. ARGV: fetched_at, expires_at, keep_until, keep_until (ms), meta, body, owner or ''.
+# KEYS: state, lock, channel. ARGV: fetched_at, expires_at, keep_until, keep_until (ms), meta, body,
+# owner or '', the publishing command ('PUBLISH', 'SPUBLISH', or '' for none).
 _SAVE = """
 local current = redis.call('HGET', KEYS[1], 'fetched_at')
 local written = 0
@@ -69,6 +94,7 @@ if not current or tonumber(current) <= tonumber(ARGV[1]) then
   written = 1
 end
 if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then redis.call('DEL', KEYS[2]) end
+if ARGV[8] ~= '' then redis.call(ARGV[8], KEYS[3], 'saved') end
 return written
 """
 # KEYS: lock. ARGV: owner, ttl (ms).
@@ -76,33 +102,52 @@ _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 """
-# KEYS: lock. ARGV: owner.
+# KEYS: lock, channel. ARGV: owner, the publishing command (or '').
 _RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[2], 'released') end
+  return 1
+end
 return 0
 """
 
 
 class RedisStore(AsyncStore):
-    """Origin states in Redis, shared by a fleet."""
+    """Origin states in Redis (or a Redis Cluster), shared by a fleet."""
 
-    def __init__(self, url: str = DEFAULT_URL, prefix: str = "robotstxt", setting: str = "ROBOTSTXT_REDIS_URL") -> None:
+    def __init__(self, url: str = DEFAULT_URL, prefix: str = "robotstxt", setting: str = "ROBOTSTXT_REDIS_URL",
+                 cluster: bool = False) -> None:
         if aioredis is None:
             raise RobotsTxtConfigError(
                 "ROBOTSTXT_STORE = 'redis' needs the redis package: pip install 'scrapy-rfc9309[redis]'"
             )
+        self.client: Any
         try:
-            # One immediate retry: a pooled connection to a Redis that restarted fails
-            # once, and the retry reconnects. More would only delay the fallback.
-            pool = aioredis.BlockingConnectionPool.from_url(
-                url, max_connections=MAX_CONNECTIONS, timeout=SOCKET_TIMEOUT, socket_connect_timeout=CONNECT_TIMEOUT,
-                socket_timeout=SOCKET_TIMEOUT, health_check_interval=30, retry=Retry(NoBackoff(), 1),
-            )
-            self.client = aioredis.Redis(connection_pool=pool)
+            if cluster:
+                from redis.asyncio.cluster import RedisCluster
+
+                self.client = RedisCluster.from_url(
+                    url, max_connections=MAX_CONNECTIONS, socket_connect_timeout=CONNECT_TIMEOUT,
+                    socket_timeout=SOCKET_TIMEOUT,
+                )
+            else:
+                # One immediate retry: a pooled connection to a Redis that restarted fails
+                # once, and the retry reconnects. More would only delay the fallback.
+                pool = aioredis.BlockingConnectionPool.from_url(
+                    url, max_connections=MAX_CONNECTIONS, timeout=SOCKET_TIMEOUT,
+                    socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=SOCKET_TIMEOUT, health_check_interval=30,
+                    retry=Retry(NoBackoff(), 1),
+                )
+                self.client = aioredis.Redis(connection_pool=pool)
         except ValueError as exc:
             raise RobotsTxtConfigError(f"{setting} is not a Redis URL ({exc}): {url!r}") from None
         self.url = url
         self.prefix = prefix
+        self.cluster = cluster
+        #: The command that tells waiters (``PUBLISH``, ``SPUBLISH`` in a cluster), or "" (they poll).
+        self.publish = "PUBLISH"
+        self.notifier = _Notifier(self)
         self._claim = self.client.register_script(_CLAIM)
         self._save = self.client.register_script(_SAVE)
         self._renew = self.client.register_script(_RENEW)
@@ -120,21 +165,40 @@ class RedisStore(AsyncStore):
         prefix = settings.get("ROBOTSTXT_REDIS_PREFIX") or "robotstxt"
         if not isinstance(prefix, str):
             raise RobotsTxtConfigError(f"ROBOTSTXT_REDIS_PREFIX must be a string, got {prefix!r}")
-        return cls(url, prefix, setting)
+        try:
+            cluster = settings.getbool("ROBOTSTXT_REDIS_CLUSTER", False)
+        except ValueError:
+            raise RobotsTxtConfigError(
+                f"ROBOTSTXT_REDIS_CLUSTER must be a boolean, got {settings.get('ROBOTSTXT_REDIS_CLUSTER')!r}"
+            ) from None
+        return cls(url, prefix, setting, cluster)
 
     def keys(self, key: str) -> tuple[str, str]:
         """The state and lock keys of an origin."""
         base = f"{self.prefix}:{{{key}}}"
         return f"{base}:state", f"{base}:lock"
 
+    def channel(self, key: str) -> str:
+        """The channel told when the origin's record is saved or its lock released."""
+        return f"{self.prefix}:{{{key}}}:saved"
+
     async def open(self) -> None:
+        if self.cluster:
+            await self.client.initialize()
+            # Shard channels came with Redis 7: an older cluster has no way to tell waiters.
+            answers = await self.client.info("server", target_nodes=self.client.PRIMARIES)
+            infos = [answers] if "redis_version" in answers else list(answers.values())
+            majors = [int(str(info.get("redis_version", "0")).split(".")[0]) for info in infos]
+            self.publish = "SPUBLISH" if majors and min(majors) >= 7 else ""
         # Load the scripts now, or the first calls would each fail with NOSCRIPT and retry.
         for script in (self._claim, self._save, self._renew, self._release):
             await self.client.script_load(script.script)
 
     async def close(self) -> None:
+        await self.notifier.close()
         await self.client.aclose()
-        await self.client.connection_pool.disconnect()
+        if not self.cluster:
+            await self.client.connection_pool.disconnect()
 
     async def load(self, key: str) -> Record | None:
         return _record(await self.client.hmget(self.keys(key)[0], *_FIELDS))
@@ -142,8 +206,8 @@ class RedisStore(AsyncStore):
     async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
         keep_ms = math.ceil(record.keep_until * 1000)
         args: list[str | bytes | int] = [repr(record.fetched_at), repr(record.expires_at), repr(record.keep_until),
-                                         keep_ms, record.meta, record.body, owner or ""]
-        return bool(await self._save(keys=self.keys(key), args=args))
+                                         keep_ms, record.meta, record.body, owner or "", self.publish]
+        return bool(await self._save(keys=[*self.keys(key), self.channel(key)], args=args))
 
     async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
         answer = await self._claim(keys=self.keys(key), args=[repr(now), owner, max(1, math.ceil(lock_ttl * 1000))])
@@ -154,7 +218,210 @@ class RedisStore(AsyncStore):
         return bool(await self._renew(keys=[self.keys(key)[1]], args=[owner, max(1, math.ceil(lock_ttl * 1000))]))
 
     async def release(self, key: str, owner: str) -> None:
-        await self._release(keys=[self.keys(key)[1]], args=[owner])
+        await self._release(keys=[self.keys(key)[1], self.channel(key)], args=[owner, self.publish])
+
+    async def wait_saved(self, key: str, timeout: float) -> bool | None:
+        if not self.publish:
+            return None
+        return await self.notifier.wait(key, timeout)
+
+
+class _Notifier:
+    """The subscriptions of one process: a connection per Redis node that holds a
+    channel waited for, a reader task per connection that wakes the waiters of the
+    channel a message names, and each channel subscribed while someone waits."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+        self._subscribe = "SSUBSCRIBE" if store.cluster else "SUBSCRIBE"
+        self._unsubscribe = "SUNSUBSCRIBE" if store.cluster else "UNSUBSCRIBE"
+        #: Waiters by channel; a channel is subscribed while it has some.
+        self._waiters: dict[str, set[asyncio.Future[bool]]] = {}
+        #: Subscriptions not yet confirmed by the server, by channel.
+        self._confirming: dict[str, asyncio.Future[None]] = {}
+        self._nodes: dict[str, _Node] = {}
+        self._broken_until = 0.0
+
+    async def wait(self, key: str, timeout: float) -> bool | None:
+        if time.monotonic() < self._broken_until:
+            return None
+        channel = self.store.channel(key)
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[bool] = loop.create_future()
+        self._waiters.setdefault(channel, set()).add(woken)
+        try:
+            try:
+                await self._subscribed(channel)
+            except Exception as exc:
+                self._broken_until = time.monotonic() + SUBSCRIBE_RETRY_DELAY
+                logger.info("robots.txt store: cannot subscribe to Redis (%s: %s); waiting processes poll for %g s",
+                            type(exc).__name__, exc, SUBSCRIBE_RETRY_DELAY)
+                return None
+            # Subscribed before looking at the lock: a save from now on is heard.
+            lock_ms = await self.store.client.pttl(self.store.keys(key)[1])
+            if lock_ms == -2:  # no lock: saved or released meanwhile
+                return True
+            # Past the lock's expiry (PTTL rounds down, timers may fire a little early).
+            limit = min(timeout, lock_ms / 1000 + 0.005) if lock_ms >= 0 else timeout
+            try:
+                return await asyncio.wait_for(asyncio.shield(woken), max(limit, 0.0))
+            except asyncio.TimeoutError:
+                return False
+        finally:
+            waiters = self._waiters.get(channel)
+            if waiters is not None:
+                waiters.discard(woken)
+                if not waiters:
+                    del self._waiters[channel]
+                    node = self._nodes.get(self._node_name(channel))
+                    if node is not None and not node.lost and channel in node.channels:
+                        node.channels.discard(channel)
+                        node.send(self._unsubscribe, channel)
+
+    async def _subscribed(self, channel: str) -> None:
+        """Subscribe to ``channel`` on the node holding it, unless it is already;
+        return once the server confirmed it."""
+        name = self._node_name(channel)
+        node = self._nodes.get(name)
+        if node is None or node.lost:
+            node = _Node(self, name)
+            self._nodes[name] = node
+            node.connecting = asyncio.get_running_loop().create_task(node.connect())
+        assert node.connecting is not None
+        try:
+            await asyncio.shield(node.connecting)  # one connection, however many waiters come meanwhile
+        except Exception as exc:
+            node._fail(exc)
+            raise
+        if channel not in node.channels:
+            node.channels.add(channel)
+            self._confirming[channel] = asyncio.get_running_loop().create_future()
+            node.send(self._subscribe, channel)
+        confirming = self._confirming.get(channel)
+        if confirming is not None:  # None: confirmed already
+            await asyncio.wait_for(asyncio.shield(confirming), SOCKET_TIMEOUT)
+        if node.lost:
+            raise ConnectionError("the subscribing connection was lost")
+
+    def _node_name(self, channel: str) -> str:
+        if not self.store.cluster:
+            return self.store.url
+        node = self.store.client.get_node_from_key(channel)
+        return f"{node.host}:{node.port}"
+
+    def heard(self, kind: bytes, channel: str) -> None:
+        """A message of the server: a subscription confirmed, or a channel told."""
+        if kind in (b"subscribe", b"ssubscribe"):
+            confirming = self._confirming.pop(channel, None)
+            if confirming is not None and not confirming.done():
+                confirming.set_result(None)
+        elif kind in (b"message", b"smessage"):
+            for woken in self._waiters.get(channel, ()):
+                if not woken.done():
+                    woken.set_result(True)
+
+    def lost(self, node: _Node, exc: BaseException | None) -> None:
+        """A connection failed: its waiters claim again (and subscribe anew)."""
+        if self._nodes.get(node.name) is node:
+            del self._nodes[node.name]
+        logger.debug("robots.txt store: subscription to Redis %s lost (%s)", node.name, exc)
+        for channel in node.channels:
+            confirming = self._confirming.pop(channel, None)
+            if confirming is not None and not confirming.done():
+                confirming.set_result(None)
+        for waiters in self._waiters.values():
+            for woken in waiters:
+                if not woken.done():
+                    woken.set_result(True)
+
+    async def close(self) -> None:
+        for node in list(self._nodes.values()):
+            await node.close()
+        self._nodes.clear()
+
+
+class _Node:
+    """One subscribing connection, to the Redis (or to one cluster node)."""
+
+    def __init__(self, notifier: _Notifier, name: str) -> None:
+        self.notifier = notifier
+        self.name = name
+        self.lost = False
+        #: Channels subscribed (or being subscribed) on this connection.
+        self.channels: set[str] = set()
+        kwargs: dict[str, Any] = dict(parse_url(_node_url(notifier.store.url, name, notifier.store.cluster)))
+        if notifier.store.cluster:
+            kwargs.pop("db", None)
+        connection_class = kwargs.pop("connection_class", aioredis.Connection)
+        # No read timeout: the connection is silent until a channel is told. RESP2, where
+        # the server's messages are plain replies read here (redis-py before 5 speaks
+        # nothing else and takes no protocol argument).
+        options: dict[str, Any] = {"socket_connect_timeout": CONNECT_TIMEOUT, "socket_timeout": None,
+                                   "socket_keepalive": True}
+        try:
+            self.connection = connection_class(**kwargs, **options, protocol=2)
+        except TypeError:
+            self.connection = connection_class(**kwargs, **options)
+        self.connecting: asyncio.Task[None] | None = None
+        self.reader: asyncio.Task[None] | None = None
+        self._sending: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        await self.connection.connect()
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    def send(self, *command: str) -> None:
+        """Send ``command`` (no answer but through the reader); sends stay in order."""
+        previous = self._sending
+
+        async def sending() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            try:
+                await self.connection.send_command(*command)
+            except Exception as exc:
+                self._fail(exc)
+
+        self._sending = asyncio.get_running_loop().create_task(sending())
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                message = await self.connection.read_response()
+                if isinstance(message, list) and len(message) >= 2:
+                    kind, channel = message[0], message[1]
+                    if isinstance(channel, bytes):
+                        self.notifier.heard(kind if isinstance(kind, bytes) else str(kind).encode(),
+                                            channel.decode("utf-8", "replace"))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException | None) -> None:
+        if not self.lost:
+            self.lost = True
+            self.notifier.lost(self, exc)
+            if self.reader is not None and self.reader is not asyncio.current_task():
+                self.reader.cancel()
+
+    async def close(self) -> None:
+        self.lost = True
+        for running in (self.connecting, self.reader, self._sending):
+            if running is not None and not running.done():
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
+        await self.connection.disconnect()
+
+
+def _node_url(url: str, name: str, cluster: bool) -> str:
+    """The URL of the node ``name`` (``host:port``), with ``url``'s scheme and credentials."""
+    if not cluster:
+        return url
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@{name}" if credentials else name
+    return urlunsplit((parts.scheme, netloc, "/0", parts.query, ""))
 
 
 def _record(fields: list[Any] | None) -> Record | None:
