@@ -429,19 +429,6 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]]) -> 
 
             return waiting()
 
-        def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
-            t = clock()
-            try:
-                return super().process_response(request, response)
-            finally:
-                add("process_response", t)
-
-        def process_exception(self, request: Any, exception: BaseException, spider: Any = None) -> Any:
-            t = clock()
-            try:
-                return super().process_exception(request, exception)
-            finally:
-                add("process_exception", t)
 
     original_bytes = RobotsFetcher._bytes_received
 
