@@ -110,6 +110,7 @@ class RobotsTxtMiddleware:
                 if state.decision(now, self.policy) is not Decision.HOLD:
                     break
                 if state.waited_too_long(now, self.policy):
+                    self.states.give_up(origin)
                     self._drop(request, origin, f"unreachable for {self.policy.max_wait:g} s", "max_wait")
                 if not held:
                     held = True

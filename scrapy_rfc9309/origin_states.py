@@ -133,6 +133,21 @@ class OriginStates:
             raise value
         return value  # type: ignore[no-any-return]
 
+    def give_up(self, origin: Origin) -> None:
+        """The origin's held requests were dropped (``ROBOTSTXT_MAX_WAIT``): a retry
+        still in flight serves nobody, and its download would keep the spider open
+        until ``DOWNLOAD_TIMEOUT``. It is cancelled; the origin keeps its unreachable
+        state, and the next request of it fetches again."""
+        if self._waiters.get(origin):
+            return
+        retry = self._retries.pop(origin, None)
+        if retry is not None and retry.active():
+            retry.cancel()
+        state = self.cache.get(origin)
+        fetching = self._fetches.get(origin)
+        if fetching is not None and state is not None and state.access is Access.UNREACHABLE:
+            fetching.cancel()
+
     @property
     def waiting(self) -> int:
         return self._waiting

@@ -39,7 +39,7 @@ from middleware_support import (
 from optional import missing
 from scrapy import Request
 from scrapy.http import Response
-from servers import Gate, Huge, Redirect, Static
+from servers import Gate, Huge, Redirect, Stall, Static
 from twisted.internet import defer, protocol
 
 from scrapy_rfc9309 import signals as rfc_signals
@@ -649,3 +649,24 @@ def test_an_unexpected_exception_in_a_fetch_is_a_failed_fetch_retried_after_the_
     assert sorted(result.responses) == [a.url("/public/1"), a.url("/public/2")]
     assert result.error_types() == [RobotsTxtForbidden]
     assert result.stats["finish_reason"] == "finished"
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_retry_in_flight_when_the_held_requests_are_dropped_is_abandoned(origins):
+    """A robots.txt that never answers: the first fetch times out, a retry starts, and
+    ROBOTSTXT_MAX_WAIT passes while that retry is still downloading. The retry serves
+    nobody then: it is cancelled, so the crawl does not stay open until it times out
+    (the origin counts one unreachable fetch, not two)."""
+    a = origins()
+    a["/robots.txt"] = Stall()
+    urls = [a.url(f"/page/{i}") for i in range(3)]
+    settings = mw_settings(DOWNLOAD_TIMEOUT=1, ROBOTSTXT_RETRY_DELAY=0.2, ROBOTSTXT_RETRY_MAX_DELAY=0.2,
+                           ROBOTSTXT_MAX_WAIT=0.6, **SAFETY)
+
+    result = yield run_crawl(urls, settings)
+
+    assert len(robots_hits(a)) == 2  # the first fetch and the retry
+    assert stat(result, "unreachable") == 1  # the retry ended in no state: it was cancelled
+    assert stat(result, "dropped_unreachable") == 3
+    assert result.stats["finish_reason"] == "finished"
+    assert page_hits(a) == []
