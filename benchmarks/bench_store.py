@@ -34,7 +34,7 @@ it receives; all traffic stays on 127.0.0.0/8.
     mean raw robots.txt size of the sample is given, to tell raw bytes from
     overhead.
 
-The report ends with a markdown summary for the README. Every crawl imports a
+The report ends with a markdown summary for benchmarks/README.md. Every crawl imports a
 snapshot of the package taken at the start (its commit and source hash are
 printed).
 
