@@ -13,14 +13,17 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # the checkout, when the package is not installed
 
-import scrapy_rfc9309  # noqa: E402
-from scrapy_rfc9309.config import settings_table  # noqa: E402
+try:
+    import scrapy_rfc9309
+except ImportError:  # a checkout whose package is not installed: autodoc imports it from there
+    sys.path.insert(0, str(HERE.parent))
+    import scrapy_rfc9309
+from scrapy_rfc9309.config import settings_table  # noqa: E402 (after the import above, which may set the path)
 
 project = "scrapy-rfc9309"
 author = "scrapy-rfc9309 developers"
-copyright = "scrapy-rfc9309 developers"  # noqa: A001
+copyright = "scrapy-rfc9309 developers"
 release = scrapy_rfc9309.__version__
 version = release
 
