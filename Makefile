@@ -1,12 +1,13 @@
 # Two commands do everything on a fresh machine with Python 3 and make:
 #   make demo   runs the example crawl (offline, against a local demo site)
-#   make test   creates .venv, installs the package with its dev extras (tests, mypy, build, twine), runs the suite
+#   make test   creates .venv, installs the package with its dev extras (tests, mypy, build, twine, Sphinx), runs the suite
+#   make docs   builds the Sphinx site into docs/_build/html, warnings as errors
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test test-min test-latest lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: demo test docs test-min test-latest lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # tox finds Python 3.10 and 3.13 on PATH; with pyenv, every installed version's bin is put there.
 PYENV_BINS := $(shell command -v pyenv >/dev/null 2>&1 && for v in $$(pyenv versions --bare 2>/dev/null | grep -v /); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)
@@ -27,6 +28,10 @@ demo: venv
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# The documentation site; any Sphinx warning fails the build.
+docs: venv
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 # The suite on the minimum supported Scrapy (Python 3.10) and on the newest (Python 3.13).
 test-min: venv
@@ -58,7 +63,7 @@ bench-store: venv
 	$(BIN)/python benchmarks/bench_store.py --corpus $(CORPUS)
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info docs/_build
 
 # Try the example project's spider against real sites (needs network).
 crawl-real: venv

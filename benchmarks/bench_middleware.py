@@ -23,7 +23,7 @@ subprocess (so that its CPU is not counted), all traffic on 127.0.0.0/8:
     The crawler also samples, every 50 ms, how many requests are in the
     downloader, waiting in the middleware and in the scheduler.
 
-The report ends with a markdown summary for the README. The package's commit and
+The report ends with a markdown summary for benchmarks/README.md. The package's commit and
 a hash of its sources are printed, with a warning if they changed during the run.
 
 Usage::

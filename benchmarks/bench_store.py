@@ -34,7 +34,7 @@ it receives; all traffic stays on 127.0.0.0/8.
     mean raw robots.txt size of the sample is given, to tell raw bytes from
     overhead.
 
-The report ends with a markdown summary for the README. Every crawl imports a
+The report ends with a markdown summary for benchmarks/README.md. Every crawl imports a
 snapshot of the package taken at the start (its commit and source hash are
 printed).
 
@@ -71,6 +71,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_middleware as bm
+
+from scrapy_rfc9309 import testing
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
@@ -146,48 +148,26 @@ def _die_with_parent() -> None:
 # --------------------------------------------------------------------------------------
 # redis-server, started and stopped by the benchmark
 # --------------------------------------------------------------------------------------
-class RedisServer:
+class RedisServer(testing.RedisServer):
     """``redis-server`` on 127.0.0.1 on a free port, without persistence, under
     ``timeout`` (it stops by itself after REDIS_MAX_LIFE s) in a process group of
-    its own; stopped on exit from the ``with`` block, even on error."""
+    its own; stopped on exit from the ``with`` block, even on error. Started by the
+    package's test support (:class:`scrapy_rfc9309.testing.RedisServer`); this adds
+    the benchmark's log, its version and its client."""
 
     def __init__(self, workdir: Path) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server is not installed")
-        self.binary = binary
-        self.port = _free_port()
-        self.dir = workdir / "redis"
-        self.dir.mkdir(exist_ok=True)
-        self.proc: subprocess.Popen[bytes] | None = None
+        directory = workdir / "redis"
+        directory.mkdir(exist_ok=True)
+        super().__init__(workdir=directory, max_life=REDIS_MAX_LIFE, log=directory / "redis.log",
+                         preexec_fn=_die_with_parent)
+        self.dir = directory
         self.version = ""
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.url = f"redis://127.0.0.1:{self.port}/0"  # type: ignore[assignment]
 
     def __enter__(self) -> RedisServer:
-        command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--dir", str(self.dir), "--loglevel", "warning"]
-        wrapper = shutil.which("timeout")
-        if wrapper is not None:
-            command = [wrapper, "-k", "5", str(REDIS_MAX_LIFE), *command]
-        log = open(self.dir / "redis.log", "wb")
-        try:
-            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
-        finally:
-            log.close()
+        self.start()
         try:
             client = self.client()
-            deadline = time.monotonic() + 10
-            while True:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"redis-server exited: {(self.dir / 'redis.log').read_text()[-500:]}")
-                try:
-                    client.ping()
-                    break
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("redis-server did not answer within 10 s") from None
-                    time.sleep(0.05)
             self.version = str(client.info("server").get("redis_version", ""))
             client.close()
         except BaseException:
@@ -206,21 +186,6 @@ class RedisServer:
             client.flushall()
         finally:
             client.close()
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()  # timeout passes SIGTERM on to redis-server
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the group of the process started here
-            proc.wait(10)
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # --------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 
 #: Whether the C accelerator (``scrapy_rfc9309._speedups``) is built and used:
 #: without it (no C compiler or Python headers at install) the package runs in
-#: pure Python, with the same answers but slower than the README's figures.
+#: pure Python, with the same answers but slower than the figures in benchmarks/README.md.
 ACCELERATED: bool = (
     getattr(_matcher, "FastMatcher", None) is not None and getattr(_parser, "scan_lines", None) is not None
 )

@@ -44,7 +44,7 @@ class Decision(enum.Enum):
 
 @dataclass(frozen=True)
 class Policy:
-    """Lifetimes and limits, in seconds (see the README for the settings)."""
+    """Lifetimes and limits, in seconds (see the settings page of the documentation)."""
 
     ttl: float = DAY
     min_ttl: float = 60.0

@@ -1,6 +1,7 @@
 """The ``ROBOTSTXT_*`` settings: one table (:data:`SETTINGS`) holds each one's
-default, type, range and description; :class:`Config` reads and checks them once
-at start-up, and the README's settings table is compared with it by a test."""
+default, type, range, description and an example value; :class:`Config` reads and
+checks them once at start-up, and the documentation's settings page is generated
+from the same table (:func:`settings_table`, called by ``docs/conf.py``)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ MAX_SECONDS = 10 * 365 * DAY
 class Setting:
     """One ``ROBOTSTXT_*`` setting. ``kind`` is ``"int"``, ``"float"`` (seconds),
     ``"bool"``, ``"str"``, ``"list"`` or ``"object"``; numbers lie in
-    ``[minimum, maximum]`` (``minimum`` excluded when ``above`` is set)."""
+    ``[minimum, maximum]`` (``minimum`` excluded when ``above`` is set).
+    ``example`` is a value a project might set, shown in the documentation (a
+    test checks that :class:`Config` accepts it)."""
 
     name: str
     default: Any
@@ -34,53 +37,72 @@ class Setting:
     minimum: float | None = None
     maximum: float | None = None
     above: bool = False
+    example: Any = None
+
+    @property
+    def type_name(self) -> str:
+        """The Python type(s) the setting takes, as the documentation names them."""
+        optional = " or None" if self.default is None else ""
+        if self.kind == "object":
+            return "str or class"
+        names = {"int": "int", "float": "float", "bool": "bool", "str": "str", "list": "list of str"}
+        return names[self.kind] + optional
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("ROBOTSTXT_USER_AGENT", None, "str", "product token (or User-Agent string) to obey"),
+    Setting("ROBOTSTXT_USER_AGENT", None, "str", "product token (or User-Agent string) to obey", example="ExampleBot"),
     Setting("ROBOTSTXT_MAX_SIZE", DEFAULT_MAX_BYTES, "int",
             "bytes of a robots.txt downloaded, decoded and parsed (the RFC's 500 KiB at least)",
-            DEFAULT_MAX_BYTES, 1 << 30),
-    Setting("ROBOTSTXT_MAX_REDIRECTS", 5, "int", "consecutive redirects followed", 0, 100),
-    Setting("ROBOTSTXT_CACHE_TTL", DAY, "float", "seconds a fetched result holds", 0, MAX_SECONDS, above=True),
+            DEFAULT_MAX_BYTES, 1 << 30, example=1_048_576),
+    Setting("ROBOTSTXT_MAX_REDIRECTS", 5, "int", "consecutive redirects followed", 0, 100, example=3),
+    Setting("ROBOTSTXT_CACHE_TTL", DAY, "float", "seconds a fetched result holds", 0, MAX_SECONDS, above=True,
+            example=3600),
     Setting("ROBOTSTXT_CACHE_MIN_TTL", 60.0, "float",
-            "floor for a lifetime given by `Cache-Control` (never above `ROBOTSTXT_CACHE_TTL`)", 0, MAX_SECONDS),
+            "floor for a lifetime given by `Cache-Control` (never above `ROBOTSTXT_CACHE_TTL`)", 0, MAX_SECONDS,
+            example=300),
     Setting("ROBOTSTXT_CACHE_SIZE", 10_000, "int", "origins whose parsed robots.txt is kept in memory (LRU)",
-            1, 100_000_000),
+            1, 100_000_000, example=100_000),
     Setting("ROBOTSTXT_RETRY_DELAY", 5.0, "float", "seconds before the first retry of an unreachable robots.txt",
-            0, MAX_SECONDS, above=True),
+            0, MAX_SECONDS, above=True, example=10),
     Setting("ROBOTSTXT_RETRY_MAX_DELAY", 600.0, "float", "cap of the doubling retry delay", 0, MAX_SECONDS,
-            above=True),
+            above=True, example=1800),
     Setting("ROBOTSTXT_MAX_WAIT", 900.0, "float",
             "seconds an origin may stay unreachable (from its first failed fetch) before its requests are dropped",
-            0, MAX_SECONDS, above=True),
+            0, MAX_SECONDS, above=True, example=3600),
     Setting("ROBOTSTXT_KEEP_CACHED", 30 * DAY, "float",
-            "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS),
-    Setting("ROBOTSTXT_CRAWL_DELAY", False, "bool", "apply the group's Crawl-delay to the download slot"),
-    Setting("ROBOTSTXT_CRAWL_DELAY_MAX", 60.0, "float", "cap on the Crawl-delay applied", 0, DAY, above=True),
+            "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS,
+            example=604_800),
+    Setting("ROBOTSTXT_CRAWL_DELAY", False, "bool", "apply the group's Crawl-delay to the download slot", example=True),
+    Setting("ROBOTSTXT_CRAWL_DELAY_MAX", 60.0, "float", "cap on the Crawl-delay applied", 0, DAY, above=True,
+            example=10),
     Setting("ROBOTSTXT_USAGE_DENY", [], "list",
-            "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request"),
+            "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request", example=["train-ai"]),
     Setting("ROBOTSTXT_MAX_WAITING", 10_000, "int",
             "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place; beyond, "
-            "waiting requests take places again, so the scheduler stops handing out more", 0, 10_000_000),
+            "waiting requests take places again, so the scheduler stops handing out more", 0, 10_000_000,
+            example=50_000),
     Setting("ROBOTSTXT_STORE", "memory", "object",
             "where origin states are kept: `\"memory\"`, `\"disk\"`, `\"redis\"`, or the dotted path of a "
-            "`scrapy_rfc9309.stores.Store` or `AsyncStore` subclass"),
+            "`scrapy_rfc9309.stores.Store` or `AsyncStore` subclass", example="redis"),
     Setting("ROBOTSTXT_STORE_PATH", None, "str",
-            "the disk store's directory (default: `.scrapy/robotstxt` of the project)"),
+            "the disk store's directory (default: `.scrapy/robotstxt` of the project)",
+            example="/var/lib/crawler/robotstxt"),
     Setting("ROBOTSTXT_STORE_LOCK_TTL", 30.0, "float",
             "seconds an origin's fetch lock lasts unless renewed (a dead fetcher holds the others up this long)",
-            0, DAY, above=True),
+            0, DAY, above=True, example=60),
     Setting("ROBOTSTXT_STORE_RETRY_DELAY", 5.0, "float",
             "seconds the store is left alone after it failed (robots.txt files are fetched locally meanwhile)",
-            0, DAY, above=True),
+            0, DAY, above=True, example=30),
     Setting("ROBOTSTXT_STORE_TIMEOUT", 10.0, "float",
-            "seconds one store call may take before the store counts as down", 0, 3600, above=True),
+            "seconds one store call may take before the store counts as down", 0, 3600, above=True, example=2),
     Setting("ROBOTSTXT_REDIS_URL", None, "str",
-            "the Redis of the Redis store (default: the `REDIS_URL` setting, else `redis://localhost:6379/0`)"),
-    Setting("ROBOTSTXT_REDIS_PREFIX", "robotstxt", "str", "first part of the Redis store's keys"),
+            "the Redis of the Redis store (default: the `REDIS_URL` setting, else `redis://localhost:6379/0`)",
+            example="redis://redis.internal:6379/1"),
+    Setting("ROBOTSTXT_REDIS_PREFIX", "robotstxt", "str", "first part of the Redis store's keys",
+            example="crawler-a:robotstxt"),
     Setting("ROBOTSTXT_REDIS_CLUSTER", False, "bool",
-            "the Redis URL names a node of a Redis Cluster (the Redis store then uses redis-py's cluster client)"),
+            "the Redis URL names a node of a Redis Cluster (the Redis store then uses redis-py's cluster client)",
+            example=True),
 )
 
 #: Every setting's default, by name (from :data:`SETTINGS`).
@@ -189,14 +211,27 @@ def _number_text(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
+def _example(spec: Setting) -> str:
+    value = spec.example
+    if isinstance(value, str):
+        shown = f'"{value}"'
+    elif isinstance(value, list):
+        shown = "[" + ", ".join(f'"{item}"' for item in value) + "]"
+    else:
+        shown = repr(value)
+    return f"`{spec.name} = {shown}`"
+
+
 def settings_table() -> str:
-    """The settings as a Markdown table (the README's, compared by a test)."""
-    rows = ["| setting | default | range | meaning |", "|---|---|---|---|"]
+    """The settings as a Markdown table: the documentation's settings page
+    (``docs/conf.py`` writes it into the page at build time)."""
+    rows = ["| setting | type | default | range | meaning | example |", "|---|---|---|---|---|---|"]
     for spec in SETTINGS:
         span = ""
         if spec.minimum is not None and spec.maximum is not None:
             span = f"{'(' if spec.above else '['}{_number_text(spec.minimum)}, {_number_text(spec.maximum)}]"
-        rows.append(f"| `{spec.name}` | {_shown(spec.default)} | {span} | {spec.summary} |")
+        cells = [f"`{spec.name}`", spec.type_name, _shown(spec.default), span, spec.summary, _example(spec)]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 

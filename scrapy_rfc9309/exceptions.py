@@ -1,4 +1,4 @@
-"""Exceptions the middleware raises (dropped requests are ``IgnoreRequest``s)."""
+"""Exceptions the middleware raises (a dropped request raises a subclass of ``IgnoreRequest``)."""
 
 from __future__ import annotations
 

@@ -5,13 +5,14 @@ from typing import Any
 
 import pytest
 import pytest_twisted
-from servers import Origin
 from twisted.internet import defer
+
+from scrapy_rfc9309.testing import Origin
 
 
 @pytest.fixture
 def origins() -> Iterator[Callable[..., Origin]]:
-    """Factory for started :class:`servers.Origin` objects, all stopped after the test.
+    """Factory for started :class:`scrapy_rfc9309.testing.Origin` objects, all stopped after the test.
 
     ``make = origins; a = make("127.0.0.1"); b = make("127.0.0.2", behaviours={...}, links=[...])``.
     Teardown aborts every open connection (stalled, streaming, keep-alive) and cancels pending timers.
@@ -34,8 +35,10 @@ def origins() -> Iterator[Callable[..., Origin]]:
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[Any]:
-    """One ``redis-server`` for the session (see ``tests/redis_server.py``)."""
-    from redis_server import RedisServer, require_redis_server
+    """One ``redis-server`` for the session (``scrapy_rfc9309.testing.RedisServer``)."""
+    from optional import require_redis_server
+
+    from scrapy_rfc9309.testing import RedisServer
 
     server = RedisServer(require_redis_server()).start()
     yield server
@@ -58,7 +61,9 @@ def redis_url(redis_server: Any) -> str:
 @pytest.fixture
 def own_redis() -> Iterator[Any]:
     """A ``redis-server`` of this test's own, which the test may stop and start."""
-    from redis_server import RedisServer, require_redis_server
+    from optional import require_redis_server
+
+    from scrapy_rfc9309.testing import RedisServer
 
     server = RedisServer(require_redis_server()).start()
     yield server
@@ -67,8 +72,9 @@ def own_redis() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def redis_cluster_server() -> Iterator[Any]:
-    """One Redis Cluster (three masters) for the session (see ``tests/redis_server.py``)."""
-    from redis_server import RedisCluster, require_redis_server
+    """One Redis Cluster (three masters) for the session (see ``tests/redis_cluster.py``)."""
+    from optional import require_redis_server
+    from redis_cluster import RedisCluster
 
     cluster = RedisCluster(require_redis_server()).start()
     yield cluster

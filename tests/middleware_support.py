@@ -8,9 +8,10 @@ from typing import Any
 from crawl import CrawlResult, ListSpider
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
-from servers import Hit, Origin, Static
 from twisted.internet import defer
 from twisted.internet.task import deferLater
+
+from scrapy_rfc9309.testing import Hit, Origin, Static
 
 __all__ = [
     "BUILTIN",
@@ -29,7 +30,7 @@ __all__ = [
 MIDDLEWARE = "scrapy_rfc9309.RobotsTxtMiddleware"
 BUILTIN = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 
-#: The explicit way of enabling the middleware (README, "Install and enable").
+#: The explicit way of enabling the middleware (docs/quickstart.md, "Enable").
 ENABLE: dict[str, Any] = {
     "ROBOTSTXT_OBEY": True,
     "DOWNLOADER_MIDDLEWARES": {BUILTIN: None, MIDDLEWARE: 100},

@@ -8,10 +8,24 @@ from typing import NoReturn
 
 import pytest
 
-__all__ = ["missing"]
+__all__ = ["missing", "require_redis_server"]
 
 
 def missing(what: str) -> NoReturn:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"{what} (required under CI: pip install -e '.[test]')")
     pytest.skip(what)
+
+
+def require_redis_server() -> str:
+    """The path of ``redis-server``: a test that needs it is skipped without it on a
+    developer's machine and fails under CI, where ``.ci/run`` installs it."""
+    from scrapy_rfc9309.testing import redis_server_binary
+
+    path = redis_server_binary()
+    if path is None:
+        message = "redis-server is not installed (.ci/run installs it with the system package manager)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

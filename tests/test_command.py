@@ -1,8 +1,8 @@
 """``scrapy robotstxt URL [--agent X] [--file PATH]`` run as a real command in a subprocess.
 
-The fetch-mode tests serve robots.txt from an ``http.server`` in a thread of this process (not the
-Twisted origins of ``servers.py``: the test does not run the reactor while it waits for the
-subprocess); the server records every path it receives.
+The fetch-mode tests serve robots.txt from a :class:`scrapy_rfc9309.testing.ThreadedOrigin`, an
+``http.server`` in a thread of this process (not the Twisted origins: the test does not run the
+reactor while it waits for the subprocess); the server records every path it receives.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from scrapy_rfc9309.testing import ThreadedOrigin
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -197,65 +196,13 @@ def test_the_report_names_the_matcher_in_use(tmp_path, robots_file):
 # --------------------------------------------------------------------------- fetch mode
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.routes: dict[str, tuple[int, dict[str, str], bytes]] = {}
-        self.received: list[str] = []
-        self.lock = threading.Lock()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def route(self, path: str, status: int = 200, body: bytes | str = b"", **headers: str) -> None:
-        data = body.encode() if isinstance(body, str) else body
-        hdrs = {"Content-Type": "text/plain; charset=utf-8"}
-        hdrs.update({k.replace("_", "-"): v for k, v in headers.items()})
-        self.routes[path] = (status, hdrs, data)
-
-    def paths(self) -> list[str]:
-        with self.lock:
-            return list(self.received)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def do_GET(self) -> None:
-        with self.server.lock:
-            self.server.received.append(self.path)
-        status, headers, body = self.server.routes.get(self.path, (404, {"Content-Type": "text/plain"}, b"no"))
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def http_server() -> Iterator[_Server]:
-    server = _Server()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+def http_server() -> Iterator[ThreadedOrigin]:
+    with ThreadedOrigin() as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
-def redirected_robots(server: _Server, **headers: str) -> None:
+def redirected_robots(server: ThreadedOrigin, **headers: str) -> None:
     server.route("/robots.txt", 301, Location=server.url("/real-robots.txt"))
     server.route("/real-robots.txt", 200, ROBOTS, **headers)
 

@@ -15,11 +15,9 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 import tracemalloc
 import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,12 +37,12 @@ from middleware_support import (
 from optional import missing
 from scrapy import Request
 from scrapy.http import Response
-from servers import Gate, Huge, Redirect, Stall, Static
 from twisted.internet import defer, protocol
 
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable
 from scrapy_rfc9309.fetch import RobotsFetcher
+from scrapy_rfc9309.testing import Gate, Huge, Redirect, Stall, Static, ThreadedOrigin
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = "User-agent: *\nDisallow: /private\n"
@@ -92,50 +90,13 @@ def test_a_redirect_to_an_unusable_location_is_unavailable_and_fetched_once(orig
     assert result.stats["finish_reason"] == "finished"
 
 
-class _RedirectingServer(ThreadingHTTPServer):
-    """robots.txt answers a 301 to ``location``; every path received is recorded."""
-
-    daemon_threads = True
-
-    def __init__(self, location: str) -> None:
-        super().__init__(("127.0.0.1", 0), _RedirectHandler)
-        self.location = location
-        self.received: list[str] = []
-        self.lock = threading.Lock()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}{path}"
-
-
-class _RedirectHandler(BaseHTTPRequestHandler):
-    server: _RedirectingServer
-
-    def do_GET(self) -> None:
-        with self.server.lock:
-            self.server.received.append(self.path)
-        if self.path == "/robots.txt":
-            self.send_response(301)
-            self.send_header("Location", self.server.location)
-        else:
-            self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(params=UNUSABLE_LOCATIONS)
-def redirecting_server(request: pytest.FixtureRequest) -> Iterator[_RedirectingServer]:
-    server = _RedirectingServer(request.param)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+def redirecting_server(request: pytest.FixtureRequest) -> Iterator[ThreadedOrigin]:
+    """robots.txt answers a 301 to the location; every other path an empty 200; every path received is
+    recorded."""
+    with ThreadedOrigin(default=(200, {}, b"")) as server:
+        server.routes["/robots.txt"] = (301, {"Location": request.param}, b"")
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def test_the_command_reports_a_redirect_to_an_unusable_location_as_unavailable(tmp_path, redirecting_server):

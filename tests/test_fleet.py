@@ -17,10 +17,10 @@ import pytest
 import pytest_twisted
 import redis
 from middleware_support import ENABLE, page_hits, robots_hits, text
-from servers import Delay
 from twisted.internet import defer, utils
 
 from scrapy_rfc9309 import _compat
+from scrapy_rfc9309.testing import Delay
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -9,10 +9,10 @@ import pytest
 import pytest_twisted
 from crawl import run_crawl
 from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text
-from servers import Drop, Gate, Sequence, Stall, Static
 
 from scrapy_rfc9309 import _compat
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
+from scrapy_rfc9309.testing import Drop, Gate, Sequence, Stall, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 

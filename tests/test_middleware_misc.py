@@ -14,11 +14,11 @@ from crawl import ListSpider, run_crawl
 from middleware_support import ENABLE, BatchSpider, mw_settings, page_hits, robots_hits, stat, text
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
-from servers import Redirect, Sequence
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware, _compat
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
+from scrapy_rfc9309.testing import Redirect, Sequence
 
 MW_LOGGER = "scrapy_rfc9309"
 #: Scrapy's robots_parsed signal exists from Scrapy 2.18 (the plugin sends it where it exists).

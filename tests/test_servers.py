@@ -12,12 +12,13 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy_errors import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError
-from servers import Delay, Drop, Dynamic, Gate, Huge, Origin, Redirect, Sequence, Stall, Static
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.protocol import Protocol
 from twisted.internet.task import deferLater
+
+from scrapy_rfc9309.testing import Delay, Drop, Dynamic, Gate, Huge, Origin, Redirect, Sequence, Stall, Static
 
 ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"
 

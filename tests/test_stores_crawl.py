@@ -21,12 +21,12 @@ from crawl import ListSpider, run_crawl
 from middleware_support import mw_settings, page_hits, robots_hits, sleep, stat, text
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
-from servers import Sequence, Static
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
 from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME
+from scrapy_rfc9309.testing import Sequence, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
@@ -250,7 +250,7 @@ def test_the_lock_of_a_fetcher_that_died_expires_and_another_fetches(origins, re
 
 @pytest_twisted.inlineCallbacks
 def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
-    from servers import Delay
+    from scrapy_rfc9309.testing import Delay
 
     (site,) = _sites(origins, 1)
     site["/robots.txt"] = Delay(1.5, text(RULES))
@@ -396,7 +396,7 @@ def test_the_default_claim_of_a_store_never_waits() -> None:
 def test_the_default_redis_url_is_the_local_redis(origins, tmp_path):
     """No ROBOTSTXT_REDIS_URL nor REDIS_URL: ``redis://localhost:6379/0``, the Redis that
     ``.ci/run`` starts (a test of the default, so it uses its own key prefix)."""
-    from redis_server import require_redis_server
+    from optional import require_redis_server
 
     require_redis_server()
     client = redis.Redis.from_url("redis://localhost:6379/0")

@@ -3,7 +3,9 @@
 Several *origins*, each a ``twisted.web`` server listening on port 0 of its own
 loopback address (``127.0.0.1``, ``127.0.0.2``, ...; Linux routes all of 127/8 to
 ``lo``), so that every origin has its own robots.txt, exactly as distinct hosts on
-the Internet would. The servers run in the reactor of the crawl itself: start the
+the Internet would. Each is a :class:`scrapy_rfc9309.testing.Origin` (the package's
+test support, which the test suite and the benchmarks use too) whose every path is
+answered by this module's routes and pages. The servers run in the reactor of the crawl itself: start the
 site once Scrapy has installed its reactor (``AsyncCrawlerProcess(...)`` does that,
 and a running spider may start it too), before its URLs are requested.
 
@@ -24,8 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from twisted.web import server
-from twisted.web.resource import Resource
+from scrapy_rfc9309.testing import Behaviour, Origin, respond
 
 __all__ = ["BEYOND_LIMIT_RULE", "DEMO_SETTINGS", "DemoOrigin", "DemoSite", "Hit", "build_site"]
 
@@ -70,13 +71,21 @@ def _page(title: str, links: list[str]) -> bytes:
     ).encode()
 
 
-class DemoOrigin(Resource):
+class _Answer(Behaviour):
+    """Answers every request of a :class:`DemoOrigin`'s server from its routes and pages."""
+
+    def __init__(self, demo: DemoOrigin) -> None:
+        self.demo = demo
+
+    def handle(self, origin: Origin, request: Any, hit: Any) -> None:
+        status, headers, body = self.demo.answer(hit.path)
+        respond(request, status, headers, body)
+
+
+class DemoOrigin:
     """One origin: robots.txt (or whatever ``routes`` say) plus HTML ``pages``."""
 
-    isLeaf = True
-
     def __init__(self, name: str, host: str, about: str) -> None:
-        super().__init__()
         self.name = name
         self.host = host
         self.about = about
@@ -87,7 +96,7 @@ class DemoOrigin(Resource):
         self.hits: list[Hit] = []
         self.notes: dict[str, Any] = {}  # facts about the robots.txt served, for the summary
         self._counts: dict[str, int] = {}
-        self._listener: Any = None
+        self._server: Origin | None = None
 
     # -- building -----------------------------------------------------------------
     @property
@@ -109,8 +118,8 @@ class DemoOrigin(Resource):
         self.route("/robots.txt", lambda _n: (status, TEXT, (body() if callable(body) else body).encode()))
 
     # -- serving ------------------------------------------------------------------
-    def render(self, request: Any) -> bytes:
-        path = request.uri.decode("latin-1")
+    def answer(self, path: str) -> Reply:
+        """The answer to a request for ``path`` (path and query), logged in ``hits``."""
         count = self._counts[path] = self._counts.get(path, 0) + 1
         plain = path.split("?", 1)[0]
         route = self.routes.get(path) or self.routes.get(plain)
@@ -121,23 +130,20 @@ class DemoOrigin(Resource):
             body = _page(f"{self.name}: {plain}", self.pages[plain])
         else:
             status, headers, body = 404, TEXT, b"Not found\n"
-        request.setResponseCode(status)
-        for name, value in headers.items():
-            request.setHeader(name, value)
         self.hits.append(Hit(time.time(), path, status, len(body), headers.get("Location")))
-        return body
+        return status, headers, body
 
     def start(self) -> DemoOrigin:
-        from twisted.internet import reactor
-
-        site = server.Site(self)
-        site.noisy = False
-        self._listener = reactor.listenTCP(0, site, interface=self.host)  # type: ignore[attr-defined]
-        self.port = self._listener.getHost().port
+        answer = _Answer(self)
+        server = Origin(self.host)
+        server.default = answer
+        server["/robots.txt"] = answer  # an Origin answers an unconfigured robots.txt with a 404 itself
+        self._server = server.start()
+        self.port = server.port
         return self
 
     def stop(self) -> Any:
-        return self._listener.stopListening() if self._listener is not None else None
+        return self._server.stop() if self._server is not None else None
 
     # -- reading the log ------------------------------------------------------------
     def robots_hits(self) -> list[Hit]:

@@ -1,9 +1,6 @@
-"""A real ``redis-server`` for the tests, started on a free loopback port, that a test
-can stop and start again (the store must survive Redis going away).
-
-Without ``redis-server`` on PATH a test that needs it is skipped on a developer's
-machine and fails in CI (``CI=true``): ``.ci/run`` installs it.
-"""
+"""A real Redis Cluster for the tests: three ``redis-server --cluster-enabled yes``
+nodes on loopback, joined with ``redis-cli --cluster create`` (the single server the
+other tests use is :class:`scrapy_rfc9309.testing.RedisServer`)."""
 
 from __future__ import annotations
 
@@ -14,19 +11,8 @@ import subprocess
 import tempfile
 import time
 
-import pytest
+__all__ = ["RedisCluster"]
 
-__all__ = ["RedisCluster", "RedisServer", "require_redis_server"]
-
-
-def require_redis_server() -> str:
-    path = shutil.which("redis-server")
-    if path is None:
-        message = "redis-server is not installed (.ci/run installs it with the system package manager)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
 
 
 def _free_port() -> int:

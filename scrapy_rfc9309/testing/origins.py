@@ -1,4 +1,4 @@
-"""Real HTTP origins for tests, served by twisted.web in the test's own reactor.
+"""Real HTTP origins, served by twisted.web in the running reactor (the test's, the crawl's).
 
 Each :class:`Origin` listens on ``(host, port 0)`` of a loopback address, so a test can start several
 "sites" (``127.0.0.1``, ``127.0.0.2``, ... all route to ``lo`` on Linux) and crawl them with a real
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from twisted.internet import defer
-from twisted.internet.interfaces import IDelayedCall, IPushProducer
+from twisted.internet.interfaces import IPushProducer
 from twisted.python.failure import Failure
 from twisted.web import server
 from twisted.web.http import Request as TxRequest
 from twisted.web.resource import Resource
-from zope.interface import implementer
+from zope.interface import implementer  # type: ignore[import-untyped]
 
 __all__ = [
     "Behaviour",
@@ -48,11 +48,16 @@ __all__ = [
     "Stall",
     "Static",
     "Transfer",
+    "respond",
 ]
 
 
+#: A timer from ``reactor.callLater`` (its interface type does not describe a bound method).
+_Call = Any
+
+
 def _reactor() -> Any:
-    # Imported lazily: conftest imports this module before pytest-twisted installs the asyncio reactor.
+    # Imported lazily: this module is imported before Scrapy or pytest-twisted installs the reactor.
     from twisted.internet import reactor
 
     return reactor
@@ -61,7 +66,7 @@ def _reactor() -> Any:
 # --------------------------------------------------------------------------- request log
 
 
-class Headers(dict):
+class Headers(dict[str, str]):
     """Request headers as received: ``str -> str``, keys stored lower-case, looked up case-insensitively.
 
     A header sent more than once is joined with ``", "``.
@@ -112,7 +117,10 @@ def _alive(request: TxRequest) -> bool:
     return not request._disconnected and not request.finished
 
 
-def _respond(request: TxRequest, status: int, headers: Mapping[str, str], body: bytes) -> None:
+def respond(request: TxRequest, status: int, headers: Mapping[str, str], body: bytes) -> None:
+    """Answer ``request`` with ``status``, ``headers`` and ``body`` (a ``Content-Type`` of
+    ``text/html; charset=utf-8`` unless given, and the ``Content-Length``), unless the client
+    has gone. For behaviours of one's own."""
     if not _alive(request):
         return
     request.setResponseCode(status)
@@ -147,7 +155,7 @@ class Static(Behaviour):
     headers: dict[str, str] = field(default_factory=dict)
 
     def handle(self, origin: Origin, request: TxRequest, hit: Hit) -> None:
-        _respond(request, self.status, self.headers, self.body)
+        respond(request, self.status, self.headers, self.body)
 
 
 def _page_html(title: str, links: Iterable[str]) -> bytes:
@@ -168,7 +176,7 @@ class Page(Behaviour):
 
     def handle(self, origin: Origin, request: TxRequest, hit: Hit) -> None:
         links = origin.links if self.links is None else self.links
-        _respond(request, self.status, self.headers, _page_html(hit.path, links))
+        respond(request, self.status, self.headers, _page_html(hit.path, links))
 
 
 class Sequence(Behaviour):
@@ -200,7 +208,7 @@ class Redirect(Behaviour):
     status: int = 301
 
     def handle(self, origin: Origin, request: TxRequest, hit: Hit) -> None:
-        _respond(request, self.status, {"Location": self.location}, b"")
+        respond(request, self.status, {"Location": self.location}, b"")
 
 
 class Stall(Behaviour):
@@ -315,7 +323,7 @@ class _Streamer:
         self.transfer = transfer
         self.paused = False
         self.stopped = False
-        self.call: IDelayedCall | None = None
+        self.call: _Call | None = None
 
     def start(self) -> None:
         self.request.registerProducer(self, True)
@@ -473,7 +481,7 @@ class _Root(Resource):
     isLeaf = True
 
     def __init__(self, origin: Origin) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.origin = origin
 
     def render(self, request: TxRequest) -> int:
@@ -489,7 +497,7 @@ class _Connection:
 
 class _Site(server.Site):
     def __init__(self, origin: Origin) -> None:
-        super().__init__(_Root(origin), timeout=None)
+        super().__init__(_Root(origin), timeout=None)  # type: ignore[no-untyped-call]
         self.origin = origin
         self.noisy = False
 
@@ -497,7 +505,7 @@ class _Site(server.Site):
         pass
 
     def buildProtocol(self, addr: Any) -> Any:
-        proto = super().buildProtocol(addr)
+        proto = super().buildProtocol(addr)  # type: ignore[no-untyped-call]
         conn = _Connection()
         self.origin._connections[proto] = conn
         original_make, original_lost = proto.makeConnection, proto.connectionLost
@@ -545,7 +553,7 @@ class Origin:
         self._port: Any = None
         self._port_number = 0
         self._connections: dict[Any, _Connection] = {}
-        self._calls: list[IDelayedCall] = []
+        self._calls: list[_Call] = []
         self._waiters: list[tuple[str, int, defer.Deferred[Hit]]] = []
         self._stopping: list[defer.Deferred[None]] | None = None  # None until stop() is called
         self._stop_outcome: Failure | bool | None = None
@@ -608,7 +616,7 @@ class Origin:
         return len(self._connections)
 
     @property
-    def pending_calls(self) -> list[IDelayedCall]:
+    def pending_calls(self) -> list[_Call]:
         """Timers scheduled through :meth:`call_later` that have not run or been cancelled yet."""
         return [c for c in self._calls if c.active()]
 
@@ -660,7 +668,7 @@ class Origin:
             return ROBOTS_NOT_FOUND
         return self.default
 
-    def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> IDelayedCall:
+    def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> _Call:
         """``reactor.callLater`` that :meth:`stop` cancels."""
         self._calls = [c for c in self._calls if c.active()]
         call = _reactor().callLater(seconds, fn, *args)

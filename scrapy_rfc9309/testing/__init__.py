@@ -1,0 +1,65 @@
+"""Test support: loopback HTTP origins and ``redis-server`` instances.
+
+The test suite, the benchmarks and the example project's demo site run against
+these. They belong to the Scrapy layer (:mod:`.origins` imports Twisted) and are
+never imported by the middleware or by the core; they ship with the package so
+that the demo runs from an installed wheel.
+
+- :class:`Origin` and its behaviours (:class:`Static`, :class:`Page`,
+  :class:`Redirect`, :class:`Delay`, :class:`Stall`, :class:`Drop`,
+  :class:`Gate`, :class:`Sequence`, :class:`Dynamic`, :class:`Huge`): an HTTP
+  server on a loopback address in the running reactor, answering each path as
+  configured and logging every request it receives (:class:`Hit`).
+- :class:`ThreadedOrigin`: fixed answers served from a thread, for a test that
+  blocks the reactor while a subprocess talks to the server.
+- :class:`RedisServer`: ``redis-server`` on a free loopback port.
+
+Every server listens on a loopback address only (Linux routes all of 127.0.0.0/8
+to the loopback interface, so ``127.0.0.2`` is a second origin).
+"""
+
+from __future__ import annotations
+
+from .origins import (
+    Behaviour,
+    Delay,
+    Drop,
+    Dynamic,
+    Gate,
+    Headers,
+    Hit,
+    Huge,
+    Origin,
+    Page,
+    Redirect,
+    Sequence,
+    Stall,
+    Static,
+    Transfer,
+    respond,
+)
+from .redis_server import RedisServer, free_port, redis_server_binary
+from .threaded import ThreadedOrigin
+
+__all__ = [
+    "Behaviour",
+    "Delay",
+    "Drop",
+    "Dynamic",
+    "Gate",
+    "Headers",
+    "Hit",
+    "Huge",
+    "Origin",
+    "Page",
+    "Redirect",
+    "RedisServer",
+    "Sequence",
+    "Stall",
+    "Static",
+    "ThreadedOrigin",
+    "Transfer",
+    "free_port",
+    "redis_server_binary",
+    "respond",
+]

@@ -1,0 +1,139 @@
+"""A real ``redis-server`` on a free loopback port, without persistence, that a test
+can stop and start again (the Redis store must survive Redis going away), or that a
+benchmark runs for a bounded time.
+
+:func:`redis_server_binary` finds the program; the test suite skips (or, under CI,
+fails) a test that needs it when it is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RedisServer", "free_port", "redis_server_binary"]
+
+
+def redis_server_binary() -> str | None:
+    """The path of ``redis-server`` on ``PATH``, or None."""
+    return shutil.which("redis-server")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on at ``host`` right now."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """``redis-server`` on 127.0.0.1:``port``, without persistence.
+
+    ``binary`` defaults to the one on ``PATH``. ``workdir`` (a temporary directory by
+    default, removed by :meth:`close`) holds its files. With ``max_life`` (seconds) it
+    runs under ``timeout`` in a session of its own, so that it stops by itself even if
+    the process that started it dies; ``log`` then receives its output, and
+    ``preexec_fn`` runs in the child before it starts. Usable as a context manager
+    (started on entry, stopped on exit).
+    """
+
+    def __init__(
+        self,
+        binary: str | None = None,
+        *,
+        workdir: str | Path | None = None,
+        max_life: float | None = None,
+        log: str | Path | None = None,
+        preexec_fn: Callable[[], Any] | None = None,
+    ) -> None:
+        found = binary or redis_server_binary()
+        if found is None:
+            raise RuntimeError("redis-server is not installed")
+        self.binary = found
+        self.port = free_port()
+        self._own_workdir = workdir is None
+        self.workdir = str(workdir) if workdir is not None else tempfile.mkdtemp(prefix="redis-test-")
+        self.max_life = max_life
+        self.log = Path(log) if log is not None else None
+        self.preexec_fn = preexec_fn
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def command(self) -> list[str]:
+        command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                   "--dir", self.workdir, "--loglevel", "warning"]
+        wrapper = shutil.which("timeout") if self.max_life is not None else None
+        if wrapper is not None:
+            command = [wrapper, "-k", "5", str(self.max_life), *command]
+        return command
+
+    def _exited(self) -> str:
+        if self.log is not None:
+            return self.log.read_text(errors="replace")[-500:] if self.log.exists() else ""
+        stderr = self.proc.stderr if self.proc is not None else None
+        return stderr.read().decode(errors="replace") if stderr is not None else ""
+
+    def start(self) -> RedisServer:
+        if self.log is not None:
+            with open(self.log, "wb") as out:
+                self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=self.max_life is not None,
+                                             preexec_fn=self.preexec_fn)
+        else:
+            self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         start_new_session=self.max_life is not None, preexec_fn=self.preexec_fn)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited: {self._exited()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("redis-server did not answer within 10 s")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()  # timeout, when it wraps the server, passes SIGTERM on
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                if self.max_life is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)  # the session started here
+                else:
+                    proc.kill()
+                proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+    def close(self) -> None:
+        """Stop the server and remove the working directory it was given by default."""
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

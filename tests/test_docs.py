@@ -1,0 +1,131 @@
+"""The documentation shows the code's settings: the settings page's table is written
+from :data:`scrapy_rfc9309.config.SETTINGS` by ``docs/conf.py`` at build time, every
+setting appears with its type, default and an example that :class:`Config` accepts,
+and Config reads every entry of the table."""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_rfc9309.config import DEFAULTS, SETTINGS, Config, _shown, settings_table
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+
+
+def _load_conf() -> object:
+    spec = importlib.util.spec_from_file_location("docs_conf", DOCS / "conf.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_settings_page_includes_the_table_conf_py_writes_from_the_code():
+    page = (DOCS / "settings.md").read_text(encoding="utf-8")
+    assert "```{include} _generated/settings-table.md\n```" in page
+    written = _load_conf().write_settings_table()  # type: ignore[attr-defined]
+    assert written == DOCS / "_generated" / "settings-table.md"
+    assert written.read_text(encoding="utf-8") == settings_table() + "\n"
+
+
+def test_the_table_shows_every_setting_with_its_type_default_and_example():
+    rows = settings_table().splitlines()
+    assert rows[0] == "| setting | type | default | range | meaning | example |"
+    cells = {row.split(" | ")[0].strip("| `"): [c.strip() for c in row.strip("|").split(" | ")] for row in rows[2:]}
+    assert set(cells) == {spec.name for spec in SETTINGS}
+    assert len(rows) == len(SETTINGS) + 2
+    for spec in SETTINGS:
+        name, kind, default, _span, summary, example = cells[spec.name]
+        assert name == f"`{spec.name}`"
+        assert kind == spec.type_name and kind
+        assert default == _shown(spec.default) == _shown(DEFAULTS[spec.name])
+        assert summary == spec.summary
+        assert example.startswith(f"`{spec.name} = ") and example.endswith("`")
+
+
+def test_every_example_is_a_value_config_accepts():
+    for spec in SETTINGS:
+        assert spec.example is not None, spec.name
+        assert spec.example != spec.default, spec.name
+        Config.from_settings(Settings({spec.name: spec.example}))
+
+
+def test_the_readme_links_to_the_settings_page_and_states_no_defaults_of_its_own():
+    text = README.read_text(encoding="utf-8")
+    assert "settings.html" in text
+    # The defaults are stated once, on the generated page: the README names no setting's default.
+    assert not re.search(r"\| `ROBOTSTXT_\w+` \|", text)
+
+
+def _cells(row: str) -> list[str]:
+    return [" ".join(html.unescape(re.sub(r"<[^>]+>", "", cell)).split())
+            for cell in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sphinx") is None, reason="Sphinx not installed (pip install '.[docs]')")
+def test_the_built_settings_page_shows_every_setting_with_its_type_default_and_example(tmp_path):
+    """The page as Sphinx builds it (HTML), row by row."""
+    out = tmp_path / "html"
+    run = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-d", str(tmp_path / "doctrees"), str(DOCS), str(out),
+         str(DOCS / "settings.md")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    page = (out / "settings.html").read_text(encoding="utf-8")
+    rows = [_cells(row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", page, re.S)]
+    assert rows[0] == ["setting", "type", "default", "range", "meaning", "example"]
+    shown = {row[0]: row for row in rows[1:]}
+    assert set(shown) == {spec.name for spec in SETTINGS}
+    for spec in SETTINGS:
+        _name, kind, default, _span, _summary, example = shown[spec.name]
+        assert kind == spec.type_name, spec.name
+        assert default == _shown(spec.default).strip("`"), spec.name
+        assert example.startswith(f"{spec.name} = "), spec.name
+
+
+def test_config_defaults_are_the_table_defaults():
+    config = Config.from_settings(Settings())
+    policy = config.policy
+    read = {
+        "ROBOTSTXT_USER_AGENT": config.user_agent,
+        "ROBOTSTXT_MAX_SIZE": config.max_size,
+        "ROBOTSTXT_MAX_REDIRECTS": policy.max_redirects,
+        "ROBOTSTXT_CACHE_TTL": policy.ttl,
+        "ROBOTSTXT_CACHE_MIN_TTL": policy.min_ttl,
+        "ROBOTSTXT_CACHE_SIZE": config.cache_size,
+        "ROBOTSTXT_RETRY_DELAY": policy.retry_delay,
+        "ROBOTSTXT_RETRY_MAX_DELAY": policy.retry_max_delay,
+        "ROBOTSTXT_MAX_WAIT": policy.max_wait,
+        "ROBOTSTXT_KEEP_CACHED": policy.keep_cached,
+        "ROBOTSTXT_CRAWL_DELAY": config.crawl_delay,
+        "ROBOTSTXT_CRAWL_DELAY_MAX": config.crawl_delay_max,
+        "ROBOTSTXT_USAGE_DENY": list(config.usage_deny),
+        "ROBOTSTXT_MAX_WAITING": config.max_waiting,
+        "ROBOTSTXT_STORE": config.store,
+        "ROBOTSTXT_STORE_LOCK_TTL": config.store_lock_ttl,
+        "ROBOTSTXT_STORE_RETRY_DELAY": config.store_retry_delay,
+        "ROBOTSTXT_STORE_TIMEOUT": config.store_timeout,
+    }
+    for name, value in read.items():
+        assert value == DEFAULTS[name], name
+    # The store's own settings are read by the stores (disk path, Redis URL and prefix).
+    assert set(DEFAULTS) - set(read) == {"ROBOTSTXT_STORE_PATH", "ROBOTSTXT_REDIS_URL", "ROBOTSTXT_REDIS_PREFIX"}
+
+
+def test_every_setting_can_be_changed():
+    changed = {
+        "ROBOTSTXT_CACHE_TTL": 120, "ROBOTSTXT_MAX_WAIT": 7, "ROBOTSTXT_STORE_TIMEOUT": 3, "ROBOTSTXT_CACHE_SIZE": 5,
+    }
+    config = Config.from_settings(Settings(changed))
+    assert (config.policy.ttl, config.policy.max_wait, config.store_timeout, config.cache_size) == (120, 7, 3, 5)
