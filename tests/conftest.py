@@ -72,9 +72,10 @@ def own_redis() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def redis_cluster_server() -> Iterator[Any]:
-    """One Redis Cluster (three masters) for the session (see ``tests/redis_cluster.py``)."""
+    """One Redis Cluster (three masters) for the session."""
     from optional import require_redis_server
-    from redis_cluster import RedisCluster
+
+    from scrapy_rfc9309.testing import RedisCluster
 
     cluster = RedisCluster(require_redis_server()).start()
     yield cluster

@@ -12,7 +12,8 @@ that the demo runs from an installed wheel.
   configured and logging every request it receives (:class:`Hit`).
 - :class:`ThreadedOrigin`: fixed answers served from a thread, for a test that
   blocks the reactor while a subprocess talks to the server.
-- :class:`RedisServer`: ``redis-server`` on a free loopback port.
+- :class:`RedisServer`: ``redis-server`` on a free loopback port; :class:`RedisCluster`,
+  three of them joined in a Redis Cluster.
 
 Every server listens on a loopback address only (Linux routes all of 127.0.0.0/8
 to the loopback interface, so ``127.0.0.2`` is a second origin).
@@ -38,7 +39,7 @@ from .origins import (
     Transfer,
     respond,
 )
-from .redis_server import RedisServer, free_port, redis_server_binary
+from .redis_server import RedisCluster, RedisServer, free_port, redis_server_binary
 from .threaded import ThreadedOrigin
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "Origin",
     "Page",
     "Redirect",
+    "RedisCluster",
     "RedisServer",
     "Sequence",
     "Stall",

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RedisServer", "free_port", "redis_server_binary"]
+__all__ = ["RedisCluster", "RedisServer", "free_port", "redis_server_binary"]
 
 
 def redis_server_binary() -> str | None:
@@ -35,6 +35,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def _free_cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is free as well (a cluster
+    node whose bus port is taken exits without a word)."""
+    import random
+
+    for _ in range(200):
+        port = random.randint(20000, 50000)
+        try:
+            with socket.socket() as first, socket.socket() as bus:
+                first.bind(("127.0.0.1", port))
+                bus.bind(("127.0.0.1", port + 10000))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
 class RedisServer:
     """``redis-server`` on 127.0.0.1:``port``, without persistence.
 
@@ -42,8 +59,9 @@ class RedisServer:
     default, removed by :meth:`close`) holds its files. With ``max_life`` (seconds) it
     runs under ``timeout`` in a session of its own, so that it stops by itself even if
     the process that started it dies; ``log`` then receives its output, and
-    ``preexec_fn`` runs in the child before it starts. Usable as a context manager
-    (started on entry, stopped on exit).
+    ``preexec_fn`` runs in the child before it starts; ``options`` are more
+    ``redis-server`` arguments. Usable as a context manager (started on entry,
+    stopped on exit).
     """
 
     def __init__(
@@ -54,12 +72,14 @@ class RedisServer:
         max_life: float | None = None,
         log: str | Path | None = None,
         preexec_fn: Callable[[], Any] | None = None,
+        options: tuple[str, ...] = (),
     ) -> None:
         found = binary or redis_server_binary()
         if found is None:
             raise RuntimeError("redis-server is not installed")
         self.binary = found
-        self.port = free_port()
+        self.options = options
+        self.port = _free_cluster_port() if "--cluster-enabled" in options else free_port()
         self._own_workdir = workdir is None
         self.workdir = str(workdir) if workdir is not None else tempfile.mkdtemp(prefix="redis-test-")
         self.max_life = max_life
@@ -72,7 +92,7 @@ class RedisServer:
 
     def command(self) -> list[str]:
         command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--dir", self.workdir, "--loglevel", "warning"]
+                   "--dir", self.workdir, "--loglevel", "warning", *self.options]
         wrapper = shutil.which("timeout") if self.max_life is not None else None
         if wrapper is not None:
             command = [wrapper, "-k", "5", str(self.max_life), *command]
@@ -137,3 +157,52 @@ class RedisServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RedisCluster:
+    """A Redis Cluster of three masters (no replicas) on loopback ports, each a
+    ``redis-server --cluster-enabled yes``, joined with ``redis-cli --cluster create``."""
+
+    def __init__(self, binary: str | None = None) -> None:
+        found = binary or redis_server_binary()
+        if found is None:
+            raise RuntimeError("redis-server is not installed")
+        cli = shutil.which("redis-cli") or os.path.join(os.path.dirname(found), "redis-cli")
+        if not os.path.exists(cli):
+            raise RuntimeError("redis-cli is not installed (it comes with redis-server)")
+        self.cli = cli
+        self.nodes = [RedisServer(found, options=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                                  "--cluster-node-timeout", "5000")) for _ in range(3)]
+
+    def url(self) -> str:
+        return self.nodes[0].url()
+
+    def start(self) -> RedisCluster:
+        try:
+            for node in self.nodes:
+                node.start()
+            subprocess.run([self.cli, "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                            "--cluster-replicas", "0", "--cluster-yes"],
+                           check=True, capture_output=True, timeout=60)
+            deadline = time.monotonic() + 30
+            while not all(self._ok(node) for node in self.nodes):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the cluster did not reach cluster_state:ok within 30 s")
+                time.sleep(0.1)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _ok(self, node: RedisServer) -> bool:
+        answer = subprocess.run([self.cli, "-p", str(node.port), "cluster", "info"], capture_output=True,
+                                timeout=10)
+        return b"cluster_state:ok" in answer.stdout
+
+    def flush(self) -> None:
+        for node in self.nodes:
+            subprocess.run([self.cli, "-p", str(node.port), "flushall"], check=True, capture_output=True, timeout=10)
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()
