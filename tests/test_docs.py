@@ -120,7 +120,9 @@ def test_config_defaults_are_the_table_defaults():
     for name, value in read.items():
         assert value == DEFAULTS[name], name
     # The store's own settings are read by the stores (disk path, Redis URL and prefix).
-    assert set(DEFAULTS) - set(read) == {"ROBOTSTXT_STORE_PATH", "ROBOTSTXT_REDIS_URL", "ROBOTSTXT_REDIS_PREFIX"}
+    assert set(DEFAULTS) - set(read) == {
+        "ROBOTSTXT_STORE_PATH", "ROBOTSTXT_REDIS_URL", "ROBOTSTXT_REDIS_PREFIX", "ROBOTSTXT_REDIS_CLUSTER",
+    }
 
 
 def test_every_setting_can_be_changed():
