@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import zlib
+from typing import Any
 
 __all__ = ["UnsupportedCoding", "decode_body"]
 
@@ -111,17 +112,7 @@ def _unzstd(body: bytes, bound: int) -> tuple[bytes, bool]:
     except ImportError:
         return _unzstd_stdlib(body, bound)
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True)
-    out = bytearray()
-    try:
-        while len(out) <= bound:
-            piece = reader.read(min(_CHUNK, bound + 1 - len(out)))
-            if not piece:
-                break
-            out += piece
-    except zstandard.ZstdError as exc:
-        if not out:
-            raise UnsupportedCoding(f"corrupt zstd body: {exc}") from None
-    return _cut(out, bound)
+    return _read_bounded(reader, bound, zstandard.ZstdError)
 
 
 def _unzstd_stdlib(body: bytes, bound: int) -> tuple[bytes, bool]:
@@ -135,7 +126,12 @@ def _unzstd_stdlib(body: bytes, bound: int) -> tuple[bytes, bool]:
         except ImportError:
             raise UnsupportedCoding("Content-Encoding 'zstd' needs Python 3.14, backports.zstd or zstandard") \
                 from None
-    reader = zstd.ZstdFile(io.BytesIO(body))
+    return _read_bounded(zstd.ZstdFile(io.BytesIO(body)), bound, zstd.ZstdError)
+
+
+def _read_bounded(reader: Any, bound: int, error: type[Exception]) -> tuple[bytes, bool]:
+    """Read a zstd stream ``reader`` in chunks, stopping past ``bound`` bytes. A
+    stream cut short gives what it holds; a corrupt one, nothing, is refused."""
     out = bytearray()
     try:
         while len(out) <= bound:
@@ -145,7 +141,7 @@ def _unzstd_stdlib(body: bytes, bound: int) -> tuple[bytes, bool]:
             out += piece
     except EOFError:  # a stream cut short: what it holds
         pass
-    except zstd.ZstdError as exc:
+    except error as exc:
         if not out:
             raise UnsupportedCoding(f"corrupt zstd body: {exc}") from None
     return _cut(out, bound)

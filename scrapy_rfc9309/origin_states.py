@@ -69,7 +69,6 @@ class OriginStates:
         self._deadlines: dict[Origin, tuple[float, Any]] = {}
         self._triggers: dict[Origin, Request] = {}
         self._waiting = 0
-        self._widened = 0
         self._close_watch: task.LoopingCall | None = None
         self._cache_hits = 0
         self._evictions_counted = 0
