@@ -5,7 +5,8 @@
  * array searched by bisection, or for a large group as a hash table probed once
  * per distinct key length (building it costs no sort); the wildcard rules sorted
  * by priority. Patterns with "%" escapes or non-ASCII text are brought to their
- * canonical form by a Python callback. Calling it with an absolute URL whose path
+ * canonical form by a Python callback. It keeps its own copy of the rules' text
+ * and no Python object of them. Calling it with an absolute URL whose path
  * starts with "/" decides it entirely in C (canonical form included), with the
  * same semantics as the Python tiers; the canonical path of any other URL comes
  * from a Python callback and is decided here too. Every search is linear
@@ -96,9 +97,11 @@ typedef struct {
     Py_ssize_t nwild;
     Wild *wild;
     Str *pieces; /* every wildcard's pieces, in one block */
+    char *text;  /* the text of every key and piece, in one block */
     PyObject *path_of; /* url -> canonical path, for the URLs decoded in Python */
-    PyObject *owned;   /* keeps the str objects whose data the arrays point into */
 } FastMatcher;
+
+static int own_text(FastMatcher *self, Py_ssize_t npieces);
 
 /* ---- hashing: a polynomial modulo 2^61 - 1 over the text's 8-octet words (the
  * last one zero-padded), with a random base drawn at import, so that the hashes of
@@ -640,8 +643,8 @@ fast_dealloc(FastMatcher *self)
     PyMem_Free(self->has_len);
     PyMem_Free(self->wild);
     PyMem_Free(self->pieces);
+    PyMem_Free(self->text);
     Py_XDECREF(self->path_of);
-    Py_XDECREF(self->owned);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -800,9 +803,6 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
     self->vectorcall = fast_vectorcall;
     Py_INCREF(path_of);
     self->path_of = path_of;
-    self->owned = PyList_New(0);
-    if (self->owned == NULL || PyList_Append(self->owned, patterns) < 0)
-        goto fail;
     kinds = PyMem_Malloc((size_t)(count ? count : 1));
     self->keys = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Key));
     if (!kinds || !self->keys) {
@@ -945,11 +945,8 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
     }
     else
         build_sorted(self, nkeys);
-    /* The canonical forms stay alive with the matcher. */
-    if (forms)
-        for (Py_ssize_t i = 0; i < count; i++)
-            if (forms[i] && PyList_Append(self->owned, forms[i]) < 0)
-                goto fail;
+    if (own_text(self, npieces) < 0)
+        goto fail;
     goto done;
 fail:
     Py_CLEAR(self);
@@ -962,6 +959,35 @@ done:
     PyBuffer_Release(&view);
     Py_DECREF(patterns);
     return (PyObject *)self;
+}
+
+/* Copy the text of the keys and pieces into one block the matcher owns, so that
+ * it keeps no Python object of the rules alive (a broad crawl keeps many). */
+static int
+own_text(FastMatcher *self, Py_ssize_t npieces)
+{
+    size_t size = 1;
+    for (Py_ssize_t k = 0; k < self->nkeys; k++)
+        size += (size_t)self->keys[k].n;
+    for (Py_ssize_t p = 0; p < npieces; p++)
+        size += (size_t)self->pieces[p].n;
+    char *text = PyMem_Malloc(size), *at = text;
+    if (text == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < self->nkeys; k++) {
+        memcpy(at, self->keys[k].s, (size_t)self->keys[k].n);
+        self->keys[k].s = at;
+        at += self->keys[k].n;
+    }
+    for (Py_ssize_t p = 0; p < npieces; p++) {
+        memcpy(at, self->pieces[p].s, (size_t)self->pieces[p].n);
+        self->pieces[p].s = at;
+        at += self->pieces[p].n;
+    }
+    self->text = text;
+    return 0;
 }
 
 static PyMethodDef fast_methods[] = {
@@ -998,106 +1024,159 @@ is_ws(Py_UCS4 c)
     return c == ' ' || c == '\t' || c == '\v' || c == '\f';
 }
 
+/* The record keys of a scan: at most 64 (lower-case key, kind) pairs, longest first. */
+typedef struct {
+    int ukind;
+    const void *data;
+    Py_ssize_t n;
+    Py_ssize_t nkeys;
+    const char *key_s[64];
+    Py_ssize_t key_n[64];
+    long key_kind[64];
+} Scanner;
+
+static int
+scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
+{
+    if (!PyList_Check(keys)) {
+        PyErr_SetString(PyExc_TypeError, "keys must be a list");
+        return -1;
+    }
+    sc->nkeys = PyList_GET_SIZE(keys);
+    if (sc->nkeys > 64) {
+        PyErr_SetString(PyExc_ValueError, "at most 64 keys");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < sc->nkeys; k++) {
+        PyObject *pair = PyList_GET_ITEM(keys, k), *name;
+        long kind;
+        if (!PyArg_ParseTuple(pair, "Ul", &name, &kind))
+            return -1;
+        if (!PyUnicode_IS_ASCII(name)) {
+            PyErr_SetString(PyExc_ValueError, "keys are ASCII");
+            return -1;
+        }
+        sc->key_s[k] = (const char *)PyUnicode_1BYTE_DATA(name);
+        sc->key_n[k] = PyUnicode_GET_LENGTH(name);
+        sc->key_kind[k] = kind;
+    }
+    sc->ukind = PyUnicode_KIND(text);
+    sc->data = PyUnicode_DATA(text);
+    sc->n = PyUnicode_GET_LENGTH(text);
+    return 0;
+}
+
+#define AT(sc, i) PyUnicode_READ((sc)->ukind, (sc)->data, (i))
+
+/* The record written on the line [start, end): its kind (an allow or disallow
+ * pattern that is not a plain literal gets 8 added), and its value's bounds; -1
+ * when the line holds no known record. */
+static long
+line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *value_start, Py_ssize_t *value_end)
+{
+    Py_ssize_t p = start;
+    while (p < end && is_ws(AT(sc, p)))
+        p++;
+    if (p >= end)
+        return -1;
+    Py_UCS4 first = AT(sc, p);
+    if (first >= 'A' && first <= 'Z')
+        first += 32;
+    for (Py_ssize_t k = 0; k < sc->nkeys; k++) {
+        Py_ssize_t kn = sc->key_n[k], i;
+        if (p + kn > end || first != (Py_UCS4)(unsigned char)sc->key_s[k][0])
+            continue;
+        for (i = 0; i < kn; i++) {
+            Py_UCS4 c = AT(sc, p + i);
+            if (c >= 'A' && c <= 'Z')
+                c += 32;
+            if (c != (Py_UCS4)(unsigned char)sc->key_s[k][i])
+                break;
+        }
+        if (i < kn)
+            continue;
+        Py_ssize_t q = p + kn, vstart, vend;
+        Py_ssize_t r = q;
+        while (r < end && is_ws(AT(sc, r)))
+            r++;
+        if (r < end && AT(sc, r) == ':') {
+            vstart = r + 1;
+            while (vstart < end && is_ws(AT(sc, vstart)))
+                vstart++;
+            vend = vstart;
+            while (vend < end && AT(sc, vend) != '#')
+                vend++;
+            while (vend > vstart && is_ws(AT(sc, vend - 1)))
+                vend--;
+        }
+        else if (r > q) {
+            /* whitespace instead of the colon: one word, then only whitespace */
+            Py_ssize_t w = r;
+            while (w < end) {
+                Py_UCS4 c = AT(sc, w);
+                if (is_ws(c) || c == '#')
+                    break;
+                w++;
+            }
+            if (w == r)
+                continue;
+            Py_ssize_t t = w;
+            while (t < end && is_ws(AT(sc, t)))
+                t++;
+            if (t < end && AT(sc, t) != '#')
+                continue;
+            vstart = r;
+            vend = w;
+        }
+        else
+            continue;
+        long kind = sc->key_kind[k];
+        if (kind == 1 || kind == 2) { /* allow, disallow: flag a pattern that is not a plain literal */
+            for (Py_ssize_t v = vstart; v < vend; v++) {
+                Py_UCS4 c = AT(sc, v);
+                if (c == '*' || c == '$' || c == '%' || c >= 0x80) {
+                    kind += 8;
+                    break;
+                }
+            }
+        }
+        *value_start = vstart;
+        *value_end = vend;
+        return kind;
+    }
+    return -1;
+}
+
+/* The end of the line starting at start (the index of its "\n", or n). */
+static Py_ssize_t
+line_end(const Scanner *sc, Py_ssize_t start)
+{
+    if (sc->ukind == PyUnicode_1BYTE_KIND) {
+        const char *found = memchr((const char *)sc->data + start, '\n', (size_t)(sc->n - start));
+        return found ? found - (const char *)sc->data : sc->n;
+    }
+    Py_ssize_t end = start;
+    while (end < sc->n && AT(sc, end) != '\n')
+        end++;
+    return end;
+}
+
 static PyObject *
 scan_lines(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *text, *keys;
-    if (!PyArg_ParseTuple(args, "UO!:scan_lines", &text, &PyList_Type, &keys))
+    Scanner sc;
+    if (!PyArg_ParseTuple(args, "UO!:scan_lines", &text, &PyList_Type, &keys) || scanner_init(&sc, text, keys) < 0)
         return NULL;
-    Py_ssize_t nkeys = PyList_GET_SIZE(keys);
-    const char *key_s[64];
-    Py_ssize_t key_n[64];
-    long key_kind[64];
-    if (nkeys > 64) {
-        PyErr_SetString(PyExc_ValueError, "at most 64 keys");
-        return NULL;
-    }
-    for (Py_ssize_t k = 0; k < nkeys; k++) {
-        PyObject *pair = PyList_GET_ITEM(keys, k), *name;
-        long kind;
-        if (!PyArg_ParseTuple(pair, "Ul", &name, &kind))
-            return NULL;
-        if (!PyUnicode_IS_ASCII(name)) {
-            PyErr_SetString(PyExc_ValueError, "keys are ASCII");
-            return NULL;
-        }
-        key_s[k] = (const char *)PyUnicode_1BYTE_DATA(name);
-        key_n[k] = PyUnicode_GET_LENGTH(name);
-        key_kind[k] = kind;
-    }
-    int ukind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
     Py_ssize_t start = 0, lineno = 0;
-    while (start < n) {
-        Py_ssize_t end = start;
-        while (end < n && PyUnicode_READ(ukind, data, end) != '\n')
-            end++;
+    while (start < sc.n) {
+        Py_ssize_t end = line_end(&sc, start), vstart, vend;
         lineno++;
-        Py_ssize_t p = start;
-        while (p < end && is_ws(PyUnicode_READ(ukind, data, p)))
-            p++;
-        for (Py_ssize_t k = 0; k < nkeys; k++) {
-            Py_ssize_t kn = key_n[k], i;
-            if (p + kn > end)
-                continue;
-            for (i = 0; i < kn; i++) {
-                Py_UCS4 c = PyUnicode_READ(ukind, data, p + i);
-                if (c >= 'A' && c <= 'Z')
-                    c += 32;
-                if (c != (Py_UCS4)(unsigned char)key_s[k][i])
-                    break;
-            }
-            if (i < kn)
-                continue;
-            Py_ssize_t q = p + kn, vstart = -1, vend = -1;
-            Py_ssize_t r = q;
-            while (r < end && is_ws(PyUnicode_READ(ukind, data, r)))
-                r++;
-            if (r < end && PyUnicode_READ(ukind, data, r) == ':') {
-                vstart = r + 1;
-                while (vstart < end && is_ws(PyUnicode_READ(ukind, data, vstart)))
-                    vstart++;
-                vend = vstart;
-                while (vend < end && PyUnicode_READ(ukind, data, vend) != '#')
-                    vend++;
-                while (vend > vstart && is_ws(PyUnicode_READ(ukind, data, vend - 1)))
-                    vend--;
-            }
-            else if (r > q) {
-                /* whitespace instead of the colon: one word, then only whitespace */
-                Py_ssize_t w = r;
-                while (w < end) {
-                    Py_UCS4 c = PyUnicode_READ(ukind, data, w);
-                    if (is_ws(c) || c == '#')
-                        break;
-                    w++;
-                }
-                if (w == r)
-                    continue;
-                Py_ssize_t t = w;
-                while (t < end && is_ws(PyUnicode_READ(ukind, data, t)))
-                    t++;
-                if (t < end && PyUnicode_READ(ukind, data, t) != '#')
-                    continue;
-                vstart = r;
-                vend = w;
-            }
-            else
-                continue;
-            long kind = key_kind[k];
-            if (kind == 1 || kind == 2) { /* allow, disallow: flag a pattern that is not a plain literal */
-                for (Py_ssize_t v = vstart; v < vend; v++) {
-                    Py_UCS4 c = PyUnicode_READ(ukind, data, v);
-                    if (c == '*' || c == '$' || c == '%' || c >= 0x80) {
-                        kind += 8;
-                        break;
-                    }
-                }
-            }
+        long kind = line_record(&sc, start, end, &vstart, &vend);
+        if (kind >= 0) {
             PyObject *value = PyUnicode_Substring(text, vstart, vend);
             if (value == NULL)
                 goto fail;
@@ -1107,7 +1186,6 @@ scan_lines(PyObject *Py_UNUSED(module), PyObject *args)
                 goto fail;
             }
             Py_DECREF(item);
-            break;
         }
         start = end + 1;
     }
@@ -1117,8 +1195,249 @@ fail:
     return NULL;
 }
 
+/* ---- select_groups: the groups one product token selects, built in one pass. ---- */
+
+enum { K_USER_AGENT = 0, K_ALLOW = 1, K_DISALLOW = 2, K_SITEMAP = 3, K_HOST = 7, K_SPECIAL = 8 };
+
+typedef struct {
+    long kind;
+    Py_ssize_t vstart, vend, line;
+    Py_ssize_t block_start, block_end; /* records: the agents of their block, [start, end) */
+} Row;
+
+typedef struct {
+    unsigned char names_token, names_star;
+} Agent;
+
+/* One growable array of rows and one of agents: the group being read. */
+typedef struct {
+    Row *rows;
+    Py_ssize_t nrows, rows_cap;
+    Agent *agents;
+    Py_ssize_t nagents, agents_cap;
+    int names_token, names_star;
+} GroupBuf;
+
+static int
+grow(void **items, Py_ssize_t *cap, Py_ssize_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t cap2 = *cap ? *cap * 2 : 16;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *more = PyMem_Realloc(*items, (size_t)cap2 * size);
+    if (more == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *items = more;
+    *cap = cap2;
+    return 0;
+}
+
+static int
+is_token_char(Py_UCS4 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-';
+}
+
+/* (patterns, codes, special, records) of the group in buf, as the parser keeps a
+ * group (see parser.Group); a record is (kind, value, line, names_token,
+ * names_star): whether its block's user-agent lines name the token, "*". */
+static PyObject *
+group_tuple(PyObject *text, const Scanner *sc, const GroupBuf *buf)
+{
+    PyObject *patterns = PyList_New(0), *records = PyList_New(0), *codes = NULL, *special = NULL, *result = NULL;
+    unsigned int *code_buf = NULL, *special_buf = NULL;
+    Py_ssize_t ncodes = 0, nspecial = 0;
+    if (patterns == NULL || records == NULL)
+        goto done;
+    code_buf = PyMem_Malloc((size_t)(buf->nrows + 1) * sizeof(unsigned int));
+    special_buf = PyMem_Malloc((size_t)(buf->nrows + 1) * sizeof(unsigned int));
+    if (code_buf == NULL || special_buf == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < buf->nrows; r++) {
+        const Row *row = &buf->rows[r];
+        long kind = row->kind;
+        PyObject *value = PyUnicode_Substring(text, row->vstart, row->vend);
+        if (value == NULL)
+            goto done;
+        if (kind == K_ALLOW || kind == K_DISALLOW || kind == K_ALLOW + K_SPECIAL || kind == K_DISALLOW + K_SPECIAL) {
+            if (kind >= K_SPECIAL)
+                special_buf[nspecial++] = (unsigned int)PyList_GET_SIZE(patterns);
+            code_buf[ncodes++] = (unsigned int)(row->line << 1 | ((kind & 7) == K_ALLOW));
+            int failed = PyList_Append(patterns, value);
+            Py_DECREF(value);
+            if (failed < 0)
+                goto done;
+            continue;
+        }
+        int names_token = 0, names_star = 0;
+        for (Py_ssize_t a = row->block_start; a < row->block_end; a++) {
+            names_token |= buf->agents[a].names_token;
+            names_star |= buf->agents[a].names_star;
+        }
+        PyObject *record = Py_BuildValue("(lNnOO)", kind, value, row->line, names_token ? Py_True : Py_False,
+                                         names_star ? Py_True : Py_False);
+        if (record == NULL || PyList_Append(records, record) < 0) {
+            Py_XDECREF(record);
+            goto done;
+        }
+        Py_DECREF(record);
+    }
+    (void)sc;
+    codes = PyBytes_FromStringAndSize((const char *)code_buf, ncodes * (Py_ssize_t)sizeof(unsigned int));
+    special = PyBytes_FromStringAndSize((const char *)special_buf, nspecial * (Py_ssize_t)sizeof(unsigned int));
+    if (codes != NULL && special != NULL)
+        result = PyTuple_Pack(4, patterns, codes, special, records);
+done:
+    PyMem_Free(code_buf);
+    PyMem_Free(special_buf);
+    Py_XDECREF(patterns);
+    Py_XDECREF(records);
+    Py_XDECREF(codes);
+    Py_XDECREF(special);
+    return result;
+}
+
+/* Ends the group in buf: appended to the token's and/or the star's list (stars
+ * NULL: a group naming "*" only is counted, not built). */
+static int
+end_group(PyObject *text, const Scanner *sc, GroupBuf *buf, PyObject *mine, PyObject *stars, int *star_seen)
+{
+    *star_seen |= buf->names_star;
+    if (buf->names_token || (buf->names_star && stars != NULL)) {
+        PyObject *group = group_tuple(text, sc, buf);
+        if (group == NULL)
+            return -1;
+        int failed = (buf->names_token && PyList_Append(mine, group) < 0)
+                     || (buf->names_star && stars != NULL && PyList_Append(stars, group) < 0);
+        Py_DECREF(group);
+        if (failed)
+            return -1;
+    }
+    buf->nrows = buf->nagents = 0;
+    buf->names_token = buf->names_star = 0;
+    return 0;
+}
+
+/* select_groups(text, keys, token, star) -> (key, groups): the groups whose
+ * user-agent lines name ``token`` (lower-case), else those naming "*", as in
+ * parser.select (the reference); key is the token, "*", or "" when no group
+ * applies. Only the selected groups become Python objects; with star false, the
+ * groups of "*" are not built (key "*" comes with no groups). */
+static PyObject *
+select_groups(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *text, *keys, *token_obj;
+    int want_star = 1, star_seen = 0;
+    Scanner sc;
+    if (!PyArg_ParseTuple(args, "UO!U|p:select_groups", &text, &PyList_Type, &keys, &token_obj, &want_star)
+        || scanner_init(&sc, text, keys) < 0)
+        return NULL;
+    const char *token = NULL;
+    Py_ssize_t token_n = 0;
+    if (PyUnicode_IS_ASCII(token_obj) && PyUnicode_GET_LENGTH(token_obj) > 0) {
+        token = (const char *)PyUnicode_1BYTE_DATA(token_obj);
+        token_n = PyUnicode_GET_LENGTH(token_obj);
+    }
+    GroupBuf buf = {0};
+    PyObject *mine = PyList_New(0), *stars = PyList_New(0), *result = NULL;
+    if (mine == NULL || stars == NULL)
+        goto done;
+    PyObject *star_list = want_star ? stars : NULL;
+    int in_group = 0, in_agents = 0, after_record = 0;
+    Py_ssize_t block = 0, start = 0, lineno = 0;
+    while (start < sc.n) {
+        Py_ssize_t end = line_end(&sc, start), vstart = 0, vend = 0;
+        lineno++;
+        long kind = line_record(&sc, start, end, &vstart, &vend);
+        start = end + 1;
+        if (kind < 0 || kind == K_SITEMAP || kind == K_HOST)
+            continue;
+        if (kind == K_USER_AGENT) {
+            if (!in_group || !in_agents) {
+                if (in_group && end_group(text, &sc, &buf, mine, star_list, &star_seen) < 0)
+                    goto done;
+                in_group = in_agents = 1;
+                block = 0;
+                after_record = 0;
+            }
+            else if (after_record) {
+                block = buf.nagents;
+                after_record = 0;
+            }
+            Agent agent = {0, 0};
+            Py_ssize_t length = vend - vstart;
+            if (length > 0 && AT(&sc, vstart) == '*'
+                && (length == 1 || AT(&sc, vstart + 1) == ' ' || AT(&sc, vstart + 1) == '\t'))
+                agent.names_star = 1;
+            else {
+                Py_ssize_t t = 0;
+                while (t < length && is_token_char(AT(&sc, vstart + t)))
+                    t++;
+                if (t == 0)
+                    continue; /* names no token: not one of the group's agents */
+                if (t == token_n) {
+                    Py_ssize_t i = 0;
+                    for (; i < t; i++) {
+                        Py_UCS4 c = AT(&sc, vstart + i);
+                        if (c >= 'A' && c <= 'Z')
+                            c += 32;
+                        if (c != (Py_UCS4)(unsigned char)token[i])
+                            break;
+                    }
+                    agent.names_token = i == t;
+                }
+            }
+            if (grow((void **)&buf.agents, &buf.agents_cap, buf.nagents + 1, sizeof(Agent)) < 0)
+                goto done;
+            buf.agents[buf.nagents++] = agent;
+            buf.names_token |= agent.names_token;
+            buf.names_star |= agent.names_star;
+            continue;
+        }
+        if (!in_group)
+            continue;
+        int rule = (kind & 7) == K_ALLOW || (kind & 7) == K_DISALLOW;
+        if (rule) {
+            in_agents = 0;
+            if (vend == vstart)
+                continue;
+        }
+        else
+            after_record = 1;
+        if (!buf.names_token && !(buf.names_star && want_star) && !in_agents)
+            continue; /* a group nobody asked for: its agents are all known */
+        if (grow((void **)&buf.rows, &buf.rows_cap, buf.nrows + 1, sizeof(Row)) < 0)
+            goto done;
+        Row row = {kind, vstart, vend, lineno, block, buf.nagents};
+        buf.rows[buf.nrows++] = row;
+    }
+    if (in_group && end_group(text, &sc, &buf, mine, star_list, &star_seen) < 0)
+        goto done;
+    if (PyList_GET_SIZE(mine) > 0)
+        result = Py_BuildValue("(OO)", token_obj, mine);
+    else if (star_seen)
+        result = Py_BuildValue("(sO)", "*", stars);
+    else
+        result = Py_BuildValue("(sO)", "", mine);
+done:
+    PyMem_Free(buf.rows);
+    PyMem_Free(buf.agents);
+    Py_XDECREF(mine);
+    Py_XDECREF(stars);
+    return result;
+}
+
+#undef AT
+
 static PyMethodDef speedups_methods[] = {
     {"scan_lines", scan_lines, METH_VARARGS, "The known records of a robots.txt text: [(kind, value, line)]."},
+    {"select_groups", select_groups, METH_VARARGS, "The groups a product token selects: (key, groups)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -33,3 +33,9 @@ class FastMatcher:
 def scan_lines(text: str, keys: list[tuple[str, int]], /) -> list[tuple[int, str, int]]:
     """The known records of a robots.txt text: ``[(kind, value, line)]``. ``keys`` are
     ``(lowercase key, kind)`` pairs, longest first, at most 64."""
+
+def select_groups(
+    text: str, keys: list[tuple[str, int]], token: str, star: bool = True, /
+) -> tuple[str, list[tuple[list[str], bytes, bytes, list[tuple[int, str, int, bool, bool]]]]]:
+    """The groups of a robots.txt text that a product token selects: ``(key, groups)``
+    (see ``parser.select``); with ``star`` false, the groups of ``*`` are not built."""

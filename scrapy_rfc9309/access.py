@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt
@@ -176,9 +176,9 @@ class OriginState:
     next state. ``robots`` is the file that applies and ``good_at`` when it was
     fetched; while the origin is unreachable the last good copy keeps applying, up
     to ``Policy.keep_cached``. ``unreachable_since`` is the time of the first of the
-    ``failures`` in a row (``Policy.max_wait`` counts from it). ``good_body`` is
-    the good copy's raw bytes, kept so that a store can persist the state without
-    pickling parsed objects."""
+    ``failures`` in a row (``Policy.max_wait`` counts from it). ``outcome`` is kept
+    without its body: the good copy's bytes are ``good_body``, read back from
+    ``robots`` (which keeps them compressed) when a store persists the state."""
 
     access: Access
     fetched_at: float
@@ -187,8 +187,12 @@ class OriginState:
     good_at: float | None = None
     failures: int = 0
     outcome: FetchOutcome | None = field(default=None, compare=False)
-    good_body: bytes = field(default=b"", compare=False, repr=False)
     unreachable_since: float | None = None
+
+    @property
+    def good_body(self) -> bytes:
+        """The good copy's bytes (up to the parsing limit), ``b""`` without one."""
+        return self.robots.body if self.robots is not None and self.good_at is not None else b""
 
     @classmethod
     def initial(cls, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
@@ -203,8 +207,8 @@ class OriginState:
     ) -> OriginState:
         if outcome.access is Access.PARSED:
             robots = RobotsTxt(outcome.body, policy.parse_limit, url=outcome.url)
-            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0, outcome,
-                       outcome.body)
+            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0,
+                       replace(outcome, body=b""))
         if outcome.access is Access.UNAVAILABLE:
             return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
         failures = (previous.failures if previous else 0) + 1
@@ -212,17 +216,17 @@ class OriginState:
         since = now
         if previous is not None and previous.access is Access.UNREACHABLE and previous.unreachable_since is not None:
             since = min(previous.unreachable_since, now)
-        good, good_at, good_body = None, None, b""
+        good, good_at = None, None
         if previous is not None and previous.robots is not None and previous.good_at is not None:
             if now - previous.good_at <= policy.keep_cached:
-                good, good_at, good_body = previous.robots, previous.good_at, previous.good_body
-        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, good_body, since)
+                good, good_at = previous.robots, previous.good_at
+        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, since)
 
     def backoff(self) -> OriginState:
         """The state without its good copy: what is kept of an unreachable origin
         after it leaves the cache, so that its retry time and failure count hold."""
         return OriginState(self.access, self.fetched_at, self.expires_at, None, None, self.failures, self.outcome,
-                           b"", self.unreachable_since)
+                           self.unreachable_since)
 
     def expired(self, now: float) -> bool:
         """Whether the state must be fetched again before it is used (for an

@@ -25,6 +25,7 @@ or a whole User-Agent header. The rule, in order:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["agent_note", "product_token", "token_of_line"]
 
@@ -47,8 +48,10 @@ def token_of_line(value: str) -> str:
     return match.group(0).lower() if match else ""
 
 
+@lru_cache(maxsize=256)
 def product_token(user_agent: str | bytes | None) -> str:
-    """The lower-cased product token a user agent string names, or ``""``."""
+    """The lower-cased product token a user agent string names, or ``""``
+    (remembered: a crawl asks about the same few agents for every file)."""
     if user_agent is None:
         return ""
     if isinstance(user_agent, bytes):

@@ -11,11 +11,6 @@ backtrack:
   every piece between two ``*`` commits to its leftmost occurrence, which is
   always right for glob patterns, so a rule costs one pass over the path.
 
-A matcher that keeps being used is promoted to a single regular expression over
-the whole URL (a trie of the literal rules whose first match is the longest, and
-one lookahead that tells whether a wildcard rule could win), so that a typical
-decision is one call into the regex engine. Both tiers give the same answers.
-
 When the C accelerator is built, none of this is built (unless a wildcard piece
 has two forms, see :func:`piece_forms`): the group's rules go as parsed to a
 ``FastMatcher`` (see ``_speedups.c``), which compiles them in one C pass and
@@ -25,7 +20,6 @@ decides every URL and verdict, with the same answers.
 from __future__ import annotations
 
 import re
-import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -35,16 +29,13 @@ from .urlnorm import canonical_path, path_of
 
 __all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "glob_pieces", "piece_forms"]
 
-#: Decisions a matcher makes before it is promoted to the single-regex tier; the
-#: promotion costs about as much as a few hundred decisions of the first tier.
-PROMOTE_AFTER = 256
-#: Limits for building the single-regex tier (its compile cost grows with them).
-_FAST_MAX_LITERALS = 2000
-_FAST_MAX_CHARS = 100_000
-_FAST_MAX_WILDCARDS = 64
-_FAST_MAX_DEPTH = 60
-#: Atomic groups (Python 3.11+) keep the wildcard lookahead from backtracking.
-_HAS_ATOMIC = sys.version_info >= (3, 11)
+#: Above this many literal rules the pure-Python index probes a dict once per
+#: distinct key length instead of sorting them on the first decision.
+_HASH_ABOVE = 2000
+
+#: Up to this many wildcard rules are matched by one regex call (see
+#: :func:`_wildcard_regex`); more are looked at one by one.
+_WILD_REGEX_MAX = 512
 
 #: Above this many literal rules the C accelerator hashes them instead of sorting.
 _C_HASH_ABOVE = 1024
@@ -218,26 +209,28 @@ class Matcher:
         "_by_key",
         "_c",
         "_codes",
-        "_fast",
         "_key_rules",
         "_keys",
         "_lengths",
         "_patterns",
-        "_uses",
+        "_wild_loose",
+        "_wild_match",
+        "_wild_of",
         "_wildcards",
         "allowed",
     )
 
     def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
-                 special: Sequence[int] | None = None, allows: Sequence[int] | None = None) -> None:
+                 special: Sequence[int] | None = None, allows: Sequence[int] | None = None,
+                 keep_patterns: bool = True) -> None:
         """``special`` and ``allows`` (indices of the patterns that are more than
         plain literals, and of the allow rules, both ascending) are derived when
         not given; the parser gives them. With the C accelerator they are not
-        needed."""
-        self._patterns = patterns
+        needed, and neither are the patterns once it is built: with
+        ``keep_patterns=False`` they are dropped then, and :meth:`rule` takes them
+        from its caller."""
+        self._patterns: Sequence[str] | None = patterns
         self._codes = codes
-        self._uses = 0
-        self._fast: Callable[..., re.Match[str] | None] | None = None
         self._c: _Accelerated | None = None
         self.allowed: Callable[[str | bytes], bool] = _allow_all
         if speedups and FastMatcher is not None and patterns:
@@ -250,14 +243,15 @@ class Matcher:
                 pass
             else:
                 self.allowed = self._c
+                if not keep_patterns:
+                    self._patterns = None
                 return
-        self._compile(special, allows)
+        self._compile(patterns, special, allows)
         if self._keys or self._by_key or self._wildcards:
-            self.allowed = self._counting_allowed
+            self.allowed = self.exact_allowed
 
-    def _compile(self, special: Sequence[int] | None, allows: Sequence[int] | None) -> None:
-        """Build the first tier (pure Python)."""
-        patterns = self._patterns
+    def _compile(self, patterns: Sequence[str], special: Sequence[int] | None, allows: Sequence[int] | None) -> None:
+        """Build the pure-Python index."""
         codes = self._codes
         literals: dict[str, int] = {}
         wildcards: list[_Wildcard] = []
@@ -294,8 +288,8 @@ class Matcher:
                 needle = max(pieces, key=len)  # type: ignore[arg-type,assignment]
             wildcards.append((priority, allow, index, pieces, anchored, needle))  # type: ignore[arg-type]
         wildcards.sort(key=lambda w: (-w[0], not w[1], w[2]))
-        if len(literals) > _FAST_MAX_LITERALS:
-            # Too many to sort on a first decision, and never promoted: probe
+        if len(literals) > _HASH_ABOVE:
+            # Too many to sort on a first decision: probe
             # the path's prefixes once per distinct key length instead (at most
             # about a thousand lengths fit in the parsing limit).
             self._by_key: dict[str, int] | None = literals
@@ -308,12 +302,27 @@ class Matcher:
             self._keys = sorted(literals)
             self._key_rules = [literals[key] for key in self._keys]
         self._wildcards = wildcards
+        self._wild_match: Callable[[str], re.Match[str] | None] | None = None
+        if 1 < len(wildcards) <= _WILD_REGEX_MAX:
+            self._wild_match, self._wild_of = _wildcard_regex(wildcards)
+            self._wild_loose = [any(type(piece) is tuple for piece in w[3]) for w in wildcards]
 
-    def rule(self, index: int) -> Rule:
+    @property
+    def has_patterns(self) -> bool:
+        """Whether the matcher kept its patterns (see ``keep_patterns``)."""
+        return self._patterns is not None
+
+    def rule(self, index: int, patterns: Sequence[str] | None = None) -> Rule:
+        """Rule ``index``; ``patterns`` are the group's, for a matcher that did not
+        keep them."""
+        if patterns is None:
+            patterns = self._patterns
+            if patterns is None:
+                raise ValueError("the matcher did not keep its patterns: pass them")
         code = self._codes[index]
-        return Rule(bool(code & 1), self._patterns[index], code >> 1)
+        return Rule(bool(code & 1), patterns[index], code >> 1)
 
-    # -- first tier -----------------------------------------------------------------
+    # -- deciding -------------------------------------------------------------------
     def _longest_key(self, path: str) -> int:
         """Index of the longest literal key that prefixes ``path``, or -1.
 
@@ -336,7 +345,7 @@ class Matcher:
             index = bisect_right(keys, path[:low]) - 1
         return -1
 
-    def _best(self, path: str) -> int:
+    def best_index(self, path: str) -> int:
         """Index of the deciding rule for a canonical path, or -1."""
         if self._c is not None:
             return self._c.best(path)
@@ -355,7 +364,23 @@ class Matcher:
             index = self._longest_key(path)
             if index >= 0:
                 best, best_priority = self._key_rules[index], len(self._keys[index])
-        for priority, allow, rule, pieces, anchored, needle in self._wildcards:
+        wildcards = self._wildcards
+        start = 0
+        if self._wild_match is not None:
+            # The first wildcard rule that matches, in one regex call; a rule with
+            # two-form pieces is matched loosely there and checked exactly here.
+            found = self._wild_match(path)
+            if found is None:
+                return best
+            start = self._wild_of[found.lastindex]  # type: ignore[index]
+            pieces = wildcards[start][3]
+            if not self._wild_loose[start] or glob_match(path, pieces, wildcards[start][4]):
+                priority, allow, rule = wildcards[start][:3]
+                if priority > best_priority or (priority == best_priority and allow and not codes[best] & 1):
+                    return rule
+                return best
+            start += 1
+        for priority, allow, rule, pieces, anchored, needle in wildcards[start:] if start else wildcards:
             if priority <= best_priority and (priority < best_priority or codes[best] & 1 or not allow):
                 break
             if needle in path and glob_match(path, pieces, anchored):
@@ -364,7 +389,7 @@ class Matcher:
 
     def best_rule(self, path: str) -> Rule | None:
         """The deciding rule for a canonical path, or None when no rule matches."""
-        best = self._best(path)
+        best = self.best_index(path)
         return None if best < 0 else self.rule(best)
 
     def exact_allowed(self, url: str | bytes) -> bool:
@@ -373,141 +398,48 @@ class Matcher:
         path = path_of(url)
         if path == "/robots.txt":
             return True
-        best = self._best(path)
+        best = self.best_index(path)
         return best < 0 or bool(self._codes[best] & 1)
-
-    def _counting_allowed(self, url: str | bytes) -> bool:
-        self._uses += 1
-        if self._uses >= PROMOTE_AFTER:
-            self.promote()
-        return self.exact_allowed(url)
-
-    # -- single-regex tier ------------------------------------------------------------
-    def promote(self) -> bool:
-        """Build the single-regex tier; stay on the first tier when the group is too
-        large or deep for it to pay off. Returns whether a fast tier is in use
-        (the C accelerator, when built, already is)."""
-        if self._c is not None:
-            return True
-        self.allowed = self.exact_allowed
-        if not _HAS_ATOMIC or len(self._wildcards) > _FAST_MAX_WILDCARDS:
-            return False
-        keys = self._keys
-        if self._by_key is not None or sum(map(len, keys)) > _FAST_MAX_CHARS:
-            return False
-        never = "(?!)"
-        try:
-            trie = _trie_source(keys) if keys else never
-        except _TooDeep:
-            return False
-        # Both lookaheads stand at the path start, so the match ends there. Group 1
-        # is the longest literal rule that prefixes the path; groups 2.. mark the
-        # wildcard rules, in priority order, and the first one that matches is set
-        # (and is then the last group closed, so ``lastindex`` names it).
-        wildcards = "|".join(f"{_regex_source(w[3], w[4])}()" for w in self._wildcards)
-        source = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(?=/)"
-        source += f"(?:(?=({trie}))|)"
-        if wildcards:
-            source += f"(?:(?={wildcards})|)"
-        self._fast = re.compile(source, re.S).match
-        allow_of = {key: bool(self._codes[rule] & 1) for key, rule in zip(keys, self._key_rules, strict=True)}
-        self.allowed = _fast_decider(self._fast, allow_of, self)
-        return True
-
-
-def _fast_decider(
-    match: Callable[[str], re.Match[str] | None], allow_of: dict[str, bool], matcher: Matcher
-) -> Callable[[str | bytes], bool]:
-    exact_allowed = matcher.exact_allowed
-    wildcards = matcher._wildcards
-    # Wildcard rules whose regex is a superset (a piece with two forms).
-    two_forms = [w[3] for w in wildcards if any(type(p) is tuple for p in w[3])]
-
-    def allowed(url: str | bytes) -> bool:
-        try:
-            if "%" in url or "#" in url or not url.isascii():  # type: ignore[operator]
-                return exact_allowed(url)
-        except TypeError:  # bytes
-            return exact_allowed(url)
-        found = match(url)  # type: ignore[arg-type]
-        if found is None:
-            return exact_allowed(url)
-        group = found.lastindex
-        if group is None:
-            return True
-        if group == 1:
-            if allow_of[found.group(1)]:
-                return True
-        else:
-            priority, allow, _rule, pieces, _anchored, _needle = wildcards[group - 2]
-            if pieces in two_forms:
-                return exact_allowed(url)
-            literal = found.group(1)
-            if literal is not None and (len(literal), allow_of[literal]) > (priority, allow):
-                allow = allow_of[literal]
-            if allow:
-                return True
-        return url.endswith("/robots.txt") and exact_allowed(url)  # type: ignore[arg-type]
-
-    return allowed
 
 
 def _allow_all(url: str | bytes) -> bool:
     return True
 
 
-def _regex_source(pieces: list[str | tuple[str, str]], anchored: bool) -> str:
-    """The regex of a wildcard pattern; empty pieces add nothing to what matches
-    (``/a**b`` is ``/a*b``, and a trailing ``*`` without ``$`` is no constraint).
-    A piece with two forms matches either, anywhere: a superset that the fast
-    tier hands to the exact tier."""
+def _wildcard_regex(wildcards: list[_Wildcard]) -> tuple[Callable[[str], re.Match[str] | None], dict[int, int]]:
+    """One regex over a canonical path that finds the first of ``wildcards`` (in
+    their order) that matches, and which: ``match(path).lastindex`` is the empty
+    group closed after that rule's lookahead, mapped to the rule's position.
 
-    def escape(piece: str | tuple[str, str]) -> str:
-        if type(piece) is str:
-            return re.escape(piece)
-        return "(?:" + "|".join(map(re.escape, piece)) + ")"
-
-    last = len(pieces) - 1
-    if not anchored:
-        while last > 0 and not pieces[last]:
-            last -= 1
-    src = [escape(pieces[0])]
-    for middle in pieces[1:last]:
-        if middle:
-            src.append(f"(?>.*?{escape(middle)})")
-    if last > 0:
-        src.append(f".*{escape(pieces[last])}" if anchored else f".*?{escape(pieces[last])}")
-    if anchored:
-        src.append(r"\Z")
-    return "".join(src)
-
-
-class _TooDeep(Exception):
-    pass
-
-
-def _trie_source(keys: list[str]) -> str:
-    """A regex whose first match at a position is the longest of ``keys`` there."""
-    root: dict[str, dict] = {}
-    for key in keys:
-        node = root
-        for char in key:
-            node = node.setdefault(char, {})
-        node[""] = {}
-    return _emit(root, 0)
-
-
-def _emit(node: dict[str, dict], depth: int) -> str:
-    if depth > _FAST_MAX_DEPTH:
-        raise _TooDeep
+    Each piece between two ``*`` commits to its leftmost occurrence, as in
+    :func:`glob_match`: ``(?=(?P<pN>.*?piece))(?P=pN)`` consumes what a lookahead found
+    (a named group: ``\\N`` reaches group 99 at most), and a
+    lookahead is never backtracked into, so no pattern or path makes the regex
+    backtrack over piece positions (no atomic groups needed, which Python 3.10
+    lacks). A piece with a path and a query form matches either (a superset:
+    the caller checks such a rule exactly)."""
     branches = []
-    for char in sorted(k for k in node if k):
-        chain = [char]
-        child = node[char]
-        while len(child) == 1 and "" not in child:
-            (char, child), = child.items()
-            chain.append(char)
-        branches.append(re.escape("".join(chain)) + _emit(child, depth + 1))
-    if "" in node:
-        return f"(?:{'|'.join(branches)})?" if branches else ""
-    return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+    marker_of: dict[int, int] = {}
+    group = 0
+    for position, (_priority, _allow, _rule, pieces, anchored, _needle) in enumerate(wildcards):
+        parts = [_piece_source(pieces[0])]
+        last = len(pieces) - 1
+        for piece in pieces[1:last]:
+            if piece:
+                group += 1
+                parts.append(f"(?=(?P<p{group}>.*?{_piece_source(piece)}))(?P=p{group})")
+        if last > 0:
+            tail = _piece_source(pieces[last])
+            parts.append(f".*{tail}\\Z" if anchored else f".*?{tail}")
+        elif anchored:
+            parts.append("\\Z")
+        group += 1
+        marker_of[group] = position
+        branches.append(f"(?={''.join(parts)})()")
+    return re.compile("|".join(branches), re.S).match, marker_of
+
+
+def _piece_source(piece: str | tuple[str, str]) -> str:
+    if type(piece) is str:
+        return re.escape(piece)
+    return "(?:" + "|".join(map(re.escape, piece)) + ")"

@@ -8,12 +8,26 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from .agent import token_of_line
 from .urlnorm import escape_undecodable, utf8_octets
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_BYTES", "Group", "ParseResult", "parse_body"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_LINE_BYTES",
+    "Group",
+    "ParseResult",
+    "SelectedGroup",
+    "decode",
+    "has_long_line",
+    "normalize",
+    "parse_body",
+    "parse_text",
+    "prepare",
+    "scan",
+    "select",
+]
 
 #: RFC 9309, 2.5: the parsing limit must be at least 500 KiB.
 DEFAULT_MAX_BYTES = 500 * 1024
@@ -119,26 +133,55 @@ class ParseResult:
         self.truncated = False
 
 
-def _prepare(body: bytes, max_bytes: int) -> tuple[str, bool]:
+def prepare(body: bytes, max_bytes: int) -> tuple[str, bool]:
+    """The text the parser reads (see :func:`normalize`, bytes that are not UTF-8
+    as surrogate escapes) and whether ``body`` was cut at ``max_bytes``."""
+    body, truncated = normalize(body, max_bytes)
+    return decode(body), truncated
+
+
+def normalize(body: bytes, max_bytes: int) -> tuple[bytes, bool]:
+    """The octets the parser reads: the first ``max_bytes``, a whole or partial
+    UTF-8 BOM skipped (as Google does), line ends as ``\\n``, each line cut at
+    :data:`MAX_LINE_BYTES`; and whether ``body`` was cut at ``max_bytes``."""
     truncated = len(body) > max_bytes
     if truncated:
         body = body[:max_bytes]
-    if body[:1] == b"\xef":  # skip a whole or partial UTF-8 BOM, as Google does
+    if body[:1] == b"\xef":
         skip = 3 if body[:3] == _BOM else 2 if body[:2] == _BOM[:2] else 1
         body = body[skip:]
     if b"\r" in body:
         body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if len(body) > MAX_LINE_BYTES:
-        lines = body.split(b"\n")
-        if max(map(len, lines)) > MAX_LINE_BYTES:
-            body = b"\n".join(line[:MAX_LINE_BYTES] for line in lines)
-    return body.decode("utf-8", "surrogateescape") + "\n", truncated
+    if len(body) > MAX_LINE_BYTES and has_long_line(body):
+        body = b"\n".join(line[:MAX_LINE_BYTES] for line in body.split(b"\n"))
+    return body, truncated
+
+
+def decode(normalized: bytes) -> str:
+    """The text of :func:`normalize`'s octets, ending with a newline."""
+    return normalized.decode("utf-8", "surrogateescape") + "\n"
+
+
+def has_long_line(body: bytes) -> bool:
+    """Whether a line is longer than :data:`MAX_LINE_BYTES`. Such a line holds a
+    whole block of half that size starting at a multiple of it, so only the lines
+    through blocks without a newline are measured: a few dozen ``memchr`` calls
+    for the largest file instead of splitting it."""
+    half = MAX_LINE_BYTES // 2
+    find = body.find
+    for start in range(0, len(body) - half + 1, half):
+        if find(b"\n", start, start + half) < 0:
+            end = find(b"\n", start)
+            if (len(body) if end < 0 else end) - (body.rfind(b"\n", 0, start) + 1) > MAX_LINE_BYTES:
+                return True
+    return False
 
 
 try:  # the optional C accelerator (see _speedups.c)
-    from ._speedups import scan_lines
+    from ._speedups import scan_lines, select_groups
 except ImportError:  # pragma: no cover - depends on the build
     scan_lines = None  # type: ignore[assignment]
+    select_groups = None  # type: ignore[assignment]
 #: The keys for the C scanner, longest first (as the regex tries them).
 _KEY_LIST = sorted(KEYS.items(), key=lambda item: -len(item[0]))
 
@@ -157,13 +200,27 @@ def _scan_regex(text: str) -> Iterator[tuple[int, str, int]]:
             yield KEYS[other_key.lower()], value, lineno
 
 
+def scan(text: str, speedups: bool = True) -> Iterable[tuple[int, str, int]]:
+    """``(kind, value, line)`` for each line of a :func:`prepare` text that holds a
+    known record (in C when the accelerator is built)."""
+    return scan_lines(text, _KEY_LIST) if speedups and scan_lines is not None else _scan_regex(text)
+
+
 def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: bool = True) -> ParseResult:
     """Parse robots.txt content; never raises on any content."""
     if isinstance(body, str):
         body = utf8_octets(body)
-    result = ParseResult()
+    text, truncated = prepare(body, max_bytes)
+    result = parse_text(text, speedups)
     result.size = len(body)
-    text, result.truncated = _prepare(body, max_bytes)
+    result.truncated = truncated
+    return result
+
+
+def parse_text(text: str, speedups: bool = True) -> ParseResult:
+    """Parse a text made by :func:`prepare` (its ``size`` and ``truncated`` are left
+    for the caller)."""
+    result = ParseResult()
     groups = result.groups
     by_token = result.by_token
     group: Group | None = None
@@ -172,7 +229,7 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
     in_agents = False  # the last user-agent/rule line was a user-agent line
     block = 0  # index in group.agents of the first user-agent line of the current block
     after_record = False  # a group record came after the current block's user-agent lines
-    rows = scan_lines(text, _KEY_LIST) if speedups and scan_lines is not None else _scan_regex(text)
+    rows = scan(text, speedups)
     for kind, value, lineno in rows:
         if kind == DISALLOW:
             if group is not None:
@@ -228,3 +285,36 @@ def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: 
             group.records.append((GROUP_RECORDS[kind], value, lineno, block, len(group.agents)))
             after_record = True
     return result
+
+
+#: A selected group as :func:`select` gives it: ``(patterns, codes, special,
+#: records)``, ``codes`` and ``special`` as native ``unsigned int`` octets (see
+#: :class:`Group`), a record as ``(kind, value, line, names_token, names_star)``:
+#: whether the user-agent lines of its block name the token, and ``*``.
+SelectedGroup = tuple[list[str], bytes, bytes, list[tuple[int, str, int, bool, bool]]]
+_RECORD_KINDS = {name: kind for kind, name in GROUP_RECORDS.items()}
+
+
+def select(text: str, token: str, speedups: bool = True, star: bool = True) -> tuple[str, list[SelectedGroup]]:
+    """The groups of a text made by :func:`prepare` that apply to a product token
+    (RFC 9309, 2.2.1): those whose user-agent lines name ``token``, else those
+    naming ``*``. Returns ``(key, groups)``, ``key`` being ``token``, ``"*"``, or
+    ``""`` when no group applies; with ``star=False`` the groups are not given
+    when the key is ``"*"`` (the caller has them). The C accelerator builds only
+    the groups it gives; the pure-Python path (the reference) parses the whole
+    text and picks them."""
+    if speedups and select_groups is not None:
+        return select_groups(text, _KEY_LIST, token, star)
+    by_token = parse_text(text, speedups=False).by_token
+    key = token if token and token in by_token else "*" if "*" in by_token else ""
+    if key == "*" and not star:
+        return key, []
+    selected = []
+    for group in by_token.get(key, ()):
+        records = [
+            (_RECORD_KINDS[name], value, line, token in group.agents[start:end], "*" in group.agents[start:end])
+            for name, value, line, start, end in group.records or ()
+        ]
+        special = array("I", group.special or ()).tobytes()
+        selected.append((group.patterns, group.codes.tobytes(), special, records))
+    return key, selected

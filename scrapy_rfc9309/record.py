@@ -106,7 +106,7 @@ def decode(record: Record, policy: Policy) -> OriginState:
         access,
         _text(meta, "url") or "",
         status,
-        body if access is Access.PARSED else b"",
+        b"",  # the body is the good copy's, kept by robots
         _number(meta, "max_age", optional=True),
         tuple(redirects),
         _text(meta, "error"),
@@ -119,7 +119,7 @@ def decode(record: Record, policy: Policy) -> OriginState:
     good_url = _text(meta, "good_url") or outcome.url or None
     robots = RobotsTxt(body, policy.parse_limit, url=good_url) if good_at is not None else None
     return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,
-                       body if good_at is not None else b"", since if access is Access.UNREACHABLE else None)
+                       since if access is Access.UNREACHABLE else None)
 
 
 def _number(meta: dict[str, Any], name: str, optional: bool = False) -> Any:

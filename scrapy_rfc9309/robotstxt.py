@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import re
+import zlib
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from .agent import product_token
 from .matcher import Matcher, Rule
-from .parser import DEFAULT_MAX_BYTES, Group, parse_body
-from .urlnorm import path_of
+from .parser import (
+    DEFAULT_MAX_BYTES,
+    GROUP_RECORDS,
+    HOST,
+    MAX_LINE_BYTES,
+    SITEMAP,
+    SelectedGroup,
+    decode,
+    has_long_line,
+    normalize,
+    parse_text,
+    prepare,
+    scan,
+    select,
+)
+from .urlnorm import escape_undecodable, path_of, utf8_octets
 from .usage import UsagePreference, applicable
 
 __all__ = ["RobotsTxt", "Verdict", "parse"]
@@ -19,8 +35,24 @@ __all__ = ["RobotsTxt", "Verdict", "parse"]
 BLOCK_RECORDS = frozenset({"crawl-delay"})
 #: A URL with a scheme (RFC 3986, 3.1): a Sitemap value that is not relative.
 _HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
-#: Distinct user agent strings remembered per file before the memo is reset.
-_MAX_AGENT_MEMO = 64
+#: Group records that are usage preferences (see :mod:`.usage`).
+USAGE_RECORDS = frozenset({"content-usage", "content-signal"})
+#: Agents and tokens remembered per file before the memo is reset.
+_MAX_MEMO = 64
+#: Bodies at least this long are compressed as they are read; shorter ones when
+#: first used (compressing 128 KiB takes about a millisecond).
+COMPRESS_AT_READ = 128 * 1024
+#: Raw deflate, no header: the bytes are only ever read back here.
+_WBITS = -15
+
+
+def _compress(body: bytes) -> bytes:
+    compressor = zlib.compressobj(1, zlib.DEFLATED, _WBITS)
+    return compressor.compress(body) + compressor.flush()
+
+
+def _allow_all(url: str | bytes) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
@@ -48,67 +80,71 @@ class Verdict:
 
 
 class _MergedGroup:
-    """All groups that apply to one product token, merged (RFC 9309, 2.2.1)."""
+    """All groups that apply to one product token, merged (RFC 9309, 2.2.1): the
+    compiled rules, and the group records that apply (see :meth:`RobotsTxt.records`)."""
 
-    __slots__ = ("_crawl_delay", "groups", "matcher", "token", "usage_records")
+    __slots__ = ("crawl_delay", "matcher", "records", "token", "usage_records")
 
-    def __init__(self, token: str, groups: list[Group], speedups: bool = True) -> None:
+    def __init__(self, token: str, groups: list[SelectedGroup], speedups: bool = True) -> None:
         self.token = token
-        self.groups = groups
         if len(groups) == 1:
-            group = groups[0]
-            self.matcher = Matcher(group.patterns, group.codes, speedups, group.special or ())
+            patterns, codes, special, raw_records = groups[0]
+            self.matcher = Matcher(patterns, array("I", codes), speedups, array("I", special), keep_patterns=False)
+            named = [record for record in raw_records if _applies(record, token)]
         else:
-            patterns: list[str] = []
-            codes = array("I")
-            special: list[int] = []
-            for group in groups:
+            patterns = []
+            all_codes = array("I")
+            indices: list[int] = []
+            named = []
+            for group_patterns, codes, special, raw_records in groups:
                 offset = len(patterns)
-                special += [offset + index for index in group.special or ()]
-                patterns += group.patterns
-                codes.extend(group.codes)
-            self.matcher = Matcher(patterns, codes, speedups, special)
-        self.usage_records = [
-            (name, value, line)
-            for group in groups
-            for name, value, line, _start, _end in group.records or ()
-            if name in ("content-usage", "content-signal")
-        ]
-        self._crawl_delay: float | None = -1.0  # -1: not worked out yet
-
-    def records(self, name: str) -> list[tuple[str, int]]:
-        """The values and lines of the records called ``name``; a Crawl-delay
-        only when it is written in a block of this token's user-agent lines."""
-        if name in BLOCK_RECORDS:
-            found = []
-            for group in self.groups:
-                in_block: dict[tuple[int, int], bool] = {}  # per block: the records of a block share it
-                for key, value, line, start, end in group.records or ():
-                    if key == name:
-                        named = in_block.get((start, end))
-                        if named is None:
-                            named = in_block[start, end] = self.token in group.agents[start:end]
-                        if named:
-                            found.append((value, line))
-            return found
-        return [(value, line) for group in self.groups for key, value, line, _, _ in group.records or () if key == name]
-
-    def crawl_delay(self) -> float | None:
-        if self._crawl_delay == -1.0:
-            delays = []
-            for value, _line in self.records("crawl-delay"):
+                indices += [offset + index for index in array("I", special)]
+                patterns += group_patterns
+                all_codes.frombytes(codes)
+                named += [record for record in raw_records if _applies(record, token)]
+            self.matcher = Matcher(patterns, all_codes, speedups, indices, keep_patterns=False)
+        #: ``(name, value, line)`` of the records that apply, in file order.
+        self.records: list[tuple[str, str, int]] | None = [
+            (GROUP_RECORDS[kind], value, line) for kind, value, line, _, _ in named
+        ] or None
+        self.usage_records = [record for record in self.records or () if record[0] in USAGE_RECORDS] or ()
+        delays = []
+        for name, value, _line in self.records or ():
+            if name == "crawl-delay":
                 try:
                     delay = float(value.split()[0]) if value else -1.0
                 except ValueError:
                     continue
                 if 0 <= delay < float("inf"):
                     delays.append(delay)
-            self._crawl_delay = max(delays) if delays else None
-        return self._crawl_delay
+        self.crawl_delay: float | None = max(delays) if delays else None
+
+
+def _applies(record: tuple[int, str, int, bool, bool], token: str) -> bool:
+    """Whether a group record applies to the token that selected its group: a
+    Crawl-delay only when its block names the token (``*`` for the global group)."""
+    kind, _value, _line, names_token, names_star = record
+    if GROUP_RECORDS[kind] not in BLOCK_RECORDS:
+        return True
+    return names_star if token == "*" else names_token
+
+
+#: The merged group whose patterns were read last, and those patterns (see
+#: :meth:`RobotsTxt._patterns_of`).
+_last_patterns: tuple[_MergedGroup, list[str]] | None = None
+#: Stands for "no agent asked yet" (``None`` is an agent: it names no token).
+_NO_AGENT = object()
 
 
 class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
+
+    A crawl asks one file about one or two agents, so the file is kept compactly
+    (its bytes, compressed once it is in use) and each product token's groups are
+    built on its first question, from the groups that token selects only: a
+    million files in memory cost little more than their compressed size and the
+    rules their crawl obeys. A question about another token builds that token's
+    groups (those of the last few dozen agents are kept).
 
     ``url`` is the file's own URL when it is known (the last one, after
     redirects). ``sitemaps`` lists the Sitemap URLs in file order, without
@@ -116,18 +152,18 @@ class RobotsTxt:
     when it is known, as Scrapy's ``SitemapSpider`` does, and kept as written
     otherwise. Bytes that are not UTF-8 are percent-encoded. ``truncated`` tells
     whether the body was longer than the parsing limit (only the first bytes were
-    used).
+    used); ``size`` is the body's length.
     """
 
     __slots__ = (
-        "_by_agent",
-        "_by_token",
-        "_groups",
-        "_matchers",
-        "_merged",
+        "_agent",
+        "_allowed",
+        "_compressed",
+        "_group",
+        "_memo",
+        "_normalized",
+        "_source",
         "_speedups",
-        "hosts",
-        "sitemaps",
         "size",
         "truncated",
         "url",
@@ -135,36 +171,104 @@ class RobotsTxt:
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
                  url: str | None = None) -> None:
-        result = parse_body(body, max_bytes, speedups)
+        if isinstance(body, str):
+            body = utf8_octets(body)
+        self.size: int = len(body)
+        self.truncated: bool = len(body) > max_bytes
+        if self.truncated:
+            body = body[:max_bytes]
+        # A line longer than the parser reads (or many lines ended by CR only)
+        # is kept as the parser reads it: a 500 KiB line costs 16 KiB.
+        self._normalized = len(body) > MAX_LINE_BYTES and has_long_line(body)
+        if self._normalized:
+            body = normalize(body, max_bytes)[0]
+        # A large body is compressed now (its parse would be long anyway); a small
+        # one when it is first used, so that reading it costs next to nothing.
+        self._compressed = len(body) >= COMPRESS_AT_READ
+        self._source: bytes = _compress(body) if self._compressed else body
         self._speedups = speedups
         self.url: str | None = url or None
-        sitemaps = result.sitemaps
+        self._agent: object = _NO_AGENT  # the last agent asked about, and its merged group
+        self._group: _MergedGroup | None = None
+        self._allowed: Callable[[str | bytes], bool] = _allow_all
+        self._memo: dict[str | bytes | None, _MergedGroup] | None = None
+
+    # -- the file ---------------------------------------------------------------------
+    @property
+    def body(self) -> bytes:
+        """The file's bytes up to the parsing limit; a file with a line longer
+        than the parser reads, as the parser reads it (see
+        :func:`~scrapy_rfc9309.parser.normalize`: it parses as the file does)."""
+        return zlib.decompress(self._source, _WBITS) if self._compressed else self._source
+
+    def _text(self) -> str:
+        body = self.body
+        return decode(body) if self._normalized else prepare(body, len(body))[0]
+
+    def _records(self, kind: int) -> list[str]:
+        return [value for found, value, _ in scan(self._text(), self._speedups) if found == kind and value]
+
+    @property
+    def sitemaps(self) -> list[str]:
+        """The Sitemap URLs (see the class's description)."""
+        values = [value if value.isascii() else escape_undecodable(value) for value in self._records(SITEMAP)]
         if self.url is not None:
-            sitemaps = [_joined(self.url, value) for value in sitemaps]
-        self.sitemaps: list[str] = list(dict.fromkeys(sitemaps))
-        self.hosts: list[str] = result.hosts
-        self.size: int = result.size
-        self.truncated: bool = result.truncated
-        self._groups = result.groups
-        self._by_token = result.by_token
-        self._merged: dict[str, _MergedGroup] = {}
-        self._by_agent: dict[str | bytes | None, _MergedGroup] = {}
-        self._matchers: dict[str | bytes | None, Matcher] = {}
+            values = [_joined(self.url, value) for value in values]
+        return list(dict.fromkeys(values))
+
+    @property
+    def hosts(self) -> list[str]:
+        """The values of Host records, in file order."""
+        return self._records(HOST)
+
+    @property
+    def agents(self) -> list[str]:
+        """The product tokens the file names, lower-cased, in file order."""
+        return list(parse_text(self._text(), self._speedups).by_token)
 
     # -- group selection --------------------------------------------------------
     def _group_for(self, user_agent: str | bytes | None) -> _MergedGroup:
-        merged = self._by_agent.get(user_agent)
+        if user_agent is self._agent or user_agent == self._agent:
+            return self._group  # type: ignore[return-value]
+        memo = self._memo
+        merged = None if memo is None else memo.get(user_agent)
         if merged is None:
-            token = product_token(user_agent)
-            key = token if token in self._by_token else "*" if "*" in self._by_token else ""
-            merged = self._merged.get(key)
-            if merged is None:
-                merged = self._merged[key] = _MergedGroup(key, self._by_token.get(key, []), self._speedups)
-            if len(self._by_agent) >= _MAX_AGENT_MEMO:
-                self._by_agent.clear()
-                self._matchers.clear()
-            self._by_agent[user_agent] = merged
-            self._matchers[user_agent] = merged.matcher
+            merged = self._merged_for(user_agent)
+        self._agent, self._group, self._allowed = user_agent, merged, merged.matcher.allowed
+        return merged
+
+    def _merged_for(self, user_agent: str | bytes | None) -> _MergedGroup:
+        """The merged group for an agent not asked about last: found by its
+        product token, or built. The memo starts with a second agent; it maps
+        agents, their tokens and the tokens of merged groups (``"*"``) to them,
+        which never disagree: an agent string made of token characters names the
+        token it spells."""
+        token = product_token(user_agent)
+        memo = self._memo
+        last = self._group
+        merged = None if memo is None else memo.get(token)
+        if merged is None:
+            star = None if memo is None else memo.get("*")
+            if star is None and last is not None and last.token == "*":
+                star = last
+            # The groups of "*" are not read again when they are built already.
+            key, selected = select(self._text(), token, self._speedups, star=star is None)
+            if key == "*" and star is not None:
+                merged = star
+            elif last is not None and last.token == key:
+                merged = last  # a token without groups of its own: "*"'s apply
+            elif memo is not None and key in memo:
+                merged = memo[key]
+            else:
+                merged = _MergedGroup(key, selected, self._speedups)
+            if not self._compressed:
+                self._source = _compress(self._source)
+                self._compressed = True
+        if last is not None:
+            if memo is None or len(memo) >= _MAX_MEMO:
+                memo = self._memo = {}
+            memo[self._agent] = memo[last.token] = last  # type: ignore[index]
+            memo[user_agent] = memo[token] = memo[merged.token] = merged
         return merged
 
     def group_agents(self, user_agent: str | bytes | None) -> str:
@@ -175,10 +279,9 @@ class RobotsTxt:
     # -- decisions ----------------------------------------------------------------
     def allowed(self, url: str | bytes, user_agent: str | bytes | None) -> bool:
         """Whether ``user_agent`` may fetch ``url``."""
-        matcher = self._matchers.get(user_agent)
-        if matcher is None:
-            matcher = self._group_for(user_agent).matcher
-        return matcher.allowed(url)
+        if user_agent is self._agent:
+            return self._allowed(url)
+        return self._group_for(user_agent).matcher.allowed(url)
 
     def verdict(self, url: str | bytes, user_agent: str | bytes | None) -> Verdict:
         """The decision for ``url`` with the rule that made it."""
@@ -188,8 +291,25 @@ class RobotsTxt:
         path = path_of(url)
         if path == "/robots.txt":
             return Verdict(True, None, merged.token, path)
-        rule = merged.matcher.best_rule(path)
-        return Verdict(rule is None or rule.allow, rule, merged.token, path)
+        matcher = merged.matcher
+        index = matcher.best_index(path)
+        if index < 0:
+            return Verdict(True, None, merged.token, path)
+        rule = matcher.rule(index, None if matcher.has_patterns else self._patterns_of(merged))
+        return Verdict(rule.allow, rule, merged.token, path)
+
+    def _patterns_of(self, merged: _MergedGroup) -> list[str]:
+        """The patterns of a merged group whose C matcher did not keep them, read
+        again from the file (the last group's are remembered: a verdict is asked
+        for each URL a group forbids, often for several in a row)."""
+        global _last_patterns
+        last = _last_patterns
+        if last is not None and last[0] is merged:
+            return last[1]
+        _key, groups = select(self._text(), merged.token, self._speedups)
+        patterns = [pattern for group in groups for pattern in group[0]]
+        _last_patterns = (merged, patterns)
+        return patterns
 
     # -- other records --------------------------------------------------------------
     def crawl_delay(self, user_agent: str | bytes | None) -> float | None:
@@ -198,13 +318,13 @@ class RobotsTxt:
         has no group), the largest valid one when there are several. Another
         token's Crawl-delay does not apply even where the two share a group's
         rules (see :class:`~scrapy_rfc9309.parser.Group`)."""
-        return self._group_for(user_agent).crawl_delay()
+        return self._group_for(user_agent).crawl_delay
 
     def records(self, user_agent: str | bytes | None, name: str) -> list[tuple[str, int]]:
         """Values and line numbers of a group record (``crawl-delay``,
         ``content-usage``, ``content-signal``) in the agent's merged group
         (Crawl-delay records: those written for the agent, as for :meth:`crawl_delay`)."""
-        return self._group_for(user_agent).records(name)
+        return [(value, line) for key, value, line in self._group_for(user_agent).records or () if key == name]
 
     def usage(self, url: str | bytes, user_agent: str | bytes | None) -> UsagePreference:
         """The ``Content-Usage`` / ``Content-Signal`` preferences of the agent's
@@ -219,11 +339,6 @@ class RobotsTxt:
     def has_usage(self, user_agent: str | bytes | None) -> bool:
         """Whether the agent's group has any usage-preference record."""
         return bool(self._group_for(user_agent).usage_records)
-
-    @property
-    def agents(self) -> list[str]:
-        """The product tokens the file names, lower-cased, in file order."""
-        return list(self._by_token)
 
 
 def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,

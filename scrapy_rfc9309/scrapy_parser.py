@@ -20,7 +20,6 @@ class RobotParser(_ScrapyRobotParser):
     def __init__(self, robotstxt_body: bytes | str, spider: Any = None) -> None:
         self.spider = spider
         self.robots = RobotsTxt(robotstxt_body)
-        self.sitemaps = self.robots.sitemaps
         # The hot path: skip a layer of calls (``allowed`` accepts bytes URLs too).
         self.allowed = self.robots.allowed  # type: ignore[method-assign]
 
@@ -30,7 +29,6 @@ class RobotParser(_ScrapyRobotParser):
         parser = cls.__new__(cls)
         parser.spider = spider
         parser.robots = robots
-        parser.sitemaps = robots.sitemaps
         parser.allowed = robots.allowed  # type: ignore[method-assign]
         return parser
 
@@ -38,6 +36,11 @@ class RobotParser(_ScrapyRobotParser):
     def from_crawler(cls, crawler: Crawler | None, robotstxt_body: bytes | str) -> RobotParser:
         spider = None if crawler is None else getattr(crawler, "spider", None)
         return cls(robotstxt_body, spider)
+
+    @property
+    def sitemaps(self) -> list[str]:
+        """The file's Sitemap URLs (read from the file when asked)."""
+        return self.robots.sitemaps
 
     def allowed(self, url: str | bytes, user_agent: str | bytes | None) -> bool:
         return self.robots.allowed(url, user_agent)

@@ -99,6 +99,8 @@ def canonical(text: str, in_query: bool = False) -> str:
 def canonical_path(text: str, in_query: bool = False) -> str:
     """Canonical form of ``path[?query]``: the query starts at the first ``?``
     (or at the start of ``text`` when ``in_query``)."""
+    if "%" not in text and text.isascii():  # already canonical: most paths
+        return text
     if in_query:
         return canonical(text, in_query=True)
     qpos = text.find("?")
@@ -107,7 +109,8 @@ def canonical_path(text: str, in_query: bool = False) -> str:
     return canonical(text[:qpos]) + "?" + canonical(text[qpos + 1:], in_query=True)
 
 
-_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*([/?;][^#]*)?", re.S).match
+#: An absolute URL whose path starts with "/": most URLs, read in one match.
+_ABSOLUTE_PATH = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(/[^#]*)", re.S).match
 
 
 def url_path(url: str) -> str:
@@ -115,6 +118,14 @@ def url_path(url: str) -> str:
     ``/``, ``?`` or ``;`` after the authority, without the fragment; ``/`` when
     empty. Accepts absolute URLs, scheme-relative ones and bare paths (same rules
     as Google's reference parser)."""
+    found = _ABSOLUTE_PATH(url)
+    if found is not None:
+        return found.group(1)
+    return _url_path(url)
+
+
+def _url_path(url: str) -> str:
+    """:func:`url_path` for any URL."""
     start = 2 if url.startswith("//") else 0
     early = _first_of(url, "/?;", start)
     proto = url.find("://", start)

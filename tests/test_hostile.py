@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import random
 import string
+from array import array
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt, Rule, parse
+from scrapy_rfc9309.matcher import Matcher
+from scrapy_rfc9309.parser import DEFAULT_MAX_BYTES, MAX_LINE_BYTES, has_long_line, parse_body
 
 URL = "https://www.example.com"
 
 
 def both_tiers(rt: RobotsTxt, url: str, agent: str = "FooBot") -> bool:
-    """The decision of the first tier, checked against ``verdict`` and against the
-    promoted tier (when the group is small enough to be promoted)."""
+    """The decision (of the C accelerator when it is built), checked against
+    ``verdict`` and against the pure-Python matcher on the same file."""
     first = rt.allowed(url, agent)
     assert rt.verdict(url, agent).allowed == first
-    rt._group_for(agent).matcher.promote()
-    assert rt.allowed(url, agent) == first
+    body = rt.body
+    assert parse(body, max(len(body), DEFAULT_MAX_BYTES), speedups=False).allowed(url, agent) == first
     return first
 
 
@@ -290,3 +297,40 @@ def test_thousands_of_user_agent_lines_then_thousands_of_crawl_delays() -> None:
     assert rt.crawl_delay("OtherBot") is None
     assert len(rt.records("xmmm", "crawl-delay")) == len(names)
     assert not rt.allowed(URL + "/x", "xmmm")
+
+
+def test_long_lines_are_found_wherever_they_are() -> None:
+    """The long-line check looks at a few blocks only; it must find every line over
+    the limit, and only those (the reference: split the body and measure)."""
+    rng = random.Random(9309)
+    for _ in range(400):
+        size = rng.randrange(MAX_LINE_BYTES, 4 * MAX_LINE_BYTES)
+        body = bytearray(b"a" * size)
+        for _ in range(rng.randrange(0, 6)):
+            body[rng.randrange(size)] = 10
+        want = max(map(len, bytes(body).split(b"\n"))) > MAX_LINE_BYTES
+        assert has_long_line(bytes(body)) == want
+
+
+PIECES = [b"User-agent: a\n", b"User-agent: *\r", b"Disallow: /x\r\n", b"Allow: /x/y\n", b"\xef\xbb\xbf", b"\r",
+          b"#" * 9000, b"Disallow: /" + b"z" * 9000, b"Disallow: /zz\n", b"\n"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.sampled_from(PIECES), max_size=14))
+def test_a_file_kept_as_the_parser_reads_it_answers_as_the_whole_parse(parts: list[bytes]) -> None:
+    """Long lines (and CR-only line ends, BOMs) make the file be kept as the parser
+    reads it: its answers, and those of its kept bytes parsed again, are the
+    answers of one whole parse of the original bytes."""
+    body = b"".join(parts)
+    rt = parse(body)
+    again = parse(rt.body)
+    whole = parse_body(body)
+    for path in ("/x", "/x/y", "/zz", "/" + "z" * 9000, "/" + "z" * 20000):
+        for agent in ("a", "b"):
+            key = "a" if agent == "a" and "a" in whole.by_token else "*" if "*" in whole.by_token else ""
+            groups = whole.by_token.get(key, [])
+            patterns = [p for group in groups for p in group.patterns]
+            codes = array("I", [c for group in groups for c in group.codes])
+            want = Matcher(patterns, codes, speedups=False).allowed(URL + path)
+            assert rt.allowed(URL + path, agent) == again.allowed(URL + path, agent) == want, (path, agent)

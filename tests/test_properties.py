@@ -4,7 +4,6 @@ with a small reference matcher written here."""
 from __future__ import annotations
 
 import re
-import sys
 from unittest import mock
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -17,29 +16,35 @@ from scrapy_rfc9309.urlnorm import canonical_path, path_of
 
 
 class BothTiers:
-    """The same file parsed three times: with the C accelerator (when built), with
+    """The same file parsed four times: with the C accelerator (when built), with
     it and its literal rules hashed whatever their number (as for a large group),
-    and in pure Python. ``allowed`` and ``verdict`` ask all three and insist they
-    agree; everything else (promoting the pure-Python matcher to its regex tier)
-    goes to the pure-Python one."""
+    in pure Python, and in pure Python with its literal rules in a dict whatever
+    their number. ``allowed`` and ``verdict`` ask all four and insist they agree;
+    everything else goes to the pure-Python one."""
 
     def __init__(self, body: str | bytes) -> None:
         self.fast = parse_one(body)
         self.hashed = parse_one(body)
         self.pure = parse_one(body, speedups=False)
+        self.pure_hashed = parse_one(body, speedups=False)
+
+    def _hashed(self, method: str, url: str | bytes, agent: str) -> tuple[object, object]:
+        # The matchers are built on first use, so the thresholds are patched around each call.
+        with mock.patch.object(matcher, "_C_HASH_ABOVE", -1), mock.patch.object(matcher, "_HASH_ABOVE", -1):
+            return getattr(self.hashed, method)(url, agent), getattr(self.pure_hashed, method)(url, agent)
 
     def allowed(self, url: str | bytes, agent: str) -> bool:
         fast, pure = self.fast.allowed(url, agent), self.pure.allowed(url, agent)
-        with mock.patch.object(matcher, "_C_HASH_ABOVE", -1):  # the matcher is built on first use
-            hashed = self.hashed.allowed(url, agent)
-        assert fast == hashed == pure, ("the C and pure-Python tiers disagree", url, fast, hashed, pure)
+        hashed, pure_hashed = self._hashed("allowed", url, agent)
+        assert fast == hashed == pure == pure_hashed, ("the C and pure-Python tiers disagree", url, fast, hashed,
+                                                       pure, pure_hashed)
         return pure
 
     def verdict(self, url: str | bytes, agent: str) -> Verdict:
         fast, pure = self.fast.verdict(url, agent), self.pure.verdict(url, agent)
-        with mock.patch.object(matcher, "_C_HASH_ABOVE", -1):
-            hashed = self.hashed.verdict(url, agent)
-        assert fast == hashed == pure, ("the C and pure-Python verdicts differ", url, fast, hashed, pure)
+        hashed, pure_hashed = self._hashed("verdict", url, agent)
+        assert fast == hashed == pure == pure_hashed, ("the C and pure-Python verdicts differ", url, fast, hashed,
+                                                       pure, pure_hashed)
         return pure
 
     def __getattr__(self, name: str) -> object:
@@ -237,13 +242,6 @@ def check_against_reference(rules: list[tuple[bool, str]], paths: list[str], fra
                 assert (len("*".join(pieces)) + anchored, verdict.rule.allow) == best, (url, verdict)
                 assert positional_match(piece_forms(verdict.rule.pattern)[0], anchored, path)
         assert rt.allowed(url, AGENT) == want, (url, path)
-    # The single-regex tier must agree too.
-    built = rt._group_for(AGENT).matcher.promote()
-    if sys.version_info >= (3, 11):
-        assert built
-    for url, want in zip(urls, expected, strict=True):
-        assert rt.allowed(url, AGENT) == want, ("promoted", url)
-        assert rt.verdict(url, AGENT).allowed == want, ("promoted", url)
 
 
 @SETTINGS
@@ -277,29 +275,11 @@ def test_matcher_agrees_with_reference_on_raw_ascii(rules: list[tuple[bool, str]
     rt = parse(body_of(rules))
     fragments = data.draw(st.lists(FRAGMENTS, min_size=len(paths), max_size=len(paths)))
     urls = [HOST + path + fragment for path, fragment in zip(paths, fragments, strict=True)]
-    expected = []
     for path, url in zip(paths, urls, strict=True):
         assert canonical_path(path) == path  # nothing to canonicalise
         want = reference_allowed(reference_rules, path)
-        expected.append(want)
         assert rt.verdict(url, AGENT).allowed == want, (url, rules)
         assert rt.allowed(url, AGENT) == want, (url, rules)
-    built = rt._group_for(AGENT).matcher.promote()
-    if sys.version_info >= (3, 11):
-        assert built
-    for url, want in zip(urls, expected, strict=True):
-        assert rt.allowed(url, AGENT) == want, ("promoted", url, rules)
-
-
-@SETTINGS
-@given(rules=st.lists(st.tuples(st.booleans(), raw_pattern), min_size=1, max_size=8),
-       paths=st.lists(raw_path, min_size=40, max_size=60))
-def test_automatic_promotion_keeps_the_answers(rules: list[tuple[bool, str]], paths: list[str]) -> None:
-    """Deciding many URLs promotes the matcher on its own; answers do not change."""
-    reference_rules = [(allow, *raw_rule(pattern)) for allow, pattern in rules]
-    rt = parse(body_of(rules))
-    for path in paths * 2:
-        assert rt.allowed(HOST + path, AGENT) == reference_allowed(reference_rules, path), (path, rules)
 
 
 multi_wildcard = st.tuples(
@@ -312,15 +292,13 @@ multi_wildcard = st.tuples(
        paths=st.lists(st.text("ab/", max_size=12).map(lambda t: "/" + t), min_size=5, max_size=20))
 def test_patterns_with_several_wildcards(rules: list[tuple[bool, str]], paths: list[str]) -> None:
     """Each piece between two ``*`` must be allowed to match at any later place,
-    in both tiers (only wildcard rules here, over a three-letter alphabet)."""
+    in every tier (only wildcard rules here, over a three-letter alphabet)."""
     reference_rules = [(allow, *raw_rule(pattern)) for allow, pattern in rules]
     rt = parse(body_of(rules))
     expected = [reference_allowed(reference_rules, path) for path in paths]
     for path, want in zip(paths, expected, strict=True):
         assert rt.verdict(HOST + path, AGENT).allowed == want, (path, rules)
-    rt._group_for(AGENT).matcher.promote()
-    for path, want in zip(paths, expected, strict=True):
-        assert rt.allowed(HOST + path, AGENT) == want, ("promoted", path, rules)
+        assert rt.allowed(HOST + path, AGENT) == want, (path, rules)
 
 
 # -- Nothing raises ----------------------------------------------------------------------
@@ -357,9 +335,6 @@ def test_nothing_raises(body: bytes, url_list: list[str], agent: str | bytes | N
         assert rt.allowed(url, agent) == verdict.allowed
         assert verdict.allowed == (verdict.rule is None or verdict.rule.allow)
         assert verdict.path.startswith("/")
-    rt._group_for(agent).matcher.promote()
-    for url in url_list:
-        assert rt.allowed(url, agent) == rt.verdict(url, agent).allowed
     delay = rt.crawl_delay(agent)
     assert delay is None or 0 <= delay < float("inf")
     assert len(set(rt.sitemaps)) == len(rt.sitemaps)
@@ -466,3 +441,31 @@ def test_crawl_delay_by_blocks_agrees_with_a_reference(lines: list[str], agent: 
     rt = parse("\n".join(lines) + "\n")
     assert rt.crawl_delay(agent) == reference_crawl_delay(lines, agent), lines
     assert rt.crawl_delay(agent) == parse_one("\n".join(lines), speedups=False).crawl_delay(agent)
+
+
+@SETTINGS
+@given(body=robots_bytes, calls=st.lists(st.tuples(urls, agents), min_size=1, max_size=40))
+def test_agents_asked_in_any_order_get_the_answers_of_a_fresh_file(
+    body: bytes, calls: list[tuple[str, str | bytes | None]]
+) -> None:
+    """A file remembers the groups of the agents asked so far; asking them in any
+    order, with other agents in between, gives the answers a file asked about one
+    agent only gives."""
+    rt = parse_one(body)
+    for url, agent in calls:
+        fresh = parse_one(body)
+        assert rt.allowed(url, agent) == fresh.allowed(url, agent), (url, agent)
+        assert rt.verdict(url, agent) == parse_one(body).verdict(url, agent), (url, agent)
+        assert rt.crawl_delay(agent) == fresh.crawl_delay(agent)
+
+
+def test_more_agents_than_the_memo_holds() -> None:
+    body = "".join(f"User-agent: bot{chr(97 + n // 26)}{chr(97 + n % 26)}\nDisallow: /{n}/\n" for n in range(100))
+    rt = parse_one(body + "User-agent: *\nDisallow: /star/\n")
+    for _ in range(2):
+        for n in range(100):
+            agent = f"bot{chr(97 + n // 26)}{chr(97 + n % 26)}"
+            assert not rt.allowed(f"{HOST}/{n}/x", agent)
+            assert rt.allowed(f"{HOST}/{n + 1}/x", agent)
+            assert rt.allowed(f"{HOST}/star/", agent)
+            assert not rt.allowed(f"{HOST}/star/", f"Other{n}")

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scrapy_rfc9309
-from scrapy_rfc9309 import matcher, parse, parser
+from scrapy_rfc9309 import matcher, parse, parser, robotstxt
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,6 +102,9 @@ def test_matchers_are_freed() -> None:
         assert not rt.allowed("http://h/private/x", "bot")
         assert not rt.verdict("http://h/private/x", "bot").allowed
     del rt
+    # The group whose patterns the last verdict read stays remembered, one at most.
+    assert alive() <= before + 1
+    robotstxt._last_patterns = None
     assert alive() <= before
 
 
@@ -189,7 +192,8 @@ FIELDS = ["User-agent", "user-agents", "USER AGENT", "useragent", "Allow", "Disa
           "Sitemap", "site-map", "Crawl-delay", "crawl delay", "Content-Usage", "Content-Signal", "Host", "Other",
           "allowance", "user-agentx"]
 SEPARATORS = [":", " :", "\t:", " ", "\t", "  ", ":\t", ""]
-VALUES = ["", " ", "/a", "/a b", "*", "Foo Bar", "/x # c", "#c", "/é", "\x00", "/a\t", "\x0b/v\x0c", "train-ai=n"]
+VALUES = ["", " ", "/a", "/a b", "*", "Foo Bar", "/x # c", "#c", "/é", "\x00", "/a\t", "\x0b/v\x0c", "train-ai=n",
+          "FooBot", "foo", "* x", "*x", "MJ12bot", "foo-bar_baz", "Bar/1.0", "5"]
 line_text = st.tuples(
     st.sampled_from(["", " ", "\t", "\x0b"]), st.sampled_from(FIELDS), st.sampled_from(SEPARATORS),
     st.sampled_from(VALUES),
@@ -207,3 +211,17 @@ def shape(result: parser.ParseResult) -> object:
 @given(body=st.one_of(body_text, body_text.map(lambda t: t.encode("utf-8", "surrogatepass")), st.binary(max_size=500)))
 def test_c_scanner_parses_like_the_regex(body: str | bytes) -> None:
     assert shape(parser.parse_body(body)) == shape(parser.parse_body(body, speedups=False))
+
+
+@pytest.mark.skipif(parser.select_groups is None, reason="the C accelerator is not built here")
+@settings(max_examples=500, deadline=None)
+@given(body=st.one_of(body_text, body_text.map(lambda t: t.encode("utf-8", "surrogatepass")), st.binary(max_size=500)),
+       token=st.sampled_from(["foo", "foobot", "bar", "mj", "foo-bar_baz", "", "x", "other"]), star=st.booleans())
+def test_c_selects_the_groups_the_reference_selects(body: str | bytes, token: str, star: bool) -> None:
+    """The groups a product token selects, built in C from the text, are the ones the
+    whole pure-Python parse selects: same rules, codes, special patterns and
+    records (with whether their block names the token and ``*``); without the
+    groups of ``*`` when they are not wanted."""
+    octets = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    text, _ = parser.prepare(octets, parser.DEFAULT_MAX_BYTES)
+    assert parser.select(text, token, star=star) == parser.select(text, token, speedups=False, star=star)

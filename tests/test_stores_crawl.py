@@ -6,6 +6,7 @@ Redis going away never stops the crawl."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -208,14 +209,27 @@ def test_a_process_waits_for_the_fetch_of_another_and_is_woken_by_its_save(origi
     assert claim is Claim.ACQUIRED
     saved: list[bool] = []
 
-    def the_other_process_finishes() -> Any:
+    async def the_other_process_finishes() -> None:
+        # Saved once this process waits on the origin's channel (however long the
+        # crawl takes to start), so that the save is what wakes it.
+        channel = other.channel(key)
+        for _ in range(400):
+            if extra:
+                node = other.client.get_node_from_key(channel)
+                counts = await other.client.pubsub_shardnumsub(channel, target_nodes=node)
+            else:
+                counts = await other.client.pubsub_numsub(channel)
+            found = dict(counts)
+            if found.get(channel.encode()) or found.get(channel):
+                break
+            await asyncio.sleep(0.025)
+        else:
+            raise AssertionError("the crawl never waited on the origin's channel")
         now = time.time()
         record = _record_of_another_process(site, RULES.encode(), now, now + 3600)
-        return deferred_from_coro(other.save(key, record, "another-process")).addCallback(saved.append)
+        saved.append(await other.save(key, record, "another-process"))
 
-    from twisted.internet import reactor, task
-
-    finishing = task.deferLater(reactor, 0.6, the_other_process_finishes)
+    finishing = deferred_from_coro(the_other_process_finishes())
     result = yield run_crawl([site.url("/public"), site.url("/private/1")], _settings("redis", url, **extra))
     yield finishing
     yield deferred_from_coro(other.close())
