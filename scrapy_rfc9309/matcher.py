@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
+from .urlnorm import absolute_path as _absolute_path
 from .urlnorm import canonical_path, path_of
 
 __all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "glob_pieces", "piece_forms"]
@@ -212,6 +213,7 @@ class Matcher:
         "_key_rules",
         "_keys",
         "_lengths",
+        "_parents",
         "_patterns",
         "_wild_loose",
         "_wild_match",
@@ -296,11 +298,22 @@ class Matcher:
             self._lengths = sorted(set(map(len, literals)), reverse=True)
             self._keys = []
             self._key_rules = []
+            self._parents = []
         else:
             self._by_key = None
             self._lengths = []
-            self._keys = sorted(literals)
-            self._key_rules = [literals[key] for key in self._keys]
+            self._keys = keys = sorted(literals)
+            self._key_rules = [literals[key] for key in keys]
+            # Each key's longest proper prefix among the keys (-1: none). In sorted
+            # order a key's prefixes come before it, on a stack of the current chain.
+            parents = []
+            chain: list[int] = []
+            for index, key in enumerate(keys):
+                while chain and not key.startswith(keys[chain[-1]]):
+                    chain.pop()
+                parents.append(chain[-1] if chain else -1)
+                chain.append(index)
+            self._parents = parents
         self._wildcards = wildcards
         self._wild_match: Callable[[str], re.Match[str] | None] | None = None
         if 1 < len(wildcards) <= _WILD_REGEX_MAX:
@@ -323,28 +336,6 @@ class Matcher:
         return Rule(bool(code & 1), patterns[index], code >> 1)
 
     # -- deciding -------------------------------------------------------------------
-    def _longest_key(self, path: str) -> int:
-        """Index of the longest literal key that prefixes ``path``, or -1.
-
-        The largest key not above ``path`` is the answer when it prefixes
-        ``path``; otherwise the answer prefixes their common prefix, so search
-        again with that (each round is shorter)."""
-        keys = self._keys
-        index = bisect_right(keys, path) - 1
-        while index >= 0:
-            key = keys[index]
-            if path.startswith(key):
-                return index
-            low, high = 0, min(len(key), len(path))  # longest common prefix, by halves
-            while low < high:
-                middle = (low + high + 1) // 2
-                if path.startswith(key[:middle]):
-                    low = middle
-                else:
-                    high = middle - 1
-            index = bisect_right(keys, path[:low]) - 1
-        return -1
-
     def best_index(self, path: str) -> int:
         """Index of the deciding rule for a canonical path, or -1."""
         if self._c is not None:
@@ -361,9 +352,18 @@ class Matcher:
                         best, best_priority = hit, length
                         break
         else:
-            index = self._longest_key(path)
+            # The longest literal key that prefixes the path. Every key that
+            # prefixes it prefixes the largest key not above it too (a string
+            # between a prefix of the path and the path starts with that prefix):
+            # the answer is the first of that key and its chain of prefixes
+            # among the keys that prefixes the path.
+            keys = self._keys
+            parents = self._parents
+            index = bisect_right(keys, path) - 1
+            while index >= 0 and not path.startswith(keys[index]):
+                index = parents[index]
             if index >= 0:
-                best, best_priority = self._key_rules[index], len(self._keys[index])
+                best, best_priority = self._key_rules[index], len(keys[index])
         wildcards = self._wildcards
         start = 0
         if self._wild_match is not None:
@@ -393,9 +393,12 @@ class Matcher:
         return None if best < 0 else self.rule(best)
 
     def exact_allowed(self, url: str | bytes) -> bool:
-        if not isinstance(url, str):
-            url = url.decode("utf-8", "surrogateescape")
-        path = path_of(url)
+        if type(url) is str and (found := _absolute_path(url)) is not None:  # path_of, the common case first
+            path = found.group(1)
+            if "%" in path or not path.isascii():
+                path = canonical_path(path)
+        else:
+            path = path_of(url if isinstance(url, str) else url.decode("utf-8", "surrogateescape"))
         if path == "/robots.txt":
             return True
         best = self.best_index(path)
