@@ -4,12 +4,15 @@ A group's rules are compiled once, on first use, into two structures that never
 backtrack:
 
 * literal rules (no ``*``, no trailing ``$``), by canonical text, in a sorted list:
-  the longest literal that prefixes a path is found by binary search (searching
-  again with the common prefix when the nearest one does not prefix it); a large
-  group's go in a dict probed once per distinct key length instead;
-* wildcard rules sorted by priority, matched piece by piece with ``str.find``:
-  every piece between two ``*`` commits to its leftmost occurrence, which is
-  always right for glob patterns, so a rule costs one pass over the path.
+  the longest literal that prefixes a path is the largest key not above the path
+  or one of that key's prefixes among the keys (each key knows its longest one),
+  found by binary search and a short walk; a large group's go in a dict probed
+  once per distinct key length instead;
+* wildcard rules sorted by priority, every piece between two ``*`` committed to
+  its leftmost occurrence, which is always right for glob patterns, so a rule
+  costs one pass over the path: one regex finds the first that matches (see
+  :func:`_wildcard_regex`), or, for a very large group, ``str.find`` piece by
+  piece, rule by rule.
 
 When the C accelerator is built, none of this is built (unless a wildcard piece
 has two forms, see :func:`piece_forms`): the group's rules go as parsed to a
