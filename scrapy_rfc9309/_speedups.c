@@ -67,13 +67,15 @@ typedef struct {
     Py_ssize_t n;
 } Str;
 
-/* A literal rule by canonical text, with the rule that decides for that text. */
+/* A literal rule by canonical text, with the rule that decides for that text: 16
+ * octets (a broad crawl keeps many). */
+#define KEY_MAX_LENGTH (((Py_ssize_t)1 << 30) - 1)
 typedef struct {
     const char *s;
-    Py_ssize_t n;
     int32_t rule;
-    unsigned char allow;
-    unsigned char special; /* written with "$", "%" or non-ASCII (loses ties to a plain one) */
+    unsigned int n : 30;       /* at most KEY_MAX_LENGTH */
+    unsigned int allow : 1;
+    unsigned int special : 1; /* written with "$", "%" or non-ASCII (loses ties to a plain one) */
 } Key;
 
 typedef struct {
@@ -827,13 +829,17 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
         }
         else
             found = PERCENT; /* non-ASCII: canonical form from Python */
+        if (n > KEY_MAX_LENGTH) {
+            PyErr_SetString(PyExc_ValueError, "a pattern too long for FastMatcher");
+            goto fail;
+        }
         if (!(found & (STAR | PERCENT)) && !(n && s[n - 1] == '$')) {
             Key *key = &self->keys[nkeys++];
             key->s = s;
-            key->n = n;
+            key->n = (unsigned int)n;
             key->rule = (int32_t)i;
             key->allow = codes[i] & 1;
-            key->special = (found & DOLLAR) != 0;
+            key->special = (found & DOLLAR) != 0 ? 1 : 0;
             kinds[i] = LITERAL;
             continue;
         }
@@ -863,9 +869,13 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
                 kinds[i] = SKIP;
                 continue;
             }
+            if (text.n > KEY_MAX_LENGTH) {
+                PyErr_SetString(PyExc_ValueError, "a pattern too long for FastMatcher");
+                goto fail;
+            }
             Key *key = &self->keys[nkeys++];
             key->s = text.s;
-            key->n = text.n;
+            key->n = (unsigned int)text.n;
             key->rule = (int32_t)i;
             key->allow = codes[i] & 1;
             key->special = 1;
