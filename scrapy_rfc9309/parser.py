@@ -151,7 +151,9 @@ def normalize(body: bytes, max_bytes: int) -> tuple[bytes, bool]:
         skip = 3 if body[:3] == _BOM else 2 if body[:2] == _BOM[:2] else 1
         body = body[skip:]
     if b"\r" in body:
-        body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        body = body.replace(b"\r\n", b"\n")
+        if b"\r" in body:
+            body = body.replace(b"\r", b"\n")
     if len(body) > MAX_LINE_BYTES and has_long_line(body):
         body = b"\n".join(line[:MAX_LINE_BYTES] for line in body.split(b"\n"))
     return body, truncated

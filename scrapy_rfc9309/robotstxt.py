@@ -40,8 +40,10 @@ USAGE_RECORDS = frozenset({"content-usage", "content-signal"})
 #: Agents and tokens remembered per file before the memo is reset.
 _MAX_MEMO = 64
 #: Bodies at least this long are compressed as they are read; shorter ones when
-#: first used (compressing 128 KiB takes about a millisecond).
+#: first used (compressing 128 KiB takes about a millisecond), from this size (a
+#: shorter one would save a few hundred bytes for a few microseconds).
 COMPRESS_AT_READ = 128 * 1024
+COMPRESS_FROM = 1024
 #: Raw deflate, no header: the bytes are only ever read back here.
 _WBITS = -15
 
@@ -140,7 +142,7 @@ class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
 
     A crawl asks one file about one or two agents, so the file is kept compactly
-    (its bytes, compressed once it is in use) and each product token's groups are
+    (its bytes, compressed once it is in use unless it is under 1 KiB) and each product token's groups are
     built on its first question, from the groups that token selects only: a
     million files in memory cost little more than their compressed size and the
     rules their crawl obeys. A question about another token builds that token's
@@ -261,7 +263,7 @@ class RobotsTxt:
                 merged = memo[key]
             else:
                 merged = _MergedGroup(key, selected, self._speedups)
-            if not self._compressed:
+            if not self._compressed and len(self._source) >= COMPRESS_FROM:
                 self._source = _compress(self._source)
                 self._compressed = True
         if last is not None:
