@@ -60,7 +60,7 @@ HOSTILE_PARSE_RATIO = 0.1  # ours <= 1/10 of Protego's parse time, same case, sa
 HOSTILE_DECIDE_MS = 5.0
 HOSTILE_DECIDE_BIG_URL_MS = 20.0
 HOSTILE_CAP_S = 10.0  # Protego per case, whole subprocess
-HOSTILE_PARSES = 25  # best of up to this many parses per case (fewer when they take over 1 s)
+HOSTILE_PARSES = 101  # best of up to this many parses per case (fewer when they take over 1 s)
 HOSTILE_OURS_CAP_S = 60.0
 
 

@@ -175,27 +175,34 @@ class RobotsTxt:
                  url: str | None = None) -> None:
         if isinstance(body, str):
             body = utf8_octets(body)
-        self.size: int = len(body)
-        self.truncated: bool = len(body) > max_bytes
-        if self.truncated:
-            body = body[:max_bytes]
-        # A line longer than the parser reads (or many lines ended by CR only)
-        # is kept as the parser reads it: a 500 KiB line costs 16 KiB.
-        self._normalized = len(body) > MAX_LINE_BYTES and has_long_line(body)
-        if self._normalized:
-            body = normalize(body, max_bytes)[0]
-        # A large body is compressed now (its parse would be long anyway); a small
-        # one when it is first used, so that reading it costs next to nothing.
-        self._compressed = len(body) >= COMPRESS_AT_READ
-        self._source: bytes = _compress(body) if self._compressed else body
+        size = len(body)
+        self.size: int = size
+        self.truncated: bool = size > max_bytes
+        self._source = body[:max_bytes] if size > max_bytes else body
+        self._compressed = self._normalized = False
         self._speedups = speedups
         self.url: str | None = url or None
         self._agent: object = _NO_AGENT  # the last agent asked about, and its merged group
         self._group: _MergedGroup | None = None
-        self._allowed: Callable[[str | bytes], bool] = _allow_all
         self._memo: dict[str | bytes | None, _MergedGroup] | None = None
+        self._allowed: Callable[[str | bytes], bool] = _allow_all
+        # A large body is compressed now (its parse would be long anyway); a small
+        # one when it is first used, so that reading it costs next to nothing.
+        if size >= COMPRESS_AT_READ:
+            self._compact()
 
     # -- the file ---------------------------------------------------------------------
+    def _compact(self) -> None:
+        """Compress the kept bytes; a file with a line longer than the parser reads
+        (or many lines ended by CR only) is kept as the parser reads it first, so
+        that a 500 KiB line costs 16 KiB."""
+        body = self._source
+        if len(body) > MAX_LINE_BYTES and has_long_line(body):
+            body = normalize(body, len(body))[0]
+            self._normalized = True
+        self._source = _compress(body)
+        self._compressed = True
+
     @property
     def body(self) -> bytes:
         """The file's bytes up to the parsing limit; a file with a line longer
@@ -264,8 +271,7 @@ class RobotsTxt:
             else:
                 merged = _MergedGroup(key, selected, self._speedups)
             if not self._compressed and len(self._source) >= COMPRESS_FROM:
-                self._source = _compress(self._source)
-                self._compressed = True
+                self._compact()
         if last is not None:
             if memo is None or len(memo) >= _MAX_MEMO:
                 memo = self._memo = {}
