@@ -8,11 +8,10 @@ backtrack:
   or one of that key's prefixes among the keys (each key knows its longest one),
   found by binary search and a short walk; a large group's go in a dict probed
   once per distinct key length instead;
-* wildcard rules sorted by priority, every piece between two ``*`` committed to
-  its leftmost occurrence, which is always right for glob patterns, so a rule
-  costs one pass over the path: one regex finds the first that matches (see
-  :func:`_wildcard_regex`), or, for a very large group, ``str.find`` piece by
-  piece, rule by rule.
+* wildcard rules sorted by priority, each skipped unless its longest piece is in
+  the path, then matched piece by piece with ``str.find``: every piece between
+  two ``*`` commits to its leftmost occurrence, which is always right for glob
+  patterns, so a rule costs one pass over the path.
 
 When the C accelerator is built, none of this is built (unless a wildcard piece
 has two forms, see :func:`piece_forms`): the group's rules go as parsed to a
@@ -22,7 +21,6 @@ decides every URL and verdict, with the same answers.
 
 from __future__ import annotations
 
-import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -36,10 +34,6 @@ __all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "glob_pieces", "p
 #: Above this many literal rules the pure-Python index probes a dict once per
 #: distinct key length instead of sorting them on the first decision.
 _HASH_ABOVE = 2000
-
-#: Up to this many wildcard rules are matched by one regex call (see
-#: :func:`_wildcard_regex`); more are looked at one by one.
-_WILD_REGEX_MAX = 512
 
 #: Above this many literal rules the C accelerator hashes them instead of sorting.
 _C_HASH_ABOVE = 1024
@@ -218,9 +212,6 @@ class Matcher:
         "_lengths",
         "_parents",
         "_patterns",
-        "_wild_loose",
-        "_wild_match",
-        "_wild_of",
         "_wildcards",
         "allowed",
     )
@@ -318,10 +309,6 @@ class Matcher:
                 chain.append(index)
             self._parents = parents
         self._wildcards = wildcards
-        self._wild_match: Callable[[str], re.Match[str] | None] | None = None
-        if 1 < len(wildcards) <= _WILD_REGEX_MAX:
-            self._wild_match, self._wild_of = _wildcard_regex(wildcards)
-            self._wild_loose = [any(type(piece) is tuple for piece in w[3]) for w in wildcards]
 
     @property
     def has_patterns(self) -> bool:
@@ -367,23 +354,7 @@ class Matcher:
                 index = parents[index]
             if index >= 0:
                 best, best_priority = self._key_rules[index], len(keys[index])
-        wildcards = self._wildcards
-        start = 0
-        if self._wild_match is not None:
-            # The first wildcard rule that matches, in one regex call; a rule with
-            # two-form pieces is matched loosely there and checked exactly here.
-            found = self._wild_match(path)
-            if found is None:
-                return best
-            start = self._wild_of[found.lastindex]  # type: ignore[index]
-            pieces = wildcards[start][3]
-            if not self._wild_loose[start] or glob_match(path, pieces, wildcards[start][4]):
-                priority, allow, rule = wildcards[start][:3]
-                if priority > best_priority or (priority == best_priority and allow and not codes[best] & 1):
-                    return rule
-                return best
-            start += 1
-        for priority, allow, rule, pieces, anchored, needle in wildcards[start:] if start else wildcards:
+        for priority, allow, rule, pieces, anchored, needle in self._wildcards:
             if priority <= best_priority and (priority < best_priority or codes[best] & 1 or not allow):
                 break
             if needle in path and glob_match(path, pieces, anchored):
@@ -410,42 +381,3 @@ class Matcher:
 
 def _allow_all(url: str | bytes) -> bool:
     return True
-
-
-def _wildcard_regex(wildcards: list[_Wildcard]) -> tuple[Callable[[str], re.Match[str] | None], dict[int, int]]:
-    """One regex over a canonical path that finds the first of ``wildcards`` (in
-    their order) that matches, and which: ``match(path).lastindex`` is the empty
-    group closed after that rule's lookahead, mapped to the rule's position.
-
-    Each piece between two ``*`` commits to its leftmost occurrence, as in
-    :func:`glob_match`: ``(?=(?P<pN>.*?piece))(?P=pN)`` consumes what a lookahead found
-    (a named group: ``\\N`` reaches group 99 at most), and a
-    lookahead is never backtracked into, so no pattern or path makes the regex
-    backtrack over piece positions (no atomic groups needed, which Python 3.10
-    lacks). A piece with a path and a query form matches either (a superset:
-    the caller checks such a rule exactly)."""
-    branches = []
-    marker_of: dict[int, int] = {}
-    group = 0
-    for position, (_priority, _allow, _rule, pieces, anchored, _needle) in enumerate(wildcards):
-        parts = [_piece_source(pieces[0])]
-        last = len(pieces) - 1
-        for piece in pieces[1:last]:
-            if piece:
-                group += 1
-                parts.append(f"(?=(?P<p{group}>.*?{_piece_source(piece)}))(?P=p{group})")
-        if last > 0:
-            tail = _piece_source(pieces[last])
-            parts.append(f".*{tail}\\Z" if anchored else f".*?{tail}")
-        elif anchored:
-            parts.append("\\Z")
-        group += 1
-        marker_of[group] = position
-        branches.append(f"(?={''.join(parts)})()")
-    return re.compile("|".join(branches), re.S).match, marker_of
-
-
-def _piece_source(piece: str | tuple[str, str]) -> str:
-    if type(piece) is str:
-        return re.escape(piece)
-    return "(?:" + "|".join(map(re.escape, piece)) + ")"
