@@ -21,12 +21,12 @@ decides every URL and verdict, with the same answers.
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
-from .urlnorm import absolute_path as _absolute_path
 from .urlnorm import canonical_path, path_of
 
 __all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "glob_pieces", "piece_forms"]
@@ -37,6 +37,12 @@ _HASH_ABOVE = 2000
 
 #: Above this many literal rules the C accelerator hashes them instead of sorting.
 _C_HASH_ABOVE = 1024
+
+#: An absolute URL whose path starts with "/" and is canonical as written (ASCII,
+#: no "%"; the class lists the ASCII octets but "#" and "%", which the engine
+#: checks faster than their complement): group 1 is its canonical path (see
+#: :func:`~.urlnorm.path_of`).
+_plain_path = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(/[\x00-\x22\x24\x26-\x7f]*)(?:#|\Z)", re.S).match
 
 try:  # the optional C accelerator (built at install when a compiler is there)
     from ._speedups import FastMatcher
@@ -207,9 +213,11 @@ class Matcher:
         "_by_key",
         "_c",
         "_codes",
+        "_key_allows",
         "_key_rules",
         "_keys",
         "_lengths",
+        "_literal_only",
         "_parents",
         "_patterns",
         "_wildcards",
@@ -292,12 +300,14 @@ class Matcher:
             self._lengths = sorted(set(map(len, literals)), reverse=True)
             self._keys = []
             self._key_rules = []
+            self._key_allows = []
             self._parents = []
         else:
             self._by_key = None
             self._lengths = []
             self._keys = keys = sorted(literals)
             self._key_rules = [literals[key] for key in keys]
+            self._key_allows = [bool(codes[rule] & 1) for rule in self._key_rules]
             # Each key's longest proper prefix among the keys (-1: none). In sorted
             # order a key's prefixes come before it, on a stack of the current chain.
             parents = []
@@ -309,6 +319,7 @@ class Matcher:
                 chain.append(index)
             self._parents = parents
         self._wildcards = wildcards
+        self._literal_only = not wildcards and self._by_key is None
 
     @property
     def has_patterns(self) -> bool:
@@ -367,14 +378,19 @@ class Matcher:
         return None if best < 0 else self.rule(best)
 
     def exact_allowed(self, url: str | bytes) -> bool:
-        if type(url) is str and (found := _absolute_path(url)) is not None:  # path_of, the common case first
+        if type(url) is str and (found := _plain_path(url)) is not None:  # path_of, the common case first
             path = found.group(1)
-            if "%" in path or not path.isascii():
-                path = canonical_path(path)
         else:
             path = path_of(url if isinstance(url, str) else url.decode("utf-8", "surrogateescape"))
         if path == "/robots.txt":
             return True
+        if self._literal_only:  # best_index inlined for the most common group
+            keys = self._keys
+            index = bisect_right(keys, path) - 1
+            parents = self._parents
+            while index >= 0 and not path.startswith(keys[index]):
+                index = parents[index]
+            return index < 0 or self._key_allows[index]
         best = self.best_index(path)
         return best < 0 or bool(self._codes[best] & 1)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["absolute_path", "canonical", "canonical_path", "escape_undecodable", "path_of", "url_path"]
+__all__ = ["canonical", "canonical_path", "escape_undecodable", "path_of", "url_path"]
 
 _HEX = "0123456789ABCDEFabcdef"
 # ASCII octets that stay percent-encoded everywhere: "%" itself and the reserved
@@ -109,9 +109,9 @@ def canonical_path(text: str, in_query: bool = False) -> str:
     return canonical(text[:qpos]) + "?" + canonical(text[qpos + 1:], in_query=True)
 
 
-#: Matches an absolute URL whose path starts with "/" (most URLs); group 1 is
-#: what :func:`url_path` gives for it.
-absolute_path = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(/[^#]*)", re.S).match
+#: An absolute URL whose path starts with "/" (most URLs): group 1 is what
+#: :func:`url_path` gives for it.
+_absolute_path = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(/[^#]*)", re.S).match
 
 
 def url_path(url: str) -> str:
@@ -119,7 +119,7 @@ def url_path(url: str) -> str:
     ``/``, ``?`` or ``;`` after the authority, without the fragment; ``/`` when
     empty. Accepts absolute URLs, scheme-relative ones and bare paths (same rules
     as Google's reference parser)."""
-    found = absolute_path(url)
+    found = _absolute_path(url)
     if found is not None:
         return found.group(1)
     return _url_path(url)
