@@ -35,6 +35,10 @@ __all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "glob_pieces", "p
 #: distinct key length instead of sorting them on the first decision.
 _HASH_ABOVE = 2000
 
+#: From this many wildcard rules, the pure-Python matcher searches for any of
+#: their longest pieces in one call before looking at them one by one.
+_NEEDLE_SEARCH_FROM = 8
+
 #: Above this many literal rules the C accelerator hashes them instead of sorting.
 _C_HASH_ABOVE = 1024
 
@@ -210,6 +214,7 @@ class Matcher:
     for a verdict."""
 
     __slots__ = (
+        "_any_needle",
         "_by_key",
         "_c",
         "_codes",
@@ -320,6 +325,12 @@ class Matcher:
             self._parents = parents
         self._wildcards = wildcards
         self._literal_only = not wildcards and self._by_key is None
+        # Many wildcard rules: one search for any of their longest pieces first
+        # (most paths hold none), unless some piece is in nearly every path.
+        needles = {w[5] for w in wildcards}
+        self._any_needle: Callable[[str], re.Match[str] | None] | None = None
+        if len(wildcards) >= _NEEDLE_SEARCH_FROM and min(map(len, needles)) >= 2:
+            self._any_needle = re.compile("|".join(map(re.escape, sorted(needles)))).search
 
     @property
     def has_patterns(self) -> bool:
@@ -365,6 +376,8 @@ class Matcher:
                 index = parents[index]
             if index >= 0:
                 best, best_priority = self._key_rules[index], len(keys[index])
+        if self._any_needle is not None and self._any_needle(path) is None:
+            return best  # no wildcard rule's longest piece is in the path
         for priority, allow, rule, pieces, anchored, needle in self._wildcards:
             if priority <= best_priority and (priority < best_priority or codes[best] & 1 or not allow):
                 break

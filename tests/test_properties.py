@@ -18,8 +18,8 @@ from scrapy_rfc9309.urlnorm import canonical_path, path_of
 class BothTiers:
     """The same file parsed four times: with the C accelerator (when built), with
     it and its literal rules hashed whatever their number (as for a large group),
-    in pure Python, and in pure Python with its literal rules in a dict whatever
-    their number. ``allowed`` and ``verdict`` ask all four and insist they agree;
+    in pure Python, and in pure Python with its literal rules in a dict and its
+    wildcard rules behind one search for their pieces, whatever their number. ``allowed`` and ``verdict`` ask all four and insist they agree;
     everything else goes to the pure-Python one."""
 
     def __init__(self, body: str | bytes) -> None:
@@ -30,7 +30,8 @@ class BothTiers:
 
     def _hashed(self, method: str, url: str | bytes, agent: str) -> tuple[object, object]:
         # The matchers are built on first use, so the thresholds are patched around each call.
-        with mock.patch.object(matcher, "_C_HASH_ABOVE", -1), mock.patch.object(matcher, "_HASH_ABOVE", -1):
+        with mock.patch.object(matcher, "_C_HASH_ABOVE", -1), mock.patch.object(matcher, "_HASH_ABOVE", -1), \
+                mock.patch.object(matcher, "_NEEDLE_SEARCH_FROM", 1):
             return getattr(self.hashed, method)(url, agent), getattr(self.pure_hashed, method)(url, agent)
 
     def allowed(self, url: str | bytes, agent: str) -> bool:
