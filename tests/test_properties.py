@@ -19,8 +19,9 @@ class BothTiers:
     """The same file parsed four times: with the C accelerator (when built), with
     it and its literal rules hashed whatever their number (as for a large group),
     in pure Python, and in pure Python with its literal rules in a dict and its
-    wildcard rules behind one search for their pieces, whatever their number. ``allowed`` and ``verdict`` ask all four and insist they agree;
-    everything else goes to the pure-Python one."""
+    wildcard rules behind one search for their pieces, whatever their number.
+    ``allowed`` and ``verdict`` ask all four and insist they agree; everything
+    else goes to the pure-Python one."""
 
     def __init__(self, body: str | bytes) -> None:
         self.fast = parse_one(body)
