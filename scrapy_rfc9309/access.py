@@ -42,7 +42,7 @@ class Decision(enum.Enum):
     HOLD = "hold"  # complete disallow for now: wait for a successful retry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Policy:
     """Lifetimes and limits, in seconds (see the settings page of the documentation)."""
 
@@ -150,7 +150,7 @@ def max_age_of(cache_control: str | bytes | Iterable[str | bytes] | None,
     return max(0.0, min(value for value in lifetimes if value is not None) - current_age)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FetchOutcome:
     """What one robots.txt fetch (after its redirects) gave."""
 
@@ -170,7 +170,7 @@ class FetchOutcome:
         return self.error or self.reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OriginState:
     """What is known of one origin's robots.txt. Immutable: ``apply`` returns the
     next state. ``robots`` is the file that applies and ``good_at`` when it was

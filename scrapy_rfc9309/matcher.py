@@ -29,7 +29,8 @@ from typing import NamedTuple, Protocol
 
 from .urlnorm import canonical_path, path_of
 
-__all__ = ["Matcher", "Rule", "compile_pattern", "glob_match", "glob_pieces", "piece_forms"]
+__all__ = ["Matcher", "Rule", "TextlessMatcher", "compile_pattern", "compile_rules", "glob_match", "glob_pieces",
+           "piece_forms"]
 
 #: Above this many literal rules the pure-Python index probes a dict once per
 #: distinct key length instead of sorting them on the first decision.
@@ -229,32 +230,22 @@ class Matcher:
         "allowed",
     )
 
+    #: Whether :meth:`rule` can name a rule by itself (see :class:`TextlessMatcher`).
+    has_patterns = True
+
     def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
-                 special: Sequence[int] | None = None, allows: Sequence[int] | None = None,
-                 keep_patterns: bool = True) -> None:
+                 special: Sequence[int] | None = None, allows: Sequence[int] | None = None) -> None:
         """``special`` and ``allows`` (indices of the patterns that are more than
         plain literals, and of the allow rules, both ascending) are derived when
         not given; the parser gives them. With the C accelerator they are not
-        needed, and neither are the patterns once it is built: with
-        ``keep_patterns=False`` they are dropped then, and :meth:`rule` takes them
-        from its caller."""
-        self._patterns: Sequence[str] | None = patterns
+        needed."""
+        self._patterns = patterns
         self._codes = codes
-        self._c: _Accelerated | None = None
+        self._c: _Accelerated | None = _accelerated(patterns, codes) if speedups else None
         self.allowed: Callable[[str | bytes], bool] = _allow_all
-        if speedups and FastMatcher is not None and patterns:
-            if not (type(codes) is array and codes.typecode == "I"):
-                codes = array("I", codes)
-            try:
-                # _c_form gives plain str pieces only (it raises _TwoForms otherwise).
-                self._c = FastMatcher(patterns, codes, _c_form, _url_path, _C_HASH_ABOVE)  # type: ignore[arg-type]
-            except _TwoForms:
-                pass
-            else:
-                self.allowed = self._c
-                if not keep_patterns:
-                    self._patterns = None
-                return
+        if self._c is not None:
+            self.allowed = self._c
+            return
         self._compile(patterns, special, allows)
         if self._keys or self._by_key or self._wildcards:
             self.allowed = self.exact_allowed
@@ -332,20 +323,9 @@ class Matcher:
         if len(wildcards) >= _NEEDLE_SEARCH_FROM and min(map(len, needles)) >= 2:
             self._any_needle = re.compile("|".join(map(re.escape, sorted(needles)))).search
 
-    @property
-    def has_patterns(self) -> bool:
-        """Whether the matcher kept its patterns (see ``keep_patterns``)."""
-        return self._patterns is not None
-
-    def rule(self, index: int, patterns: Sequence[str] | None = None) -> Rule:
-        """Rule ``index``; ``patterns`` are the group's, for a matcher that did not
-        keep them."""
-        if patterns is None:
-            patterns = self._patterns
-            if patterns is None:
-                raise ValueError("the matcher did not keep its patterns: pass them")
+    def rule(self, index: int) -> Rule:
         code = self._codes[index]
-        return Rule(bool(code & 1), patterns[index], code >> 1)
+        return Rule(bool(code & 1), self._patterns[index], code >> 1)
 
     # -- deciding -------------------------------------------------------------------
     def best_index(self, path: str) -> int:
@@ -410,3 +390,44 @@ class Matcher:
 
 def _allow_all(url: str | bytes) -> bool:
     return True
+
+
+def _accelerated(patterns: Sequence[str], codes: Sequence[int]) -> _Accelerated | None:
+    """The C accelerator's matcher of the rules, or None (not built, no rules, or
+    a wildcard piece with two forms)."""
+    if FastMatcher is None or not patterns:
+        return None
+    if not (type(codes) is array and codes.typecode == "I"):
+        codes = array("I", codes)
+    try:
+        # _c_form gives plain str pieces only (it raises _TwoForms otherwise).
+        return FastMatcher(patterns, codes, _c_form, _url_path, _C_HASH_ABOVE)  # type: ignore[arg-type]
+    except _TwoForms:
+        return None
+
+
+class TextlessMatcher:
+    """A group's rules in the C accelerator alone: it keeps no text, index or line
+    of the rules (a broad crawl keeps many), so a verdict names the deciding rule
+    by its index; the caller reads the rule itself again (see
+    :meth:`RobotsTxt.verdict <scrapy_rfc9309.RobotsTxt.verdict>`)."""
+
+    __slots__ = ("allowed",)
+    has_patterns = False
+
+    def __init__(self, accelerated: _Accelerated) -> None:
+        self.allowed: _Accelerated = accelerated
+
+    def best_index(self, path: str) -> int:
+        """Index of the deciding rule for a canonical path, or -1."""
+        return self.allowed.best(path)
+
+
+def compile_rules(patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
+                  special: Sequence[int] | None = None) -> Matcher | TextlessMatcher:
+    """The matcher of a group's rules: the C accelerator's alone when it takes them
+    (see :class:`TextlessMatcher`), else a :class:`Matcher`."""
+    accelerated = _accelerated(patterns, codes) if speedups else None
+    if accelerated is not None:
+        return TextlessMatcher(accelerated)
+    return Matcher(patterns, codes, False, special)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from .agent import product_token
-from .matcher import Matcher, Rule
+from .matcher import Rule, compile_rules
 from .parser import (
     DEFAULT_MAX_BYTES,
     GROUP_RECORDS,
@@ -41,9 +41,9 @@ USAGE_RECORDS = frozenset({"content-usage", "content-signal"})
 _MAX_MEMO = 64
 #: Bodies at least this long are compressed as they are read; shorter ones when
 #: first used (compressing 128 KiB takes about a millisecond), from this size (a
-#: shorter one would save a few hundred bytes for a few microseconds).
+#: shorter one would save too little for the microseconds it costs).
 COMPRESS_AT_READ = 128 * 1024
-COMPRESS_FROM = 1024
+COMPRESS_FROM = 256
 #: Raw deflate, no header: the bytes are only ever read back here.
 _WBITS = -15
 
@@ -91,7 +91,7 @@ class _MergedGroup:
         self.token = token
         if len(groups) == 1:
             patterns, codes, special, raw_records = groups[0]
-            self.matcher = Matcher(patterns, array("I", codes), speedups, array("I", special), keep_patterns=False)
+            self.matcher = compile_rules(patterns, array("I", codes), speedups, array("I", special))
             named = [record for record in raw_records if _applies(record, token)]
         else:
             patterns = []
@@ -104,7 +104,7 @@ class _MergedGroup:
                 patterns += group_patterns
                 all_codes.frombytes(codes)
                 named += [record for record in raw_records if _applies(record, token)]
-            self.matcher = Matcher(patterns, all_codes, speedups, indices, keep_patterns=False)
+            self.matcher = compile_rules(patterns, all_codes, speedups, indices)
         #: ``(name, value, line)`` of the records that apply, in file order.
         self.records: list[tuple[str, str, int]] | None = [
             (GROUP_RECORDS[kind], value, line) for kind, value, line, _, _ in named
@@ -131,9 +131,9 @@ def _applies(record: tuple[int, str, int, bool, bool], token: str) -> bool:
     return names_star if token == "*" else names_token
 
 
-#: The merged group whose patterns were read last, and those patterns (see
-#: :meth:`RobotsTxt._patterns_of`).
-_last_patterns: tuple[_MergedGroup, list[str]] | None = None
+#: The merged group whose rules were read last, and its patterns and codes (see
+#: :meth:`RobotsTxt._rules_of`).
+_last_rules: tuple[_MergedGroup, list[str], array[int]] | None = None
 #: Stands for "no agent asked yet" (``None`` is an agent: it names no token).
 _NO_AGENT = object()
 
@@ -142,10 +142,10 @@ class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
 
     A crawl asks one file about one or two agents, so the file is kept compactly
-    (its bytes, compressed once it is in use unless it is under 1 KiB) and each product token's groups are
-    built on its first question, from the groups that token selects only: a
-    million files in memory cost little more than their compressed size and the
-    rules their crawl obeys. A question about another token builds that token's
+    (its bytes, compressed once it is in use unless they are under 256) and each
+    product token's groups are built on its first question, from the groups that
+    token selects only: a million files in memory cost little more than their
+    compressed size and the rules their crawl obeys. A question about another token builds that token's
     groups (those of the last few dozen agents are kept).
 
     ``url`` is the file's own URL when it is known (the last one, after
@@ -303,21 +303,27 @@ class RobotsTxt:
         index = matcher.best_index(path)
         if index < 0:
             return Verdict(True, None, merged.token, path)
-        rule = matcher.rule(index, None if matcher.has_patterns else self._patterns_of(merged))
+        if matcher.has_patterns:
+            rule = matcher.rule(index)  # type: ignore[union-attr]
+        else:
+            patterns, codes = self._rules_of(merged)
+            rule = Rule(bool(codes[index] & 1), patterns[index], codes[index] >> 1)
         return Verdict(rule.allow, rule, merged.token, path)
 
-    def _patterns_of(self, merged: _MergedGroup) -> list[str]:
-        """The patterns of a merged group whose C matcher did not keep them, read
-        again from the file (the last group's are remembered: a verdict is asked
-        for each URL a group forbids, often for several in a row)."""
-        global _last_patterns
-        last = _last_patterns
+    def _rules_of(self, merged: _MergedGroup) -> tuple[list[str], array[int]]:
+        """The patterns and codes of a merged group whose matcher keeps no text
+        (see :class:`~scrapy_rfc9309.matcher.TextlessMatcher`), read again from the
+        file (the last group's are remembered: a verdict is asked for each URL a
+        group forbids, often for several in a row)."""
+        global _last_rules
+        last = _last_rules
         if last is not None and last[0] is merged:
-            return last[1]
+            return last[1], last[2]
         _key, groups = select(self._text(), merged.token, self._speedups)
         patterns = [pattern for group in groups for pattern in group[0]]
-        _last_patterns = (merged, patterns)
-        return patterns
+        codes = array("I", b"".join(group[1] for group in groups))
+        _last_rules = (merged, patterns, codes)
+        return patterns, codes
 
     # -- other records --------------------------------------------------------------
     def crawl_delay(self, user_agent: str | bytes | None) -> float | None:

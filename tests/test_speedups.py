@@ -94,7 +94,7 @@ def test_matchers_are_freed() -> None:
 
     def alive() -> int:
         gc.collect()
-        return sum(type(obj) is matcher.Matcher for obj in gc.get_objects())
+        return sum(type(obj) in (matcher.Matcher, matcher.TextlessMatcher) for obj in gc.get_objects())
 
     before = alive()
     for _ in range(20):
@@ -104,7 +104,7 @@ def test_matchers_are_freed() -> None:
     del rt
     # The group whose patterns the last verdict read stays remembered, one at most.
     assert alive() <= before + 1
-    robotstxt._last_patterns = None
+    robotstxt._last_rules = None
     assert alive() <= before
 
 
