@@ -38,16 +38,13 @@ itself.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
 import platform
 import resource
 import select
-import socket
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -125,9 +122,6 @@ Sitemap: https://www.example.com/sitemap.xml
 Sitemap: https://www.example.com/news-sitemap.xml
 """
 
-_REASONS = {200: "OK", 404: "Not Found", 503: "Service Unavailable"}
-
-
 def _page(path: str) -> bytes:
     """A small HTML page (about 1.5 KB) with a few links."""
     try:
@@ -143,146 +137,75 @@ def _page(path: str) -> bytes:
 
 
 # --------------------------------------------------------------------------------------
-# Server mode (a subprocess): one asyncio loop serving several origins
+# Server mode (a subprocess): the package's test origins in a reactor of their own
 # --------------------------------------------------------------------------------------
-class _Site:
-    """One origin: its robots.txt behaviour, page latency and request log."""
+def _robots_behaviour(spec: dict[str, Any]) -> Any:
+    """What an origin's robots.txt does: ``ok`` (the rules above, after
+    ``robots_delay`` seconds), ``stall`` (never answers: the client's
+    DOWNLOAD_TIMEOUT cuts it), ``503``, ``reset`` (the connection aborted)."""
+    from scrapy_rfc9309.testing import Delay, Drop, Stall, Static
 
-    def __init__(self, index: int, spec: dict[str, Any], log: list[tuple[float, int, str]]) -> None:
-        self.index = index
-        self.host: str = spec["host"]
-        self.robots: str = spec.get("robots", "ok")  # ok | stall | 503 | reset
-        self.delay: float = float(spec.get("delay", 0.0))
-        self.robots_delay: float = float(spec.get("robots_delay", 0.0))  # s before robots.txt answers
-        self.log = log
-        self.robots_body = ROBOTS_TXT.encode()
-        self.connections: set[_Conn] = set()
-
-
-class _Conn(asyncio.Protocol):
-    """A minimal HTTP/1.1 server connection (keep-alive, no pipelining needed)."""
-
-    def __init__(self, site: _Site) -> None:
-        self.site = site
-        self.buffer = b""
-        self.stalled = False
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.site.connections.add(self)
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self.site.connections.discard(self)
-
-    def data_received(self, data: bytes) -> None:
-        if self.stalled:
-            return
-        self.buffer += data
-        for _ in range(64):  # at most 64 requests per read
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                break
-            head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
-            self._handle(head)
-            if self.stalled or self.transport is None or self.transport.is_closing():
-                break
-        if len(self.buffer) > 65536:
-            self._close()
-
-    def _handle(self, head: bytes) -> None:
-        site = self.site
-        parts = head.split(b"\r\n", 1)[0].split(b" ")
-        path = parts[1].decode("latin-1") if len(parts) > 1 else "/"
-        close = b"\nconnection: close" in head.lower()
-        site.log.append((time.time(), site.index, path))
-        if path == "/robots.txt":
-            if site.robots == "stall":
-                self.stalled = True  # never answer; the client's DOWNLOAD_TIMEOUT cuts it
-            elif site.robots == "reset":
-                self._reset()
-            elif site.robots == "503":
-                body = b"<html><body><h1>503 Service Unavailable</h1></body></html>"
-                self._respond_after(site.robots_delay, 503, body, "text/html", close)
-            else:
-                self._respond_after(site.robots_delay, 200, site.robots_body, "text/plain", close)
-        elif path.startswith("/p/"):
-            if site.delay > 0:
-                asyncio.get_running_loop().call_later(site.delay, self._respond, 200, _page(path), "text/html", close)
-            else:
-                self._respond(200, _page(path), "text/html", close)
-        else:
-            self._respond(404, b"not found", "text/plain", close)
-
-    def _respond_after(self, delay: float, status: int, body: bytes, ctype: str, close: bool) -> None:
-        if delay > 0:
-            asyncio.get_running_loop().call_later(delay, self._respond, status, body, ctype, close)
-        else:
-            self._respond(status, body, ctype, close)
-
-    def _respond(self, status: int, body: bytes, ctype: str, close: bool) -> None:
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return
-        head = (
-            f"HTTP/1.1 {status} {_REASONS.get(status, 'X')}\r\nContent-Type: {ctype}\r\n"
-            f"Content-Length: {len(body)}\r\n{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n"
-        )
-        transport.write(head.encode("latin-1") + body)
-        if close:
-            transport.close()
-
-    def _reset(self) -> None:
-        transport = self.transport
-        if transport is None:
-            return
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        transport.abort()  # with SO_LINGER 0: a TCP RST
-
-    def _close(self) -> None:
-        if self.transport is not None:
-            self.transport.abort()
+    kind = spec.get("robots", "ok")
+    if kind == "stall":
+        return Stall()
+    if kind == "reset":
+        return Drop()
+    if kind == "503":
+        answer = Static(b"<html><body><h1>503 Service Unavailable</h1></body></html>", status=503)
+    else:
+        answer = Static(ROBOTS_TXT.encode(), headers={"Content-Type": "text/plain"})
+    delay = float(spec.get("robots_delay", 0.0))
+    return Delay(delay, answer) if delay > 0 else answer
 
 
-async def _serve(specs: list[dict[str, Any]], log: list[tuple[float, int, str]], max_life: float) -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    sites = [_Site(i, spec, log) for i, spec in enumerate(specs)]
-    servers = []
-    ports = []
-    for site in sites:
-        server = await loop.create_server(lambda site=site: _Conn(site), site.host, 0, backlog=512)
-        servers.append(server)
-        ports.append(server.sockets[0].getsockname()[1])
-    print(json.dumps({"ports": ports}), flush=True)
+def _pages_behaviour(delay: float) -> Any:
+    """``/p/<n>``: a page (:func:`_page`) after ``delay`` seconds; anything else: 404."""
+    from scrapy_rfc9309.testing import Delay, Dynamic, Static
+
+    not_found = Static(b"not found", status=404, headers={"Content-Type": "text/plain"})
+
+    def answer(origin: Any, hit: Any) -> Any:
+        if not hit.path.startswith("/p/"):
+            return not_found
+        page = Static(_page(hit.path_only))
+        return Delay(delay, page) if delay > 0 else page
+
+    return Dynamic(answer)
+
+
+def serve_main(spec_path: str, log_path: str) -> int:
+    """Serve every site of the spec with :class:`scrapy_rfc9309.testing.Origin` in a
+    Twisted reactor of this process, print the ports, and stop when the parent
+    closes stdin (or after ``max_life`` seconds); then write the request log:
+    ``(wall time, site index, path)`` per request received."""
+    spec = json.loads(Path(spec_path).read_text())
+    if "cpu" in spec:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setaffinity(0, {spec["cpu"]})
+    from twisted.internet import reactor
+
+    from scrapy_rfc9309.testing import Origin
+
+    origins = []
+    for site in spec["sites"]:
+        origin = Origin(site["host"], {"/robots.txt": _robots_behaviour(site)})
+        origin.default = _pages_behaviour(float(site.get("delay", 0.0)))
+        origins.append(origin.start())
+    print(json.dumps({"ports": [origin.port for origin in origins]}), flush=True)
 
     def wait_stdin() -> None:
         # The parent closes our stdin to stop us (or dies, which closes it too).
         with contextlib.suppress(Exception):
             sys.stdin.buffer.read()
-        loop.call_soon_threadsafe(stop.set)
+        reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
 
     threading.Thread(target=wait_stdin, daemon=True).start()
-    loop.call_later(max_life, stop.set)
-    await stop.wait()
-    for server in servers:
-        server.close()
-    for site in sites:
-        for conn in list(site.connections):
-            conn._close()
-
-
-def serve_main(spec_path: str, log_path: str) -> int:
-    spec = json.loads(Path(spec_path).read_text())
-    if "cpu" in spec:
-        with contextlib.suppress(OSError, AttributeError):
-            os.sched_setaffinity(0, {spec["cpu"]})
-    log: list[tuple[float, int, str]] = []
-    asyncio.run(_serve(spec["sites"], log, float(spec.get("max_life", SERVER_MAX_LIFE))))
+    reactor.callLater(float(spec.get("max_life", SERVER_MAX_LIFE)), reactor.stop)  # type: ignore[attr-defined]
+    reactor.run()  # type: ignore[attr-defined]
+    # Hits carry monotonic times; the crawls measure wall time.
+    offset = time.time() - time.monotonic()
+    log = sorted((hit.time + offset, index, hit.path)
+                 for index, origin in enumerate(origins) for hit in origin.requests)
     Path(log_path).write_text(json.dumps(log))
     return 0
 

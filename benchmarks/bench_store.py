@@ -71,6 +71,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_middleware as bm
+from previous import DEFAULT_REF, PreviousRelease
 
 from scrapy_rfc9309 import testing
 
@@ -82,11 +83,13 @@ BUILTIN = "builtin"
 MEMORY = "memory"
 DISK = "disk"
 REDIS = "redis"
+PREVIOUS_REDIS = "previous-redis"  # the previous release (see previous.py) with the Redis store
 LABELS = {
     BUILTIN: "Scrapy built-in (Protego)",
     MEMORY: "scrapy-rfc9309, memory",
     DISK: "scrapy-rfc9309, disk",
     REDIS: "scrapy-rfc9309, redis",
+    PREVIOUS_REDIS: "previous release, redis",
 }
 
 ROBOTS_DELAY = 0.2  # s before a robots.txt answers
@@ -104,7 +107,8 @@ CRAWL_SETTINGS: dict[str, Any] = {
     "LOG_LEVEL": "WARNING",  # the warnings and errors are counted and kept as evidence
     "CLOSESPIDER_TIMEOUT": CLOSESPIDER_TIMEOUT,
 }
-STORE_STATS = ("store_hit", "store_wait", "store_saved", "store_error", "store_unreadable")
+STORE_STATS = ("store_hit", "store_wait", "store_woken", "store_poll", "store_saved", "store_error",
+               "store_unreadable")
 
 
 def _median(values: list[float]) -> float:
@@ -213,7 +217,7 @@ def crawl_settings(config: str, store_dir: Path | None, redis_url: str | None) -
     settings |= {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {bm.BUILTIN_MW: None, bm.OURS_MW: 100}}
     if config == DISK:
         settings |= {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(store_dir)}
-    elif config == REDIS:
+    elif config in (REDIS, PREVIOUS_REDIS):
         settings |= {"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url}
     return settings
 
@@ -352,7 +356,7 @@ def _summarise_run(run: dict[str, Any], log: list[tuple[float, int, str]], origi
 def _problems(run: dict[str, Any]) -> list[str]:
     out = []
     config, phase = run["config"], run["phase"]
-    shared = config in (DISK, REDIS)
+    shared = config in (DISK, REDIS, PREVIOUS_REDIS)
     for k, p in enumerate(run["processes"]):
         if p["killed"]:
             out.append(f"process {k} killed after {FLEET_TIMEOUT:g} s")
@@ -382,9 +386,17 @@ def _problems(run: dict[str, Any]) -> list[str]:
 
 
 def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: Path, package_root: str,
-                redis: RedisServer | None) -> dict[str, Any]:
+                redis: RedisServer | None, previous_root: str | None = None) -> dict[str, Any]:
+    """The fleet runs; with ``previous_root`` (the previous release's tree) its
+    Redis configuration runs beside ours, in the same rotation."""
     sites = fleet_sites(origins)
     units = [[BUILTIN], [MEMORY, MEMORY], [DISK, DISK]] + ([[REDIS, REDIS]] if redis is not None else [])
+    if redis is not None and previous_root is not None:
+        units.append([PREVIOUS_REDIS, PREVIOUS_REDIS])
+
+    def root_of(config: str) -> str:
+        return previous_root if config == PREVIOUS_REDIS and previous_root is not None else package_root
+
     runs: list[dict[str, Any]] = []
     redis_url = redis.url if redis is not None else None
     for n in fleet:
@@ -411,7 +423,7 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
                         settings = crawl_settings(config, store_dir, redis_url)
                         specs = [{"urls": fleet_urls(bases, pages, k), "settings": settings} for k in range(n)]
                         tag = f"fleet-{n}-{rep}-{config}-{phase}"
-                        run = run_fleet(specs, workdir, tag, package_root)
+                        run = run_fleet(specs, workdir, tag, root_of(config))
                         run.update(n=n, rep=rep, config=config, phase="restart" if phase else "first")
                         block.append(run)
                         crawl = [p["closed"] - p["opened"] for p in run["processes"] if p.get("closed")]
@@ -426,7 +438,7 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
                     print(f"    ! N={n} {run['config']} {run['phase']}: {problem}", file=sys.stderr, flush=True)
         runs += block
     return {"origins": origins, "pages": pages, "fleet": fleet, "reps": reps, "runs": runs,
-            "redis": redis is not None}
+            "redis": redis is not None, "previous": redis is not None and previous_root is not None}
 
 
 # --------------------------------------------------------------------------------------
@@ -462,6 +474,9 @@ def measure_main(kind: str, spec_path: str, out_path: str) -> int:
     import gc
 
     spec = json.loads(Path(spec_path).read_text())
+    # This script imported the checkout's package (its test support): the measurement imports the one asked for.
+    for name in [name for name in sys.modules if name.split(".", 1)[0] == "scrapy_rfc9309"]:
+        del sys.modules[name]
     sys.path.insert(0, spec["package_root"])
     from scrapy.robotstxt import ProtegoRobotParser
 
@@ -638,13 +653,19 @@ def _timed_loads(store: Any, records: list[tuple[str, Any]], policy: Any) -> flo
     return time.perf_counter() - started
 
 
-def bench_memory(corpus: Path, k: int, workdir: Path, package_root: str, redis: RedisServer | None) -> dict[str, Any]:
+def bench_memory(corpus: Path, k: int, workdir: Path, package_root: str, redis: RedisServer | None,
+                 previous_root: str | None = None) -> dict[str, Any]:
+    """The memory figures; with ``previous_root`` the previous release's memory
+    store is measured too (``rss-previous``, ``traced-previous``: the ``ours``
+    measurement importing that tree)."""
     entries = corpus_sample(corpus, k)
     sizes = [os.path.getsize(p) for _, p in entries]
     out: dict[str, Any] = {"corpus": str(corpus), "k": len(entries), "results": {}}
     kinds = ["rss-protego", "rss-ours", "traced-protego", "traced-ours", "disk"] + (["redis"] if redis else [])
+    if previous_root is not None:
+        kinds += ["rss-previous", "traced-previous"]
     for kind in kinds:
-        spec = {"package_root": package_root, "entries": entries}
+        spec = {"package_root": previous_root if kind.endswith("previous") else package_root, "entries": entries}
         if kind == "disk":
             directory = workdir / "memory-disk"
             shutil.rmtree(directory, ignore_errors=True)
@@ -656,7 +677,8 @@ def bench_memory(corpus: Path, k: int, workdir: Path, package_root: str, redis: 
         spec_path.write_text(json.dumps(spec))
         try:
             proc = subprocess.run(
-                [sys.executable, str(SCRIPT), "--measure", kind, str(spec_path), str(out_path)],
+                [sys.executable, str(SCRIPT), "--measure", kind.replace("previous", "ours"), str(spec_path),
+                 str(out_path)],
                 env=_env(workdir), capture_output=True, timeout=MEASURE_TIMEOUT, check=False,
             )
         except subprocess.TimeoutExpired:
@@ -717,7 +739,8 @@ def _wall(runs: list[dict[str, Any]], key: str = "wall_s") -> str:
 
 
 def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
-    configs = [BUILTIN, MEMORY, DISK] + ([REDIS] if fleet["redis"] else [])
+    configs = [BUILTIN, MEMORY, DISK] + ([REDIS] if fleet["redis"] else []) + (
+        [PREVIOUS_REDIS] if fleet.get("previous") else [])
     rows = []
     for n in fleet["fleet"]:
         for config in configs:
@@ -729,15 +752,16 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
                 str(n), LABELS[config], _values(runs, "robots_fetches"), _values(runs, "robots_max_per_origin"),
                 _wall(runs), _wall(runs, "crawl_max_s"), _wall(runs, "first_page_median_s"),
                 _stat(runs, "store_hit") if ours else "-", _stat(runs, "store_wait") if ours else "-",
+                _stat(runs, "store_woken") if ours else "-", _stat(runs, "store_poll") if ours else "-",
                 _stat(runs, "store_error") if ours else "-", _wall(runs, "crawl_load"), _wall(runs, "other_load"),
             ])
     first = bm._table(["processes", "configuration", "robots.txt fetches", "most for one origin",
                        "wall s, spawn to last exit", "slowest crawl s, open to close",
-                       "s to an origin's first page (median)", "store_hit", "store_wait", "store_error",
-                       "CPUs used by the crawls", "other load, CPUs"], rows)
+                       "s to an origin's first page (median)", "store_hit", "store_wait", "store_woken",
+                       "store_poll", "store_error", "CPUs used by the crawls", "other load, CPUs"], rows)
     rows = []
     for n in fleet["fleet"]:
-        for config in (MEMORY, DISK, REDIS):
+        for config in (MEMORY, DISK, REDIS, PREVIOUS_REDIS):
             runs = _runs(fleet, n, config, "restart")
             if not runs:
                 continue
@@ -793,6 +817,11 @@ def memory_table(memory: dict[str, Any]) -> str:
          cell("traced-protego"), "RSS growth / K (tracemalloc: Python heap growth / K)"],
         [LABELS[MEMORY] + ": an OriginState per origin, in MemoryStore", cell("rss-ours"), times("rss-ours"),
          cell("traced-ours"), "RSS growth / K (tracemalloc: Python heap growth / K)"],
+    ]
+    if "rss-previous" in res:
+        rows.append(["previous release, memory: the same", cell("rss-previous"), times("rss-previous"),
+                     cell("traced-previous"), "RSS growth / K (tracemalloc: Python heap growth / K)"])
+    rows += [
         [LABELS[DISK], cell("disk"), times("disk"), "-",
          "size of robotstxt.sqlite3 after PRAGMA wal_checkpoint(TRUNCATE) / K"],
     ]
@@ -813,8 +842,12 @@ def memory_notes(memory: dict[str, Any]) -> list[str]:
     ]
     for method, name in (("rss", "RSS"), ("traced", "tracemalloc")):
         if f"{method}_ratio" in memory:
+            was = res.get(f"{method}-previous", {})
+            before = res.get(f"{method}-protego", {})
+            previous = (f" (previous release {was['per_origin'] / before['per_origin']:.2f}x)"
+                        if "per_origin" in was and before.get("per_origin") else "")
             notes.append(f"In memory, scrapy-rfc9309 / Protego per cached origin ({name}): "
-                         f"**{memory[f'{method}_ratio']:.2f}x**.")
+                         f"**{memory[f'{method}_ratio']:.2f}x**{previous}.")
     build = []
     for kind, label in (("rss-protego", "Protego"), ("rss-ours", "scrapy-rfc9309")):
         r = res.get(kind, {})
@@ -928,6 +961,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"directory of robots.txt files named after hosts (default {DEFAULT_CORPUS})")
     parser.add_argument("--sample", type=int, help="robots.txt files for the memory figures (default 2000, quick 300)")
     parser.add_argument("--only", choices=("fleet", "memory"), help="run only one part")
+    parser.add_argument("--previous", metavar="REF", default=DEFAULT_REF,
+                        help=f"git commit of the previous release, measured beside (default {DEFAULT_REF})")
+    parser.add_argument("--no-previous", action="store_true", help="do not measure the previous release")
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "SPEC", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
@@ -948,6 +984,16 @@ def main(argv: list[str] | None = None) -> int:
         snapshot = bm.snapshot_package(workdir)
         fingerprint = bm.package_fingerprint(snapshot)
         with contextlib.ExitStack() as stack:
+            previous_root = None
+            if not args.no_previous:
+                previous = stack.enter_context(PreviousRelease(args.previous))
+                if previous.available:
+                    previous_root = previous.directory
+                    out.append(f"(the previous release is commit {previous.label}, the code this scale work started "
+                               "from; no release is tagged)")
+                else:
+                    out.append(f"(the previous release is not measured: {previous.error})")
+                print(out[-1], file=sys.stderr)
             redis: RedisServer | None = None
             try:
                 redis = stack.enter_context(RedisServer(workdir))
@@ -958,11 +1004,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.only in (None, "fleet"):
                 print(f"(1, 2) fleet: {origins} origins x {pages} pages, processes {fleet_sizes}, {reps} repetitions",
                       file=sys.stderr, flush=True)
-                fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis)
+                fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root)
             if args.only in (None, "memory"):
                 if corpus.is_dir():
                     print(f"(3) memory per cached origin: {sample} files of {corpus}", file=sys.stderr, flush=True)
-                    memory = bench_memory(corpus, sample, workdir, str(snapshot), redis)
+                    memory = bench_memory(corpus, sample, workdir, str(snapshot), redis, previous_root)
                 else:
                     out.append(f"(no corpus at {corpus}: the memory figures are left out)")
     fingerprint_end = bm.package_fingerprint()

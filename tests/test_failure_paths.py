@@ -37,12 +37,12 @@ from middleware_support import (
 from optional import missing
 from scrapy import Request
 from scrapy.http import Response
-from twisted.internet import defer, protocol
+from twisted.internet import defer
 
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable
 from scrapy_rfc9309.fetch import RobotsFetcher
-from scrapy_rfc9309.testing import Gate, Huge, Redirect, Stall, Static, ThreadedOrigin
+from scrapy_rfc9309.testing import Gate, Huge, Redirect, SilentListener, Stall, Static, ThreadedOrigin
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = "User-agent: *\nDisallow: /private\n"
@@ -117,35 +117,17 @@ def test_the_command_reports_a_redirect_to_an_unusable_location_as_unavailable(t
 # --------------------------------------------------------------------------- 2. a Redis that never answers
 
 
-class _Silent(protocol.Protocol):
-    def connectionMade(self) -> None:
-        self.factory.transports.append(self.transport)  # type: ignore[attr-defined]
-
-
-class _SilentFactory(protocol.Factory):
-    """Accepts connections, reads what comes, never writes a byte."""
-
-    protocol = _Silent
-    noisy = False
-
-    def __init__(self) -> None:
-        self.transports: list[Any] = []
-
-
 @pytest.fixture
-def silent_server() -> Iterator[tuple[str, _SilentFactory]]:
-    factory = _SilentFactory()
-    port = _reactor().listenTCP(0, factory, interface="127.0.0.1")
-    yield f"redis://127.0.0.1:{port.getHost().port}/0", factory
-    for transport in factory.transports:
-        transport.abortConnection()
-    pytest_twisted.blockon(defer.maybeDeferred(port.stopListening))
+def silent_server() -> Iterator[tuple[str, SilentListener]]:
+    listener = SilentListener().start()
+    yield f"redis://{listener.netloc}/0", listener
+    pytest_twisted.blockon(listener.stop())
 
 
 @pytest_twisted.inlineCallbacks
 def test_a_redis_that_accepts_connections_and_never_answers_costs_one_timeout_not_one_per_origin(
         origins, silent_server):
-    url, factory = silent_server
+    url, listener = silent_server
     sites = []
     for n in range(40):
         site = origins(f"127.0.0.{n + 1}")
@@ -166,7 +148,7 @@ def test_a_redis_that_accepts_connections_and_never_answers_costs_one_timeout_no
     assert len(unavailable) == 1, unavailable
     # One attempt (one connection, one timeout) found the store down for all 40 origins; the
     # calls after it failed at once (no probe within ROBOTSTXT_STORE_RETRY_DELAY).
-    assert len(factory.transports) == 1
+    assert listener.connections == 1
     assert stat(result, "store_error") == 1
     assert stat(result, "store_hit") == 0 and stat(result, "store_saved") == 0
 

@@ -12,6 +12,8 @@ that the demo runs from an installed wheel.
   configured and logging every request it receives (:class:`Hit`).
 - :class:`ThreadedOrigin`: fixed answers served from a thread, for a test that
   blocks the reactor while a subprocess talks to the server.
+- :class:`SilentListener`: accepts connections and never answers (a server
+  that hangs, such as a Redis behind a broken proxy).
 - :class:`RedisServer`: ``redis-server`` on a free loopback port; :class:`RedisCluster`,
   three of them joined in a Redis Cluster.
 
@@ -40,6 +42,7 @@ from .origins import (
     respond,
 )
 from .redis_server import RedisCluster, RedisServer, free_port, redis_server_binary
+from .silent import SilentListener
 from .threaded import ThreadedOrigin
 
 __all__ = [
@@ -57,6 +60,7 @@ __all__ = [
     "RedisCluster",
     "RedisServer",
     "Sequence",
+    "SilentListener",
     "Stall",
     "Static",
     "ThreadedOrigin",
