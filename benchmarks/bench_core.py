@@ -65,7 +65,7 @@ HOSTILE_DECIDE_MS = 5.0
 HOSTILE_DECIDE_BIG_URL_MS = 20.0
 HOSTILE_CAP_S = 10.0  # Protego per case, whole subprocess
 HOSTILE_PARSES = 101  # best of up to this many parses per case (fewer when they take over 1 s)
-HOSTILE_PROCESSES = 3  # fresh processes per case and parser (one when a process takes over 2 s)
+HOSTILE_PROCESSES = 5  # fresh processes per case and parser (one when a process takes over 2 s)
 HOSTILE_OURS_CAP_S = 60.0
 
 
@@ -1066,9 +1066,10 @@ def main(argv: list[str] | None = None) -> int:
             f"Each file starts with `{HEADER.strip()!s}`".replace("\n", "\\n") + "; "
             "\"top rules\" = those are still obeyed. Worst decision = the slowest single call over "
             "150-180 calls (the file's URLs repeated; one pass when the calls are very slow), including "
-            "the first (which compiles), in a fresh process per case and parser; best of up to "
-            f"{HOSTILE_PARSES} parses (fewer when they take over 1 s) "
-            "and of up to 3 fresh runs while cheap; parse + 1st decision: a fresh parse and its first call, "
+            "the first (which compiles); best of up to "
+            f"{HOSTILE_PARSES} parses (fewer when they take over 1 s) and of up to 3 decision runs while cheap, "
+            f"in each of up to {HOSTILE_PROCESSES} fresh processes per case and parser (one when a process "
+            "takes over 2 s), keeping the best; parse + 1st decision: a fresh parse and its first call, "
             "best of as many. Protego runs with a "
             f"{HOSTILE_CAP_S:g} s cap per case; the 1 MB URL goal is {HOSTILE_DECIDE_BIG_URL_MS:g} ms.",
             "",
