@@ -118,9 +118,10 @@ def _access(state: Any, robots: RobotsTxt | None, origin: DemoOrigin, agent: str
     status = f"status {outcome.status}" if outcome.status is not None else outcome.error or outcome.reason
     lines = []
     if state.access.value == "parsed":
-        size = f"{len(outcome.body):,} bytes"
+        read = state.robots.size if state.robots is not None else 0  # the bytes the fetch read
+        size = f"{read:,} bytes"
         if outcome.truncated:
-            size = f"only the first {len(outcome.body):,} bytes read (ROBOTSTXT_MAX_SIZE)"
+            size = f"only the first {read:,} bytes read (ROBOTSTXT_MAX_SIZE)"
         group = robots.group_agents(agent) if robots is not None else ""
         lines.append(f"access result: parsed ({status}, {size}); rules of group '{group or 'none'}' apply")
     elif state.access.value == "unavailable":
