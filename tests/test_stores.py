@@ -375,6 +375,65 @@ def _waiting(store: Any, key: str) -> bool:
     return bool(notifier._waiters.get(channel)) and channel not in notifier._confirming
 
 
+def _store_connections(store: Any) -> int:
+    """Connections the server holds from ``store``'s client (every other client of
+    the tests names itself)."""
+    client = redis.Redis.from_url(store.store.url)
+    try:
+        client.client_setname("test-observer")
+        return sum(1 for c in client.client_list() if c.get("name") != "test-observer")
+    finally:
+        client.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_claims_made_at_once_each_get_their_own_answer(redis_store: Any) -> None:
+    now = time.time()
+    keys = [f"https://site{n}.example" for n in range(20)]
+    await redis_store.save(keys[0], record(now - 1))
+    claims = await defer.gatherResults([redis_store.claim(key, "a", now, 30) for key in keys])
+    assert claims[0][0] is Claim.FRESH and claims[0][1].fetched_at == now - 1
+    assert [claim for claim, _ in claims[1:]] == [Claim.ACQUIRED] * 19
+    assert all(kept is None for _, kept in claims[1:])
+    others = await defer.gatherResults([redis_store.claim(key, "b", now, 30) for key in keys])
+    assert [claim for claim, _ in others] == [Claim.FRESH] + [Claim.BUSY] * 19
+    if not redis_store.store.cluster:
+        # 7 went at once; the 13 made while every connection was in use, in one pipeline, as did
+        # the 13 of the second round.
+        assert redis_store.store.batch.pipelines == 2
+        assert _store_connections(redis_store) <= 8
+
+
+@pytest_twisted.ensureDeferred
+async def test_calls_made_at_once_survive_a_server_that_lost_its_scripts(redis_url: str) -> None:
+    store = Awaitable(RedisStore(redis_url, prefix="t"))
+    await store.open()
+    client = redis.Redis.from_url(redis_url)
+    client.script_flush()  # as after a restart of the server
+    now = time.time()
+    keys = [f"https://site{n}.example" for n in range(5)]
+    # One call in flight at most: the renewal goes first, alone; the claims made meanwhile go after
+    # it in one pipeline, where each meets the lost script too.
+    store.store.batch.window = 1
+    renewed = store.renew(keys[0], "a", 30)
+    claims = await defer.gatherResults([store.claim(key, "a", now, 30) for key in keys])
+    assert (await renewed) is False  # no lock yet when it ran
+    assert [claim for claim, _ in claims] == [Claim.ACQUIRED] * 5
+    assert client.script_exists(store.store._claim.sha, store.store._renew.sha) == [True, True]
+    assert store.store.batch.pipelines == 1
+    client.close()
+    await store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_claims_made_at_once_all_fail_when_the_server_cannot_be_reached() -> None:
+    store = Awaitable(RedisStore("redis://127.0.0.1:1/0"))
+    calls = [store.claim(f"https://site{n}.example", "a", time.time(), 30) for n in range(5)]
+    results = await defer.DeferredList(calls, consumeErrors=True)
+    assert [ok for ok, _ in results] == [False] * 5
+    assert all(failure.check(redis.ConnectionError) for _, failure in results)
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
     now = time.time()
@@ -382,13 +441,28 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
     waiting = redis_store.wait_saved(KEY, 30)
     await _until(lambda: _waiting(redis_store, KEY))
     assert not waiting.called
-    await redis_store.save(KEY, record(now), "a")
-    assert (await waiting) is True  # told, long before the lock (30 s) or the timeout would end it
+    saved = record(now, body=bytes(range(256)) * 40 + b"\nUser-agent: *\n")
+    await redis_store.save(KEY, saved, "a")
+    # Told, long before the lock (30 s) or the timeout would end it, with the record saved (byte for byte).
+    assert (await waiting) == saved
     assert (await redis_store.claim(KEY, "b", now, 30))[0] is Claim.FRESH
     # Nobody waits any more: the channel is let go.
     await _until(lambda: not redis_store.store.notifier._nodes or not any(
         n.channels for n in redis_store.store.notifier._nodes.values()))
     assert redis_store.store.notifier._waiters == {}
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_waiter_is_told_without_a_record_when_a_newer_one_is_kept(redis_store: Any) -> None:
+    now = time.time()
+    newer = record(now + 5, ttl=-10, keep=1000)  # expired: the next claim takes the lock
+    await redis_store.save(KEY, newer)
+    assert (await redis_store.claim(KEY, "a", now + 6, 30))[0] is Claim.ACQUIRED
+    waiting = redis_store.wait_saved(KEY, 30)
+    await _until(lambda: _waiting(redis_store, KEY))
+    assert not await redis_store.save(KEY, record(now), "a")  # fetched before the record kept: not written
+    assert (await waiting) is True  # told to claim again, which answers with what is kept
+    assert (await redis_store.claim(KEY, "b", now + 6, 30)) == (Claim.ACQUIRED, newer)
 
 
 @pytest_twisted.ensureDeferred
@@ -428,8 +502,9 @@ async def test_waiters_are_woken_when_the_subscription_is_lost_and_subscribe_aga
         assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
         waiting = store.wait_saved(KEY, 30)
         await _until(lambda: _waiting(store, KEY))  # on a new connection
-        await store.save(KEY, record(time.time()), "a")
-        assert (await waiting) is True
+        saved = record(time.time())
+        await store.save(KEY, saved, "a")
+        assert (await waiting) == saved
         client.close()
     finally:
         await store.close()

@@ -120,12 +120,15 @@ class AsyncStore:
     async def release(self, key: str, owner: str) -> None:
         pass
 
-    async def wait_saved(self, key: str, timeout: float) -> bool | None:
+    async def wait_saved(self, key: str, timeout: float) -> Record | bool | None:
         """Called after :meth:`claim` answered :attr:`Claim.BUSY`: wait until the
         holder of ``key``'s fetch lock saves a record or lets the lock go, for
-        ``timeout`` seconds at most (the caller claims again then). Returns True
-        when told so (or the lock is gone already), False when ``timeout`` or the
-        lock's expiry came first, and None when this store cannot tell: the caller
-        then polls, claiming again after 50 ms, growing to 1 s. The default (and
-        every blocking :class:`Store`) returns None."""
+        ``timeout`` seconds at most. Returns the record saved when the store's
+        message carries it (the caller uses it as a fresh claim's, claiming again
+        only when it has expired already); True when told without a record (or the
+        lock is gone already): the caller claims again at once; False when
+        ``timeout`` or the lock's expiry came first (it claims again then); and None
+        when this store cannot tell: the caller polls, claiming again after 50 ms,
+        growing to 1 s. The default (and every blocking :class:`Store`) returns
+        None."""
         return None

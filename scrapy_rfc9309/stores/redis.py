@@ -13,8 +13,8 @@ live on one node):
   dies while fetching blocks the others for that long at most.
 
 - ``<prefix>:{<origin>}:saved``: a channel, told when the origin's record is saved
-  or its lock released, so that processes waiting for the fetch claim again at
-  once instead of polling.
+  (the message carries the record) or its lock released, so that processes waiting
+  for the fetch go on at once instead of polling.
 
 Waiting processes subscribe to the channel of each origin they wait for (one
 connection per Redis node, subscribed only while someone waits), then wait for a
@@ -29,8 +29,11 @@ polled).
 
 Its methods are coroutines of ``redis.asyncio``, awaited in the reactor's asyncio
 loop: no thread, and a claim is one round trip (a Lua script that answers with the
-record). Needs the ``redis`` package (``pip install 'scrapy-rfc9309[redis]'``) and
-Scrapy's asyncio reactor (the default ``TWISTED_REACTOR``).
+record). Calls made while the connections are all in use (a crawl starting on many
+origins at once) go together, in one pipeline: one round trip for all, and a
+fraction of the client's work per call. Needs the ``redis`` package
+(``pip install 'scrapy-rfc9309[redis]'``) and Scrapy's asyncio reactor (the
+default ``TWISTED_REACTOR``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ try:
     from redis.asyncio.connection import parse_url
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
+    from redis.exceptions import NoScriptError
 except ImportError:  # reported when the store is made, with a message naming the setting
     aioredis = None  # type: ignore[assignment]
 
@@ -83,7 +87,9 @@ end
 return {0}
 """
 # KEYS: state, lock, channel. ARGV: fetched_at, expires_at, keep_until, keep_until (ms), meta, body,
-# owner or '', the publishing command ('PUBLISH', 'SPUBLISH', or '' for none).
+# owner or '', the publishing command ('PUBLISH', 'SPUBLISH', or '' for none). The message carries the
+# record written ('R' fetched_at LF expires_at LF keep_until LF len(meta) LF meta body: see _told), so
+# that the waiters use it without claiming again; 'saved' when a newer record was kept.
 _SAVE = """
 local current = redis.call('HGET', KEYS[1], 'fetched_at')
 local written = 0
@@ -94,7 +100,14 @@ if not current or tonumber(current) <= tonumber(ARGV[1]) then
   written = 1
 end
 if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then redis.call('DEL', KEYS[2]) end
-if ARGV[8] ~= '' then redis.call(ARGV[8], KEYS[3], 'saved') end
+if ARGV[8] ~= '' then
+  if written == 1 then
+    redis.call(ARGV[8], KEYS[3], 'R' .. ARGV[1] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3] .. '\\n' .. #ARGV[5] .. '\\n' ..
+               ARGV[5] .. ARGV[6])
+  else
+    redis.call(ARGV[8], KEYS[3], 'saved')
+  end
+end
 return written
 """
 # KEYS: lock. ARGV: owner, ttl (ms).
@@ -152,6 +165,7 @@ class RedisStore(AsyncStore):
         self._save = self.client.register_script(_SAVE)
         self._renew = self.client.register_script(_RENEW)
         self._release = self.client.register_script(_RELEASE)
+        self.batch = _Batch(self.client, pipelined=not cluster)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisStore:
@@ -196,6 +210,7 @@ class RedisStore(AsyncStore):
 
     async def close(self) -> None:
         await self.notifier.close()
+        await self.batch.close()
         await self.client.aclose()
         if not self.cluster:
             await self.client.connection_pool.disconnect()
@@ -207,23 +222,110 @@ class RedisStore(AsyncStore):
         keep_ms = math.ceil(record.keep_until * 1000)
         args: list[str | bytes | int] = [repr(record.fetched_at), repr(record.expires_at), repr(record.keep_until),
                                          keep_ms, record.meta, record.body, owner or "", self.publish]
-        return bool(await self._save(keys=[*self.keys(key), self.channel(key)], args=args))
+        return bool(await self.batch.run(self._save, [*self.keys(key), self.channel(key)], args))
 
     async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
-        answer = await self._claim(keys=self.keys(key), args=[repr(now), owner, max(1, math.ceil(lock_ttl * 1000))])
+        ttl_ms = max(1, math.ceil(lock_ttl * 1000))
+        answer = await self.batch.run(self._claim, self.keys(key), [repr(now), owner, ttl_ms])
         claim = {1: Claim.FRESH, 2: Claim.ACQUIRED}.get(int(answer[0]), Claim.BUSY)
         return claim, (_record(answer[1]) if claim is not Claim.BUSY else None)
 
     async def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
-        return bool(await self._renew(keys=[self.keys(key)[1]], args=[owner, max(1, math.ceil(lock_ttl * 1000))]))
+        return bool(await self.batch.run(self._renew, [self.keys(key)[1]], [owner, max(1, math.ceil(lock_ttl * 1000))]))
 
     async def release(self, key: str, owner: str) -> None:
-        await self._release(keys=[self.keys(key)[1], self.channel(key)], args=[owner, self.publish])
+        await self.batch.run(self._release, [self.keys(key)[1], self.channel(key)], [owner, self.publish])
 
-    async def wait_saved(self, key: str, timeout: float) -> bool | None:
+    async def wait_saved(self, key: str, timeout: float) -> Record | bool | None:
         if not self.publish:
             return None
         return await self.notifier.wait(key, timeout)
+
+
+class _Batch:
+    """Script calls sent together when the connections are all in use: a call goes
+    at once, in its caller's turn of the event loop, while fewer than
+    ``MAX_CONNECTIONS - 1`` calls are in flight; the calls made beyond wait for one
+    of those to end, then go together in one pipeline (one round trip for all, on
+    one connection, and a fraction of the client's work per call) instead of each
+    waiting for a free connection. A cluster client refuses scripts in a pipeline:
+    there, each call goes alone."""
+
+    def __init__(self, client: Any, pipelined: bool, window: int = MAX_CONNECTIONS - 1) -> None:
+        self.client = client
+        self.pipelined = pipelined
+        self.window = window
+        #: Calls (and pipelines) in flight.
+        self._flying = 0
+        self._closed = False
+        self._queued: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
+        #: Pipelines sent so far.
+        self.pipelines = 0
+
+    async def run(self, script: Any, keys: list[Any] | tuple[Any, ...], args: list[Any]) -> Any:
+        """The answer of ``script`` called with ``keys`` and ``args``."""
+        if not self.pipelined:
+            return await script(keys=keys, args=args)
+        if self._flying < self.window:
+            self._flying += 1
+            try:
+                return await script(keys=keys, args=args)
+            finally:
+                self._flying -= 1
+                self._next()
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queued.append((script, list(keys), args, answer))
+        return await answer
+
+    def _next(self) -> None:
+        """A call or pipeline ended: send what waits, as one pipeline."""
+        batch, self._queued = [call for call in self._queued if not call[3].done()], []
+        if self._closed:
+            for *_, answer in batch:
+                answer.cancel()
+            return
+        if batch:
+            self._flying += 1
+            self.pipelines += 1
+            sending = asyncio.get_running_loop().create_task(self._send(batch))
+            self._sending.add(sending)
+            sending.add_done_callback(self._sending.discard)
+
+    async def _send(self, batch: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]]) -> None:
+        answers: list[Any]
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for script, keys, args, _ in batch:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            answers = await pipe.execute(raise_on_error=False)
+            for k, (script, keys, args, _) in enumerate(batch):
+                if isinstance(answers[k], NoScriptError):  # the server lost its scripts (a restart)
+                    try:
+                        answers[k] = await script(keys=keys, args=args)  # loads it
+                    except Exception as exc:
+                        answers[k] = exc
+        except asyncio.CancelledError:
+            for *_, answer in batch:
+                answer.cancel()
+            raise
+        except Exception as exc:
+            answers = [exc] * len(batch)
+        finally:
+            self._flying -= 1
+            self._next()
+        for (*_, answer), value in zip(batch, answers, strict=True):
+            if not answer.done():
+                if isinstance(value, Exception):
+                    answer.set_exception(value)
+                else:
+                    answer.set_result(value)
+
+    async def close(self) -> None:
+        self._closed = True
+        for sending in list(self._sending):
+            sending.cancel()
+        await asyncio.gather(*self._sending, return_exceptions=True)
 
 
 class _Notifier:
@@ -236,18 +338,18 @@ class _Notifier:
         self._subscribe = "SSUBSCRIBE" if store.cluster else "SUBSCRIBE"
         self._unsubscribe = "SUNSUBSCRIBE" if store.cluster else "UNSUBSCRIBE"
         #: Waiters by channel; a channel is subscribed while it has some.
-        self._waiters: dict[str, set[asyncio.Future[bool]]] = {}
+        self._waiters: dict[str, set[asyncio.Future[Record | bool]]] = {}
         #: Subscriptions not yet confirmed by the server, by channel.
         self._confirming: dict[str, asyncio.Future[None]] = {}
         self._nodes: dict[str, _Node] = {}
         self._broken_until = 0.0
 
-    async def wait(self, key: str, timeout: float) -> bool | None:
+    async def wait(self, key: str, timeout: float) -> Record | bool | None:
         if time.monotonic() < self._broken_until:
             return None
         channel = self.store.channel(key)
         loop = asyncio.get_running_loop()
-        woken: asyncio.Future[bool] = loop.create_future()
+        woken: asyncio.Future[Record | bool] = loop.create_future()
         self._waiters.setdefault(channel, set()).add(woken)
         try:
             try:
@@ -259,14 +361,17 @@ class _Notifier:
                 return None
             # Subscribed before looking at the lock: a save from now on is heard.
             lock_ms = await self.store.client.pttl(self.store.keys(key)[1])
+            if woken.done():
+                return woken.result()
             if lock_ms == -2:  # no lock: saved or released meanwhile
                 return True
             # Past the lock's expiry (PTTL rounds down, timers may fire a little early).
             limit = min(timeout, lock_ms / 1000 + 0.005) if lock_ms >= 0 else timeout
+            expiry = loop.call_later(max(limit, 0.0), _settle, woken, False)
             try:
-                return await asyncio.wait_for(asyncio.shield(woken), max(limit, 0.0))
-            except asyncio.TimeoutError:
-                return False
+                return await woken
+            finally:
+                expiry.cancel()
         finally:
             waiters = self._waiters.get(channel)
             if waiters is not None:
@@ -309,16 +414,19 @@ class _Notifier:
         node = self.store.client.get_node_from_key(channel)
         return f"{node.host}:{node.port}"
 
-    def heard(self, kind: bytes, channel: str) -> None:
-        """A message of the server: a subscription confirmed, or a channel told."""
+    def heard(self, kind: bytes, channel: str, data: Any = None) -> None:
+        """A message of the server: a subscription confirmed, or a channel told
+        (with the record saved, or without)."""
         if kind in (b"subscribe", b"ssubscribe"):
             confirming = self._confirming.pop(channel, None)
             if confirming is not None and not confirming.done():
                 confirming.set_result(None)
         elif kind in (b"message", b"smessage"):
+            told: Record | bool = True
+            if isinstance(data, bytes) and data[:1] == b"R":
+                told = _told(data) or True
             for woken in self._waiters.get(channel, ()):
-                if not woken.done():
-                    woken.set_result(True)
+                _settle(woken, told)
 
     def lost(self, node: _Node, exc: BaseException | None) -> None:
         """A connection failed: its waiters claim again (and subscribe anew)."""
@@ -331,8 +439,7 @@ class _Notifier:
                 confirming.set_result(None)
         for waiters in self._waiters.values():
             for woken in waiters:
-                if not woken.done():
-                    woken.set_result(True)
+                _settle(woken, True)
 
     async def close(self) -> None:
         for node in list(self._nodes.values()):
@@ -391,8 +498,9 @@ class _Node:
                 if isinstance(message, list) and len(message) >= 2:
                     kind, channel = message[0], message[1]
                     if isinstance(channel, bytes):
+                        data = message[2] if len(message) > 2 else None
                         self.notifier.heard(kind if isinstance(kind, bytes) else str(kind).encode(),
-                                            channel.decode("utf-8", "replace"))
+                                            channel.decode("utf-8", "replace"), data)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -422,6 +530,23 @@ def _node_url(url: str, name: str, cluster: bool) -> str:
     credentials = parts.netloc.rpartition("@")[0]
     netloc = f"{credentials}@{name}" if credentials else name
     return urlunsplit((parts.scheme, netloc, "/0", parts.query, ""))
+
+
+def _settle(woken: asyncio.Future[Any], value: Any) -> None:
+    if not woken.done():
+        woken.set_result(value)
+
+
+def _told(data: bytes) -> Record | None:
+    """The record a save's message carries (see ``_SAVE``), or None when it cannot be read."""
+    try:
+        fetched_at, expires_at, keep_until, meta_length, meta_and_body = data[1:].split(b"\n", 4)
+        size = int(meta_length)
+        if not 0 <= size <= len(meta_and_body):
+            return None
+        return _record([fetched_at, expires_at, keep_until, meta_and_body[:size], meta_and_body[size:]])
+    except (ValueError, IndexError):
+        return None
 
 
 def _record(fields: list[Any] | None) -> Record | None:
