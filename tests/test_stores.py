@@ -536,3 +536,53 @@ async def test_the_cluster_spreads_origins_over_its_masters(redis_cluster_url: s
     assert all(client.exists(f"t:{{{key}}}:state") == 1 for key in keys)
     assert all(client.exists(f"t:{{{key}}}:lock") == 0 for key in keys)
     client.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_process_waiting_for_another_uses_the_record_the_save_told_without_claiming_again(
+        redis_url: str) -> None:
+    """Two processes' store clients on one Redis: the one that waits gets the
+    fetcher's state from the save's message, with the one claim that found the lock."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_rfc9309.access import Access, FetchOutcome, OriginState
+    from scrapy_rfc9309.config import Config
+    from scrapy_rfc9309.origin import Origin
+    from scrapy_rfc9309.store_client import StoreClient
+
+    clients, claims = [], []
+    for name in ("fetcher", "waiter"):
+        crawler = get_crawler(settings_dict={"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url})
+        store = RedisStore(redis_url, prefix="client")
+        claim = store.claim
+
+        async def counted(*args: Any, _claim: Any = claim, _name: str = name) -> Any:
+            claims.append(_name)
+            return await _claim(*args)
+
+        store.claim = counted  # type: ignore[method-assign]
+        clients.append(StoreClient(store, crawler, Config.from_settings(crawler.settings)))
+    fetcher, waiter = clients
+    origin = Origin.from_url("https://example.com/")
+    assert origin is not None
+    try:
+        got = await deferred_from_coro(fetcher.obtain(origin, None))
+        assert got.state is None and got.lease is not None  # the fetch lock
+        waiting = deferred_from_coro(waiter.obtain(origin, None))
+        await _until(lambda: _waiting(Awaitable(waiter.store), str(origin)))
+        assert not waiting.called
+        body = b"User-agent: *\nDisallow: /private\n"
+        state = OriginState.initial(FetchOutcome(Access.PARSED, origin.robots_url, 200, body), time.time(),
+                                    fetcher.policy)
+        fetcher.save(origin, state, got.lease)
+        told = await waiting
+        assert told.state is not None and told.lease is None
+        assert told.state.robots is not None and told.state.robots.body == body
+        assert not told.state.robots.allowed("https://example.com/private/x", "bot")
+        assert told.state.fetched_at == state.fetched_at
+        assert claims == ["fetcher", "waiter"]  # no claim after the message
+        assert waiter.crawler.stats.get_value("robotstxt/store_woken") == 1
+        assert waiter.crawler.stats.get_value("robotstxt/store_wait") == 1
+    finally:
+        for client in clients:
+            await deferred_from_coro(client.close())
