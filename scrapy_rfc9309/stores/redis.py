@@ -461,14 +461,10 @@ class _Node:
             kwargs.pop("db", None)
         connection_class = kwargs.pop("connection_class", aioredis.Connection)
         # No read timeout: the connection is silent until a channel is told. RESP2, where
-        # the server's messages are plain replies read here (redis-py before 5 speaks
-        # nothing else and takes no protocol argument).
+        # the server's messages are plain replies read here.
         options: dict[str, Any] = {"socket_connect_timeout": CONNECT_TIMEOUT, "socket_timeout": None,
-                                   "socket_keepalive": True}
-        try:
-            self.connection = connection_class(**kwargs, **options, protocol=2)
-        except TypeError:
-            self.connection = connection_class(**kwargs, **options)
+                                   "socket_keepalive": True, "protocol": 2}
+        self.connection = connection_class(**kwargs, **options)
         self.connecting: asyncio.Task[None] | None = None
         self.reader: asyncio.Task[None] | None = None
         self._sending: asyncio.Task[None] | None = None
