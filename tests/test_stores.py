@@ -6,6 +6,8 @@ from __future__ import annotations
 import inspect
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,6 +167,40 @@ def test_the_disk_store_forgets_what_outlived_its_use_when_opened(tmp_path: Path
     assert second.load(KEY) is not None
     assert len(second) == 1
     second.close()
+
+
+_OPEN_AT = """
+import sys, time
+from scrapy_rfc9309.stores.disk import DiskStore
+base, rounds = float(sys.argv[1]), int(sys.argv[2])
+for n in range(rounds):
+    while time.time() < base + n * 0.1:
+        pass
+    store = DiskStore(sys.argv[3] + "/" + str(n))
+    try:
+        store.open()
+        store.claim("k", sys.argv[4], time.time(), 30)
+        print("ok")
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+    finally:
+        store.close()
+"""
+
+
+def test_processes_that_open_a_new_disk_store_at_once_all_use_it(tmp_path: Path) -> None:
+    # Crawls started together on a new store directory: the first one to open the
+    # file sets it up (WAL mode, tables) while the others wait a moment for it,
+    # rather than finding it locked and fetching on their own for a while.
+    rounds = 15
+    for n in range(rounds):
+        (tmp_path / str(n)).mkdir()
+    base = time.time() + 3.0  # after the interpreters have started
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    processes = [subprocess.Popen([sys.executable, "-c", _OPEN_AT, repr(base), str(rounds), str(tmp_path), owner],
+                                  stdout=subprocess.PIPE, text=True, env=env) for owner in ("a", "b", "c")]
+    outputs = [process.communicate(timeout=60)[0].split("\n")[:rounds] for process in processes]
+    assert outputs == [["ok"] * rounds] * 3
 
 
 def test_two_disk_stores_on_one_directory_share_states_and_locks(tmp_path: Path) -> None:

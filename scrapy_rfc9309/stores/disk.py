@@ -10,7 +10,8 @@ Its calls run in the reactor thread: each takes tens of microseconds (WAL mode,
 no fsync per commit), where a worker thread would wait for the GIL at every SQLite
 call of a busy crawl. A write lock that another process holds for longer than
 ``BUSY_TIMEOUT`` makes the call fail (the store then counts as unavailable for a
-while) rather than stall the crawl; writers hold it for microseconds.
+while) rather than stall the crawl; writers hold it for microseconds. Processes
+that open a new file at once wait for the first one to set it up (``SETUP_ATTEMPTS``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ CREATE TABLE IF NOT EXISTS locks (
 """
 #: Seconds a statement waits for another process's write to finish.
 BUSY_TIMEOUT = 0.2
+#: Setting a new file up (WAL mode, tables) while another process does the same can
+#: fail at once with "database is locked" (SQLite does not wait for the change of
+#: journal mode): tried this many times, ``SETUP_PAUSE`` seconds apart, once per
+#: process, before the store counts as unavailable.
+SETUP_ATTEMPTS = 10
+SETUP_PAUSE = 0.02
 #: Records forgotten at most per purge (at open, then every ``PURGE_EVERY`` saves),
 #: so that a purge never holds the reactor for long.
 PURGE_CHUNK = 1000
@@ -127,17 +134,14 @@ class DiskStore(Store):
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
         try:
             self._inode = os.stat(self.path).st_ino
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
-                raise _Unusable(f"layout version {version}, this version uses {SCHEMA_VERSION}")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            if version == 0:
-                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            # Every column this version uses is there (a file of another program fails here).
-            db.execute("SELECT origin, fetched_at, expires_at, keep_until, meta, body FROM states LIMIT 0")
-            db.execute("SELECT origin, owner, until FROM locks LIMIT 0")
+            for attempt in range(1, SETUP_ATTEMPTS + 1):
+                try:
+                    _set_up(db)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if attempt == SETUP_ATTEMPTS or "locked" not in str(exc).lower():
+                        raise
+                    time.sleep(SETUP_PAUSE)
         except BaseException:
             db.close()
             raise
@@ -251,6 +255,23 @@ def _load(db: sqlite3.Connection, key: str) -> Record | None:
         "SELECT fetched_at, expires_at, keep_until, meta, body FROM states WHERE origin = ?", (key,)
     ).fetchone()
     return None if row is None else Record(row[0], row[1], row[2], row[3], bytes(row[4]))
+
+
+def _set_up(db: sqlite3.Connection) -> None:
+    """Check the file's layout, making it on a new file. A file set up already
+    (by this or another process) is only read: no write lock is taken."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version not in (0, SCHEMA_VERSION):
+        raise _Unusable(f"layout version {version}, this version uses {SCHEMA_VERSION}")
+    if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    if version == 0:
+        db.executescript(_SCHEMA)
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    # Every column this version uses is there (a file of another program fails here).
+    db.execute("SELECT origin, fetched_at, expires_at, keep_until, meta, body FROM states LIMIT 0")
+    db.execute("SELECT origin, owner, until FROM locks LIMIT 0")
 
 
 def _unusable(exc: BaseException) -> bool:
