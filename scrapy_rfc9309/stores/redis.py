@@ -323,6 +323,9 @@ class _Batch:
 
     async def close(self) -> None:
         self._closed = True
+        queued, self._queued = self._queued, []
+        for *_, answer in queued:
+            answer.cancel()
         for sending in list(self._sending):
             sending.cancel()
         await asyncio.gather(*self._sending, return_exceptions=True)
