@@ -332,9 +332,9 @@ def _summarise_run(run: dict[str, Any], log: list[tuple[float, int, str]], origi
     run["first_page_median_s"] = _median(delays)
     # Seconds from the first spider_opened to each origin's robots.txt request: what a process does before
     # fetching (with a store, the claim that makes it the fetcher).
-    opened_all = [p["opened"] for p in run["processes"] if p.get("opened")]
-    run["robots_request_median_s"] = (_median([t - min(opened_all) for t in first_robots.values()])
-                                      if opened_all and first_robots else float("nan"))
+    opened_first = min((p["opened"] for p in run["processes"] if p.get("opened")), default=None)
+    run["robots_request_median_s"] = (_median([t - opened_first for t in first_robots.values()])
+                                      if opened_first is not None and first_robots else float("nan"))
     run["first_page_max_s"] = max(delays) if delays else float("nan")
     run["robots_fetches"] = sum(robots)
     run["robots_max_per_origin"] = max(robots) if robots else 0
