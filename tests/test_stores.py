@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import sqlite3
+import ssl
 import subprocess
 import sys
 import time
@@ -23,7 +25,7 @@ from scrapy_rfc9309.exceptions import RobotsTxtConfigError
 from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
-from scrapy_rfc9309.stores.redis import DEFAULT_URL, RedisStore
+from scrapy_rfc9309.stores.redis import _SCRIPTS, DEFAULT_URL, RedisStore
 
 KEY = "https://example.com"
 
@@ -434,10 +436,9 @@ async def test_claims_made_at_once_each_get_their_own_answer(redis_store: Any) -
     others = await defer.gatherResults([redis_store.claim(key, "b", now, 30) for key in keys])
     assert [claim for claim, _ in others] == [Claim.FRESH] + [Claim.BUSY] * 19
     if not redis_store.store.cluster:
-        # 7 went at once; the 13 made while every connection was in use, in one pipeline, as did
-        # the 13 of the second round.
-        assert redis_store.store.batch.pipelines == 2
-        assert _store_connections(redis_store) <= 8
+        # All on one connection, each call written without waiting for the answers before it.
+        assert redis_store.store.connection.connections == 1
+        assert _store_connections(redis_store) == 1
 
 
 @pytest_twisted.ensureDeferred
@@ -448,17 +449,293 @@ async def test_calls_made_at_once_survive_a_server_that_lost_its_scripts(redis_u
     client.script_flush()  # as after a restart of the server
     now = time.time()
     keys = [f"https://site{n}.example" for n in range(5)]
-    # One call in flight at most: the renewal goes first, alone; the claims made meanwhile go after
-    # it in one pipeline, where each meets the lost script too.
-    store.store.batch.window = 1
+    # All in flight together: each meets the lost script, and is sent again with it.
     renewed = store.renew(keys[0], "a", 30)
-    claims = await defer.gatherResults([store.claim(key, "a", now, 30) for key in keys])
+    saved = store.save(keys[1], record(now - 1))
+    claims = [store.claim(key, "a", now, 30) for key in keys]
     assert (await renewed) is False  # no lock yet when it ran
-    assert [claim for claim, _ in claims] == [Claim.ACQUIRED] * 5
-    assert client.script_exists(store.store._claim.sha, store.store._renew.sha) == [True, True]
-    assert store.store.batch.pipelines == 1
+    assert (await saved) is True
+    assert [claim for claim, _ in await defer.gatherResults(claims)] == [Claim.ACQUIRED, Claim.FRESH] + [
+        Claim.ACQUIRED] * 3
+    assert client.script_exists(*(_SCRIPTS[name].sha for name in ("claim", "save", "renew"))) == [True] * 3
+    assert store.store.connection.connections == 1
     client.close()
     await store.close()
+
+
+class _Proxy:
+    """A TCP proxy on loopback in front of a Redis: it can hold the server's answers
+    back, and cut every connection through it."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.holding = False
+        self.links: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
+
+    async def start(self) -> _Proxy:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.links.append((writer, up_writer))
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, answers: bool) -> None:
+            while data := await source.read(65536):
+                while answers and self.holding:
+                    await asyncio.sleep(0.01)
+                sink.write(data)
+            sink.close()
+
+        await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, True), return_exceptions=True)
+
+    def cut(self) -> None:
+        for client_side, server_side in self.links:
+            client_side.transport.abort()
+            server_side.transport.abort()
+        self.links.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        self.server.close()
+        await self.server.wait_closed()
+
+
+@pytest.fixture
+def proxy(redis_url: str) -> Iterator[_Proxy]:
+    """A proxy to the session's Redis."""
+    made = _Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+    pytest_twisted.blockon(deferred_from_coro(made.start()))
+    yield made
+    pytest_twisted.blockon(deferred_from_coro(made.close()))
+
+
+@pytest_twisted.ensureDeferred
+async def test_calls_in_flight_on_a_connection_that_closes_are_sent_again_on_a_new_one(proxy: _Proxy) -> None:
+    store = Awaitable(RedisStore(proxy.url(), prefix="t"))
+    await store.open()
+    try:
+        now = time.time()
+        keys = [f"https://site{n}.example" for n in range(5)]
+        await store.save(keys[0], record(now - 1))
+        proxy.holding = True
+        calls = [store.claim(key, "a", now, 30) for key in keys] + [store.load(keys[0]), store.load(keys[1])]
+        await sleep(0.2)  # the commands reached the server and ran; their answers are held
+        proxy.cut()
+        proxy.holding = False
+        *claims, loaded, missing = await defer.gatherResults(calls)
+        assert [claim for claim, _ in claims] == [Claim.FRESH] + [Claim.ACQUIRED] * 4  # the locks were a's already
+        assert loaded == record(now - 1) and missing is None
+        assert store.store.connection.connections == 2
+        assert [claim for claim, _ in await defer.gatherResults(
+            [store.claim(key, "b", now, 30) for key in keys])] == [Claim.FRESH] + [Claim.BUSY] * 4
+    finally:
+        await store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_server_that_stops_answering_fails_the_calls_in_flight_and_the_next_go_on_a_new_connection(
+        proxy: _Proxy) -> None:
+    store = Awaitable(RedisStore(proxy.url(), prefix="t"))
+    await store.open()
+    try:
+        now = time.time()
+        saved = record(now - 1)
+        await store.save(KEY, saved)
+        store.store.connection.answer_timeout = 0.3
+        proxy.holding = True
+        started = time.monotonic()
+        calls = [store.load(KEY), store.claim("https://other.example", "a", now, 30), store.load("https://none")]
+        results = await defer.DeferredList(calls, consumeErrors=True)
+        assert [ok for ok, _ in results] == [False] * 3
+        assert all(failure.check(redis.TimeoutError) for _, failure in results)
+        assert time.monotonic() - started < 3  # each failed at the answer timeout, not retried
+        # The answers held back never reach the calls made after: those go on a new connection.
+        proxy.holding = False
+        assert (await store.load("https://none")) is None
+        assert (await store.load(KEY)) == saved
+        assert (await store.claim("https://other.example", "b", now, 30))[0] is Claim.BUSY  # a's claim ran
+        assert store.store.connection.connections == 2
+    finally:
+        await store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_call_cancelled_in_flight_leaves_the_others_their_own_answers(proxy: _Proxy) -> None:
+    store = Awaitable(RedisStore(proxy.url(), prefix="t"))
+    await store.open()
+    try:
+        now = time.time()
+        saved = record(now - 1)
+        await store.save(KEY, saved)
+        proxy.holding = True
+        first, cancelled, third = store.load(KEY), store.load("https://none"), store.claim(KEY, "a", now, 30)
+        await sleep(0.1)
+        cancelled.cancel()
+        proxy.holding = False
+        assert (await first) == saved
+        assert (await third) == (Claim.FRESH, saved)
+        assert (await store.load("https://none")) is None
+        assert store.store.connection.connections == 1
+    finally:
+        await store.close()
+
+
+def _requiring_a_password() -> Iterator[Any]:
+    from optional import require_redis_server
+
+    from scrapy_rfc9309.testing import RedisServer
+
+    server = RedisServer(require_redis_server(), options=("--requirepass", "s3cret")).start()
+    yield server
+    server.close()
+
+
+redis_with_password = pytest.fixture(_requiring_a_password)
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_url_s_password_and_database_are_used(redis_with_password: Any) -> None:
+    port = redis_with_password.port
+    store = Awaitable(RedisStore(f"redis://:s3cret@127.0.0.1:{port}/3", prefix="t"))
+    await store.open()
+    try:
+        assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+        waiting = store.wait_saved(KEY, 30)  # subscribes on a connection of its own, with the password too
+        await _until(lambda: _waiting(store, KEY))
+        saved = record(time.time())
+        await store.save(KEY, saved, "a")
+        assert (await waiting) == saved
+    finally:
+        await store.close()
+    client = redis.Redis(port=port, password="s3cret", db=3)
+    assert client.exists(store.store.keys(KEY)[0]) == 1
+    assert redis.Redis(port=port, password="s3cret", db=0).dbsize() == 0
+    client.close()
+    wrong = Awaitable(RedisStore(f"redis://:nope@127.0.0.1:{port}/3", prefix="t"))
+    with pytest.raises(redis.AuthenticationError):
+        await wrong.open()
+    await wrong.close()
+
+
+async def _told_through(store: Any) -> None:
+    """A claim, a waiter subscribed on the store's other connection, a save that tells it:
+    what a fleet does, through both of the store's connections."""
+    await store.open()
+    try:
+        assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+        assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
+        waiting = store.wait_saved(KEY, 30)
+        await _until(lambda: _waiting(store, KEY))
+        saved = record(time.time())
+        assert (await store.save(KEY, saved, "a")) is True
+        assert (await waiting) == saved
+        assert (await store.load(KEY)) == saved
+    finally:
+        await store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_unix_socket_url(tmp_path: Path) -> None:
+    from optional import require_redis_server
+
+    from scrapy_rfc9309.testing import RedisServer
+
+    socket_path = tmp_path / "redis.sock"
+    with RedisServer(require_redis_server(), options=("--unixsocket", str(socket_path))):
+        await _told_through(Awaitable(RedisStore(f"unix://{socket_path}?db=2", prefix="t")))
+        client = redis.Redis(unix_socket_path=str(socket_path), db=2)
+        assert client.exists(RedisStore(DEFAULT_URL, prefix="t").keys(KEY)[0]) == 1
+        client.close()
+
+
+def _certificates(directory: Path) -> tuple[Path, Path, Path]:
+    """A certificate authority, and a certificate for 127.0.0.1 that it signed: (CA, certificate, key)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return paths
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_tls_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from optional import require_redis_server
+
+    from scrapy_rfc9309.testing import RedisServer
+    from scrapy_rfc9309.testing.redis_server import free_port
+
+    ca, cert, key = _certificates(tmp_path)
+    tls_port = free_port()
+    options = ("--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+               "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no")
+    with RedisServer(require_redis_server(), options=options):
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # the test CA, trusted as a system one would be
+        await _told_through(Awaitable(RedisStore(f"rediss://127.0.0.1:{tls_port}/0", prefix="t")))
+        monkeypatch.delenv("SSL_CERT_FILE")  # a server the client cannot verify is not used
+        untrusted = Awaitable(RedisStore(f"rediss://127.0.0.1:{tls_port}/0", prefix="t"))
+        with pytest.raises(redis.ConnectionError) as refused:
+            await untrusted.open()
+        await untrusted.close()
+        causes, cause = [], refused.value  # redis-py 5.0 says "Error 1": the reason is its cause
+        while cause is not None:
+            causes.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        assert any(isinstance(c, ssl.SSLCertVerificationError) for c in causes)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_server_that_accepts_connections_and_never_answers_fails_them_in_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from twisted.internet import reactor
+
+    import scrapy_rfc9309.stores.redis as redis_module
+
+    monkeypatch.setattr(redis_module, "CONNECT_TIMEOUT", 0.2)
+    monkeypatch.setattr(redis_module, "SOCKET_TIMEOUT", 0.3)
+    accepted: list[asyncio.StreamWriter] = []
+    silent = await deferred_from_coro(asyncio.start_server(lambda _, writer: accepted.append(writer), "127.0.0.1", 0))
+    port = silent.sockets[0].getsockname()[1]
+    store = Awaitable(RedisStore(f"redis://127.0.0.1:{port}/1", prefix="t"))  # /1: set up with SELECT
+    try:
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError, match="set-up"):
+            await store.open().addTimeout(5, reactor)
+        # A waiter cannot subscribe either, and is told to poll instead of waiting for a message.
+        assert (await store.wait_saved(KEY, 30).addTimeout(5, reactor)) is None
+        assert time.monotonic() - started < 3
+        assert len(accepted) == 2  # the connection for the calls, the one for the subscriptions
+    finally:
+        await store.close()
+        silent.close()
+        for writer in accepted:
+            writer.close()
 
 
 @pytest_twisted.ensureDeferred

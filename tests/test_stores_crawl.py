@@ -218,7 +218,7 @@ def test_a_process_waits_for_the_fetch_of_another_and_is_woken_by_its_save(origi
                 node = other.client.get_node_from_key(channel)
                 counts = await other.client.execute_command("PUBSUB SHARDNUMSUB", channel, target_nodes=node)
             else:
-                counts = await other.client.pubsub_numsub(channel)
+                counts = await other._command("PUBSUB", "NUMSUB", channel)
             if counts and not isinstance(counts[0], (list, tuple)):  # unparsed: channel, count, ...
                 counts = list(zip(counts[::2], counts[1::2], strict=True))
             found = dict(counts)

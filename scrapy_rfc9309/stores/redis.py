@@ -29,16 +29,17 @@ polled).
 
 Its methods are coroutines of ``redis.asyncio``, awaited in the reactor's asyncio
 loop: no thread, and a claim is one round trip (a Lua script that answers with the
-record). Calls made while the connections are all in use (a crawl starting on many
-origins at once) go together, in one pipeline: one round trip for all, and a
-fraction of the client's work per call. Needs the ``redis`` package
-(``pip install 'scrapy-rfc9309[redis]'``) and Scrapy's asyncio reactor (the
+record). On a single Redis every call of the process goes on one connection
+(:mod:`.redis_connection`), written at once without waiting for the answers before
+it; a cluster's calls go through redis-py's cluster client. Needs the ``redis``
+package (``pip install 'scrapy-rfc9309[redis]'``) and Scrapy's asyncio reactor (the
 default ``TWISTED_REACTOR``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import time
@@ -50,13 +51,11 @@ from ..record import Record
 from .base import AsyncStore, Claim
 
 try:
-    import redis.asyncio as aioredis
-    from redis.asyncio.connection import parse_url
-    from redis.asyncio.retry import Retry
-    from redis.backoff import NoBackoff
     from redis.exceptions import NoScriptError
+
+    from .redis_connection import SharedConnection, connection_maker, set_up
 except ImportError:  # reported when the store is made, with a message naming the setting
-    aioredis = None  # type: ignore[assignment]
+    SharedConnection = None  # type: ignore[assignment,misc]
 
 __all__ = ["DEFAULT_URL", "RedisStore"]
 
@@ -66,8 +65,7 @@ DEFAULT_URL = "redis://localhost:6379/0"
 #: Seconds to connect and to wait for an answer before the store counts as down.
 CONNECT_TIMEOUT = 2.0
 SOCKET_TIMEOUT = 5.0
-#: Connections per process. Calls beyond wait for one (a hundred origins starting at
-#: once would otherwise open a hundred connections, each with its own set-up).
+#: Connections per process to a Redis Cluster (per node). Calls beyond wait for one.
 MAX_CONNECTIONS = 8
 #: Seconds without subscribing again after a subscription failed (waiters poll meanwhile).
 SUBSCRIBE_RETRY_DELAY = 5.0
@@ -126,16 +124,31 @@ return 0
 """
 
 
+class _Script:
+    """A Lua script of the store, called by its SHA1 (``EVALSHA``)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+
+_SCRIPTS = {name: _Script(source) for name, source in
+            (("claim", _CLAIM), ("save", _SAVE), ("renew", _RENEW), ("release", _RELEASE))}
+
+
 class RedisStore(AsyncStore):
     """Origin states in Redis (or a Redis Cluster), shared by a fleet."""
 
     def __init__(self, url: str = DEFAULT_URL, prefix: str = "robotstxt", setting: str = "ROBOTSTXT_REDIS_URL",
                  cluster: bool = False) -> None:
-        if aioredis is None:
+        if SharedConnection is None:
             raise RobotsTxtConfigError(
                 "ROBOTSTXT_STORE = 'redis' needs the redis package: pip install 'scrapy-rfc9309[redis]'"
             )
-        self.client: Any
+        #: One connection for every call of the process (a single Redis), or redis-py's
+        #: cluster client, which routes each call to the node of its keys.
+        self.connection: SharedConnection | None = None
+        self.client: Any = None
         try:
             if cluster:
                 from redis.asyncio.cluster import RedisCluster
@@ -144,15 +157,10 @@ class RedisStore(AsyncStore):
                     url, max_connections=MAX_CONNECTIONS, socket_connect_timeout=CONNECT_TIMEOUT,
                     socket_timeout=SOCKET_TIMEOUT,
                 )
+                self._cluster_scripts = {name: self.client.register_script(script.source)
+                                         for name, script in _SCRIPTS.items()}
             else:
-                # One immediate retry: a pooled connection to a Redis that restarted fails
-                # once, and the retry reconnects. More would only delay the fallback.
-                pool = aioredis.BlockingConnectionPool.from_url(
-                    url, max_connections=MAX_CONNECTIONS, timeout=SOCKET_TIMEOUT,
-                    socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=SOCKET_TIMEOUT, health_check_interval=30,
-                    retry=Retry(NoBackoff(), 1),
-                )
-                self.client = aioredis.Redis(connection_pool=pool)
+                self.connection = SharedConnection(url, connect_timeout=CONNECT_TIMEOUT, answer_timeout=SOCKET_TIMEOUT)
         except ValueError as exc:
             raise RobotsTxtConfigError(f"{setting} is not a Redis URL ({exc}): {url!r}") from None
         self.url = url
@@ -161,11 +169,6 @@ class RedisStore(AsyncStore):
         #: The command that tells waiters (``PUBLISH``, ``SPUBLISH`` in a cluster), or "" (they poll).
         self.publish = "PUBLISH"
         self.notifier = _Notifier(self)
-        self._claim = self.client.register_script(_CLAIM)
-        self._save = self.client.register_script(_SAVE)
-        self._renew = self.client.register_script(_RENEW)
-        self._release = self.client.register_script(_RELEASE)
-        self.batch = _Batch(self.client, pipelined=not cluster)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisStore:
@@ -204,131 +207,64 @@ class RedisStore(AsyncStore):
             infos = [answers] if "redis_version" in answers else list(answers.values())
             majors = [int(str(info.get("redis_version", "0")).split(".")[0]) for info in infos]
             self.publish = "SPUBLISH" if majors and min(majors) >= 7 else ""
-        # Load the scripts now, or the first calls would each fail with NOSCRIPT and retry.
-        for script in (self._claim, self._save, self._renew, self._release):
-            await self.client.script_load(script.script)
+            for script in self._cluster_scripts.values():
+                await self.client.script_load(script.script)
+        else:
+            # Load the scripts now, or the first calls would each fail with NOSCRIPT and send them.
+            await asyncio.gather(*(self._command("SCRIPT", "LOAD", s.source) for s in _SCRIPTS.values()))
 
     async def close(self) -> None:
         await self.notifier.close()
-        await self.batch.close()
-        await self.client.aclose()
-        if not self.cluster:
-            await self.client.connection_pool.disconnect()
+        if self.connection is not None:
+            await self.connection.close()
+        else:
+            await self.client.aclose()
+
+    async def _command(self, *args: Any) -> Any:
+        """The answer to a command (in a cluster, sent to the node of its key)."""
+        if self.connection is not None:
+            return await self.connection.call(*args)
+        return await self.client.execute_command(*args)
+
+    async def _run(self, name: str, keys: list[str] | tuple[str, ...], args: list[Any]) -> Any:
+        """The answer of the script ``name`` called with ``keys`` and ``args``."""
+        if self.connection is None:
+            return await self._cluster_scripts[name](keys=keys, args=args)
+        script = _SCRIPTS[name]
+        try:
+            return await self.connection.call("EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:  # the server lost its scripts (a restart): EVAL sends it and keeps it
+            return await self.connection.call("EVAL", script.source, len(keys), *keys, *args)
+
+    async def pttl(self, key: str) -> int:
+        """Milliseconds left to the fetch lock of ``key`` (-2: no lock)."""
+        return int(await self._command("PTTL", self.keys(key)[1]))
 
     async def load(self, key: str) -> Record | None:
-        return _record(await self.client.hmget(self.keys(key)[0], *_FIELDS))
+        return _record(await self._command("HMGET", self.keys(key)[0], *_FIELDS))
 
     async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
         keep_ms = math.ceil(record.keep_until * 1000)
         args: list[str | bytes | int] = [repr(record.fetched_at), repr(record.expires_at), repr(record.keep_until),
                                          keep_ms, record.meta, record.body, owner or "", self.publish]
-        return bool(await self.batch.run(self._save, [*self.keys(key), self.channel(key)], args))
+        return bool(await self._run("save", [*self.keys(key), self.channel(key)], args))
 
     async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
         ttl_ms = max(1, math.ceil(lock_ttl * 1000))
-        answer = await self.batch.run(self._claim, self.keys(key), [repr(now), owner, ttl_ms])
+        answer = await self._run("claim", self.keys(key), [repr(now), owner, ttl_ms])
         claim = {1: Claim.FRESH, 2: Claim.ACQUIRED}.get(int(answer[0]), Claim.BUSY)
         return claim, (_record(answer[1]) if claim is not Claim.BUSY else None)
 
     async def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
-        return bool(await self.batch.run(self._renew, [self.keys(key)[1]], [owner, max(1, math.ceil(lock_ttl * 1000))]))
+        return bool(await self._run("renew", [self.keys(key)[1]], [owner, max(1, math.ceil(lock_ttl * 1000))]))
 
     async def release(self, key: str, owner: str) -> None:
-        await self.batch.run(self._release, [self.keys(key)[1], self.channel(key)], [owner, self.publish])
+        await self._run("release", [self.keys(key)[1], self.channel(key)], [owner, self.publish])
 
     async def wait_saved(self, key: str, timeout: float) -> Record | bool | None:
         if not self.publish:
             return None
         return await self.notifier.wait(key, timeout)
-
-
-class _Batch:
-    """Script calls sent together when the connections are all in use: a call goes
-    at once, in its caller's turn of the event loop, while fewer than
-    ``MAX_CONNECTIONS - 1`` calls are in flight; the calls made beyond wait for one
-    of those to end, then go together in one pipeline (one round trip for all, on
-    one connection, and a fraction of the client's work per call) instead of each
-    waiting for a free connection. A cluster client refuses scripts in a pipeline:
-    there, each call goes alone."""
-
-    def __init__(self, client: Any, pipelined: bool, window: int = MAX_CONNECTIONS - 1) -> None:
-        self.client = client
-        self.pipelined = pipelined
-        self.window = window
-        #: Calls (and pipelines) in flight.
-        self._flying = 0
-        self._closed = False
-        self._queued: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]] = []
-        self._sending: set[asyncio.Task[None]] = set()
-        #: Pipelines sent so far.
-        self.pipelines = 0
-
-    async def run(self, script: Any, keys: list[Any] | tuple[Any, ...], args: list[Any]) -> Any:
-        """The answer of ``script`` called with ``keys`` and ``args``."""
-        if not self.pipelined:
-            return await script(keys=keys, args=args)
-        if self._flying < self.window:
-            self._flying += 1
-            try:
-                return await script(keys=keys, args=args)
-            finally:
-                self._flying -= 1
-                self._next()
-        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queued.append((script, list(keys), args, answer))
-        return await answer
-
-    def _next(self) -> None:
-        """A call or pipeline ended: send what waits, as one pipeline."""
-        batch, self._queued = [call for call in self._queued if not call[3].done()], []
-        if self._closed:
-            for *_, answer in batch:
-                answer.cancel()
-            return
-        if batch:
-            self._flying += 1
-            self.pipelines += 1
-            sending = asyncio.get_running_loop().create_task(self._send(batch))
-            self._sending.add(sending)
-            sending.add_done_callback(self._sending.discard)
-
-    async def _send(self, batch: list[tuple[Any, list[Any], list[Any], asyncio.Future[Any]]]) -> None:
-        answers: list[Any]
-        try:
-            pipe = self.client.pipeline(transaction=False)
-            for script, keys, args, _ in batch:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            answers = await pipe.execute(raise_on_error=False)
-            for k, (script, keys, args, _) in enumerate(batch):
-                if isinstance(answers[k], NoScriptError):  # the server lost its scripts (a restart)
-                    try:
-                        answers[k] = await script(keys=keys, args=args)  # loads it
-                    except Exception as exc:
-                        answers[k] = exc
-        except asyncio.CancelledError:
-            for *_, answer in batch:
-                answer.cancel()
-            raise
-        except Exception as exc:
-            answers = [exc] * len(batch)
-        finally:
-            self._flying -= 1
-            self._next()
-        for (*_, answer), value in zip(batch, answers, strict=True):
-            if not answer.done():
-                if isinstance(value, Exception):
-                    answer.set_exception(value)
-                else:
-                    answer.set_result(value)
-
-    async def close(self) -> None:
-        self._closed = True
-        queued, self._queued = self._queued, []
-        for *_, answer in queued:
-            answer.cancel()
-        for sending in list(self._sending):
-            sending.cancel()
-        await asyncio.gather(*self._sending, return_exceptions=True)
 
 
 class _Notifier:
@@ -363,7 +299,7 @@ class _Notifier:
                             type(exc).__name__, exc, SUBSCRIBE_RETRY_DELAY)
                 return None
             # Subscribed before looking at the lock: a save from now on is heard.
-            lock_ms = await self.store.client.pttl(self.store.keys(key)[1])
+            lock_ms = await self.store.pttl(key)
             if woken.done():
                 return woken.result()
             if lock_ms == -2:  # no lock: saved or released meanwhile
@@ -459,21 +395,16 @@ class _Node:
         self.lost = False
         #: Channels subscribed (or being subscribed) on this connection.
         self.channels: set[str] = set()
-        kwargs: dict[str, Any] = dict(parse_url(_node_url(notifier.store.url, name, notifier.store.cluster)))
-        if notifier.store.cluster:
-            kwargs.pop("db", None)
-        connection_class = kwargs.pop("connection_class", aioredis.Connection)
-        # No read timeout: the connection is silent until a channel is told. RESP2, where
-        # the server's messages are plain replies read here.
-        options: dict[str, Any] = {"socket_connect_timeout": CONNECT_TIMEOUT, "socket_timeout": None,
-                                   "socket_keepalive": True, "protocol": 2}
-        self.connection = connection_class(**kwargs, **options)
+        # No read timeout: the connection is silent until a channel is told.
+        store = notifier.store
+        self.connection = connection_maker(_node_url(store.url, name, store.cluster), CONNECT_TIMEOUT,
+                                           with_db=not store.cluster)()
         self.connecting: asyncio.Task[None] | None = None
         self.reader: asyncio.Task[None] | None = None
         self._sending: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
-        await self.connection.connect()
+        await set_up(self.connection, CONNECT_TIMEOUT + SOCKET_TIMEOUT)
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
     def send(self, *command: str) -> None:
