@@ -340,6 +340,16 @@ def test_a_bad_store_name_is_a_config_error_naming_the_setting(value: object, te
     assert "ROBOTSTXT_STORE" in str(info.value)
 
 
+def test_a_store_module_that_fails_as_it_runs_is_a_config_error_naming_the_setting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken_store_module.py").write_text("class Store:\n    pass\n\nraise RuntimeError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RobotsTxtConfigError) as info:
+        store_class("broken_store_module.Store")
+    assert str(info.value) == ("ROBOTSTXT_STORE = 'broken_store_module.Store' cannot be imported: "
+                               "broken_store_module raised RuntimeError: boom")
+
+
 def test_the_disk_store_path_is_created_and_checked(tmp_path: Path) -> None:
     made = DiskStore.from_crawler(_Crawler(ROBOTSTXT_STORE_PATH=str(tmp_path / "a" / "b")))
     assert Path(made.directory).is_dir()

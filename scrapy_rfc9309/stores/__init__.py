@@ -49,6 +49,10 @@ def store_class(value: object) -> type[Store | AsyncStore] | None:
             raise RobotsTxtConfigError(f"ROBOTSTXT_STORE = {value!r} cannot be imported: {exc}{hint}") from None
         except AttributeError:
             raise RobotsTxtConfigError(f"ROBOTSTXT_STORE = {value!r}: {module_name} has no {attribute}") from None
+        except Exception as exc:  # the module failed as it ran: a broken store of the user's
+            raise RobotsTxtConfigError(
+                f"ROBOTSTXT_STORE = {value!r} cannot be imported: {module_name} raised {type(exc).__name__}: {exc}"
+            ) from exc
     if cls is MemoryStore:
         return None
     if not (isinstance(cls, type) and issubclass(cls, (Store, AsyncStore))):
