@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from . import _compat
+from .reporting import Reporting
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -29,7 +30,7 @@ __all__ = ["CrawlDelay"]
 logger = logging.getLogger(__name__)
 
 
-class CrawlDelay:
+class CrawlDelay(Reporting):
     """Applies Crawl-delays to the download slots of one crawl."""
 
     def __init__(self, crawler: Crawler, cap: float) -> None:
@@ -91,7 +92,3 @@ class CrawlDelay:
             slot = engine.downloader.slots.get(key)
             if slot is not None and slot.delay < floor:
                 slot.delay = floor
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(f"robotstxt/{key}")

@@ -19,6 +19,7 @@ from scrapy.http.request import NO_CALLBACK
 from . import _compat
 from .access import Access, FetchOutcome, Policy, classify_status, max_age_of
 from .content_coding import UnsupportedCoding, decode_body
+from .reporting import Reporting
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,14 +39,13 @@ CODING_HEADER = b"X-Robotstxt-Content-Encoding"
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 
 
-class RobotsFetcher:
+class RobotsFetcher(Reporting):
     """Fetches robots.txt files and reports a :class:`FetchOutcome`."""
 
     def __init__(self, crawler: Crawler, policy: Policy, max_size: int) -> None:
         self.crawler = crawler
         self.policy = policy
         self.max_size = max_size
-        self.stats = crawler.stats
         self._in_flight = 0
         self._network_errors = _compat.network_errors(crawler.settings)
 
@@ -84,10 +84,6 @@ class RobotsFetcher:
                 self.crawler.signals.connect(handler, signal=signal)
             else:
                 self.crawler.signals.disconnect(handler, signal=signal)
-
-    def _inc(self, key: str, count: int = 1) -> None:
-        assert self.stats is not None
-        self.stats.inc_value(f"robotstxt/{key}", count)
 
     def request_for(self, url: str, origin: Origin) -> Request:
         return Request(
@@ -221,10 +217,6 @@ class RobotsFetcher:
             self._inc("truncated")
             body = body[: self.max_size]
         return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects), truncated=truncated)
-
-    @property
-    def _log_extra(self) -> dict[str, Any]:
-        return {"spider": self.crawler.spider}
 
 
 def _header(response: Response, name: bytes) -> str | None:

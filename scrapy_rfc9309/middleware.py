@@ -26,6 +26,7 @@ from .exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreach
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .origin_states import Closing, OriginStates
+from .reporting import Reporting
 from .store_client import StoreClient
 from .stores import store_class
 
@@ -45,7 +46,7 @@ AGENT_META = "robotstxt_user_agent"
 USAGE_META = "robotstxt_usage"
 
 
-class RobotsTxtMiddleware:
+class RobotsTxtMiddleware(Reporting):
     """Downloader middleware enforcing robots.txt per RFC 9309."""
 
     def __init__(self, crawler: Crawler) -> None:
@@ -243,14 +244,6 @@ class RobotsTxtMiddleware:
             if "?" not in prefix and "#" not in prefix and ";" not in prefix:
                 self._origins[prefix] = origin
             return origin
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(f"robotstxt/{key}")
-
-    @property
-    def _log_extra(self) -> dict[str, Any]:
-        return {"spider": self.crawler.spider}
 
     def _spider_idle(self, spider: Any = None) -> None:
         if self.states.waiting and not self.states.closing:

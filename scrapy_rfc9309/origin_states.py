@@ -23,6 +23,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from . import _compat
 from . import signals as rfc_signals
 from .access import Access, Decision, FetchOutcome, OriginState
+from .reporting import Reporting
 from .scrapy_parser import RobotParser
 from .stores import MemoryStore
 
@@ -50,7 +51,7 @@ class Closing(Exception):
     """The spider started closing while a request waited."""
 
 
-class OriginStates:
+class OriginStates(Reporting):
     """The robots.txt states of the origins one crawl uses."""
 
     def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
@@ -396,11 +397,3 @@ class OriginStates:
         if self._cache_hits and self.crawler.stats is not None:
             self.crawler.stats.inc_value("robotstxt/cache_hit", self._cache_hits)
             self._cache_hits = 0
-
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(f"robotstxt/{key}")
-
-    @property
-    def _log_extra(self) -> dict[str, Any]:
-        return {"spider": self.crawler.spider}

@@ -31,6 +31,7 @@ from twisted.python.failure import Failure
 from .access import OriginState
 from .exceptions import RobotsTxtConfigError
 from .record import Record, RecordError, decode, encode
+from .reporting import Reporting
 from .stores import AsyncStore, Claim, Store
 from .stores.blocking import SkippedCall, as_async
 
@@ -82,7 +83,7 @@ class Obtained:
     lease: Lease | None = None
 
 
-class StoreClient:
+class StoreClient(Reporting):
     """Runs one :class:`~scrapy_rfc9309.stores.Store` or
     :class:`~scrapy_rfc9309.stores.AsyncStore` for the middleware."""
 
@@ -114,13 +115,6 @@ class StoreClient:
         self._unsaved: dict[str, OriginState] = {}
 
     # -- plumbing -----------------------------------------------------------------------
-    def _inc(self, key: str) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(f"robotstxt/{key}")
-
-    @property
-    def _log_extra(self) -> dict[str, Any]:
-        return {"spider": self.crawler.spider}
 
     async def _call(self, name: str, *args: Any) -> Any:
         """The store's method ``name`` called with ``args``. Raises
