@@ -330,6 +330,14 @@ def _summarise_run(run: dict[str, Any], log: list[tuple[float, int, str]], origi
         if opened:
             delays.append(t - opened)
     run["first_page_median_s"] = _median(delays)
+    # Seconds between the first and the last process to request an origin's first page: with a store, what
+    # a waiting process pays over the one that fetched; without, how far apart the processes' own fetches end.
+    spreads, n = [], len(run["processes"])
+    for idx in range(origins if n > 1 else 0):
+        times = [first_page[(k, idx)] for k in range(n) if (k, idx) in first_page]
+        if len(times) == n:
+            spreads.append(max(times) - min(times))
+    run["first_page_spread_median_s"] = _median(spreads)
     # Seconds from the first spider_opened to each origin's robots.txt request: what a process does before
     # fetching (with a store, the claim that makes it the fetcher).
     opened_first = min((p["opened"] for p in run["processes"] if p.get("opened")), default=None)
@@ -745,6 +753,14 @@ def _wall(runs: list[dict[str, Any]], key: str = "wall_s") -> str:
     return f"{_fmt(_median(values))} ({_fmt(min(values))}-{_fmt(max(values))})"
 
 
+def _spread(runs: list[dict[str, Any]]) -> str:
+    values = [r.get("first_page_spread_median_s", float("nan")) * 1000 for r in runs]
+    values = [v for v in values if v == v]
+    if not values:
+        return "-"
+    return f"{_median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
+
+
 def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
     configs = [BUILTIN, MEMORY, DISK] + ([REDIS] if fleet["redis"] else []) + (
         [PREVIOUS_REDIS] if fleet.get("previous") else [])
@@ -758,7 +774,7 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
             rows.append([
                 str(n), LABELS[config], _values(runs, "robots_fetches"), _values(runs, "robots_max_per_origin"),
                 _wall(runs), _wall(runs, "crawl_max_s"), _wall(runs, "robots_request_median_s"),
-                _wall(runs, "first_page_median_s"), _stat(runs, "store_hit") if ours else "-",
+                _wall(runs, "first_page_median_s"), _spread(runs), _stat(runs, "store_hit") if ours else "-",
                 _stat(runs, "store_wait") if ours else "-",
                 _stat(runs, "store_woken") if ours else "-", _stat(runs, "store_poll") if ours else "-",
                 _stat(runs, "store_error") if ours else "-", _wall(runs, "crawl_load"), _wall(runs, "other_load"),
@@ -766,6 +782,7 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
     first = bm._table(["processes", "configuration", "robots.txt fetches", "most for one origin",
                        "wall s, spawn to last exit", "slowest crawl s, open to close",
                        "s to an origin's robots.txt request (median)", "s to an origin's first page (median)",
+                       "ms from the first to the last process's first page of an origin (median)",
                        "store_hit", "store_wait", "store_woken",
                        "store_poll", "store_error", "CPUs used by the crawls", "other load, CPUs"], rows)
     rows = []
@@ -935,7 +952,10 @@ def summary_md(fleet: dict[str, Any] | None, memory: dict[str, Any] | None, env:
             "first page request of an origin (what waiting for the robots.txt, fetched or loaded from the store, "
             "costs an origin); 's to an origin's robots.txt request': from the first spider_opened to the server "
             "receiving the origin's first robots.txt request (what a process does before fetching: with a store, "
-            "the claim that makes it the fetcher).",
+            "the claim that makes it the fetcher); 'ms from the first to the last process's first page': per origin, "
+            "how much later than the first the last process sent its first page request (with a store: what a "
+            "waiting process pays over the one that fetched; without: how far apart the processes' own fetches "
+            "ended).",
             "",
             first,
             "",
