@@ -96,7 +96,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_STORE_TIMEOUT", 10.0, "float",
             "seconds one store call may take before the store counts as down", 0, 3600, above=True, example=2),
     Setting("ROBOTSTXT_REDIS_URL", None, "str",
-            "the Redis of the Redis store (default: the `REDIS_URL` setting, else `redis://localhost:6379/0`)",
+            "the Redis of the Redis store: a `redis://`, `rediss://` (TLS) or `unix://` URL, with its user, password "
+            "and database (default: the `REDIS_URL` setting, else `redis://localhost:6379/0`)",
             example="redis://redis.internal:6379/1"),
     Setting("ROBOTSTXT_REDIS_PREFIX", "robotstxt", "str", "first part of the Redis store's keys",
             example="crawler-a:robotstxt"),
