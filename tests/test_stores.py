@@ -524,75 +524,74 @@ def proxy(redis_url: str) -> Iterator[_Proxy]:
     pytest_twisted.blockon(deferred_from_coro(made.close()))
 
 
+@pytest.fixture
+def proxied(proxy: _Proxy) -> Iterator[Any]:
+    """A Redis store whose connections go through ``proxy``, open."""
+    made = Awaitable(RedisStore(proxy.url(), prefix="t"))
+    pytest_twisted.blockon(made.open())
+    yield made
+    pytest_twisted.blockon(made.close())
+
+
+async def _saved(store: Any) -> Record:
+    """A record of ``KEY`` fetched a second ago, saved in ``store``."""
+    saved = record(time.time() - 1)
+    await store.save(KEY, saved)
+    return saved
+
+
 @pytest_twisted.ensureDeferred
-async def test_calls_in_flight_on_a_connection_that_closes_are_sent_again_on_a_new_one(proxy: _Proxy) -> None:
-    store = Awaitable(RedisStore(proxy.url(), prefix="t"))
-    await store.open()
-    try:
-        now = time.time()
-        keys = [f"https://site{n}.example" for n in range(5)]
-        await store.save(keys[0], record(now - 1))
-        proxy.holding = True
-        calls = [store.claim(key, "a", now, 30) for key in keys] + [store.load(keys[0]), store.load(keys[1])]
-        await sleep(0.2)  # the commands reached the server and ran; their answers are held
-        proxy.cut()
-        proxy.holding = False
-        *claims, loaded, missing = await defer.gatherResults(calls)
-        assert [claim for claim, _ in claims] == [Claim.FRESH] + [Claim.ACQUIRED] * 4  # the locks were a's already
-        assert loaded == record(now - 1) and missing is None
-        assert store.store.connection.connections == 2
-        assert [claim for claim, _ in await defer.gatherResults(
-            [store.claim(key, "b", now, 30) for key in keys])] == [Claim.FRESH] + [Claim.BUSY] * 4
-    finally:
-        await store.close()
+async def test_calls_in_flight_on_a_connection_that_closes_are_sent_again_on_a_new_one(
+        proxy: _Proxy, proxied: Any) -> None:
+    now = time.time()
+    keys = [f"https://site{n}.example" for n in range(5)]
+    await proxied.save(keys[0], record(now - 1))
+    proxy.holding = True
+    calls = [proxied.claim(key, "a", now, 30) for key in keys] + [proxied.load(keys[0]), proxied.load(keys[1])]
+    await sleep(0.2)  # the commands reached the server and ran; their answers are held
+    proxy.cut()
+    proxy.holding = False
+    *claims, loaded, missing = await defer.gatherResults(calls)
+    assert [claim for claim, _ in claims] == [Claim.FRESH] + [Claim.ACQUIRED] * 4  # the locks were a's already
+    assert loaded == record(now - 1) and missing is None
+    assert proxied.store.connection.connections == 2
+    assert [claim for claim, _ in await defer.gatherResults(
+        [proxied.claim(key, "b", now, 30) for key in keys])] == [Claim.FRESH] + [Claim.BUSY] * 4
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_server_that_stops_answering_fails_the_calls_in_flight_and_the_next_go_on_a_new_connection(
-        proxy: _Proxy) -> None:
-    store = Awaitable(RedisStore(proxy.url(), prefix="t"))
-    await store.open()
-    try:
-        now = time.time()
-        saved = record(now - 1)
-        await store.save(KEY, saved)
-        store.store.connection.answer_timeout = 0.3
-        proxy.holding = True
-        started = time.monotonic()
-        calls = [store.load(KEY), store.claim("https://other.example", "a", now, 30), store.load("https://none")]
-        results = await defer.DeferredList(calls, consumeErrors=True)
-        assert [ok for ok, _ in results] == [False] * 3
-        assert all(failure.check(redis.TimeoutError) for _, failure in results)
-        assert time.monotonic() - started < 3  # each failed at the answer timeout, not retried
-        # The answers held back never reach the calls made after: those go on a new connection.
-        proxy.holding = False
-        assert (await store.load("https://none")) is None
-        assert (await store.load(KEY)) == saved
-        assert (await store.claim("https://other.example", "b", now, 30))[0] is Claim.BUSY  # a's claim ran
-        assert store.store.connection.connections == 2
-    finally:
-        await store.close()
+        proxy: _Proxy, proxied: Any) -> None:
+    now, saved = time.time(), await _saved(proxied)
+    proxied.store.connection.answer_timeout = 0.3
+    proxy.holding = True
+    started = time.monotonic()
+    calls = [proxied.load(KEY), proxied.claim("https://other.example", "a", now, 30), proxied.load("https://none")]
+    results = await defer.DeferredList(calls, consumeErrors=True)
+    assert [ok for ok, _ in results] == [False] * 3
+    assert all(failure.check(redis.TimeoutError) for _, failure in results)
+    assert time.monotonic() - started < 3  # each failed at the answer timeout, not retried
+    # The answers held back never reach the calls made after: those go on a new connection.
+    proxy.holding = False
+    assert (await proxied.load("https://none")) is None
+    assert (await proxied.load(KEY)) == saved
+    assert (await proxied.claim("https://other.example", "b", now, 30))[0] is Claim.BUSY  # a's claim ran
+    assert proxied.store.connection.connections == 2
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_call_cancelled_in_flight_leaves_the_others_their_own_answers(proxy: _Proxy) -> None:
-    store = Awaitable(RedisStore(proxy.url(), prefix="t"))
-    await store.open()
-    try:
-        now = time.time()
-        saved = record(now - 1)
-        await store.save(KEY, saved)
-        proxy.holding = True
-        first, cancelled, third = store.load(KEY), store.load("https://none"), store.claim(KEY, "a", now, 30)
-        await sleep(0.1)
-        cancelled.cancel()
-        proxy.holding = False
-        assert (await first) == saved
-        assert (await third) == (Claim.FRESH, saved)
-        assert (await store.load("https://none")) is None
-        assert store.store.connection.connections == 1
-    finally:
-        await store.close()
+async def test_a_call_cancelled_in_flight_leaves_the_others_their_own_answers(
+        proxy: _Proxy, proxied: Any) -> None:
+    now, saved = time.time(), await _saved(proxied)
+    proxy.holding = True
+    first, cancelled, third = proxied.load(KEY), proxied.load("https://none"), proxied.claim(KEY, "a", now, 30)
+    await sleep(0.1)
+    cancelled.cancel()
+    proxy.holding = False
+    assert (await first) == saved
+    assert (await third) == (Claim.FRESH, saved)
+    assert (await proxied.load("https://none")) is None
+    assert proxied.store.connection.connections == 1
 
 
 def _requiring_a_password() -> Iterator[Any]:
