@@ -129,7 +129,7 @@ class _Script:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.sha = hashlib.sha1(source.encode()).hexdigest()
+        self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()  # the name Redis gives it
 
 
 _SCRIPTS = {name: _Script(source) for name, source in
