@@ -358,6 +358,31 @@ def test_a_redis_that_never_answers_does_not_stop_the_crawl(origins):
 
 
 @pytest_twisted.inlineCallbacks
+def test_a_redis_that_accepts_connections_and_never_answers_does_not_stall_the_crawl(origins):
+    from twisted.internet import reactor
+    from twisted.internet.protocol import Factory, Protocol
+
+    sites = _sites(origins, 3)
+    silent = reactor.listenTCP(0, Factory.forProtocol(Protocol), interface="127.0.0.1")  # accepts, says nothing
+    url = f"redis://127.0.0.1:{silent.getHost().port}/1"
+    started = time.monotonic()
+    try:
+        result = yield run_crawl(_urls(sites), _settings("redis", url, ROBOTSTXT_STORE_TIMEOUT=1,
+                                                         ROBOTSTXT_STORE_RETRY_DELAY=0.5))
+    finally:
+        yield silent.stopListening()
+
+    # One store timeout, then every robots.txt fetched here, once, and obeyed.
+    assert time.monotonic() - started < 8
+    assert [len(robots_hits(s)) for s in sites] == [1, 1, 1]
+    assert sorted(result.responses) == sorted(s.url("/public") for s in sites)
+    assert stat(result, "forbidden") == 3
+    assert stat(result, "store_error") >= 1
+    assert len([m for m in result.messages(logging.WARNING) if "is unavailable" in m]) == 1
+    assert result.stats.get("finish_reason") == "finished"
+
+
+@pytest_twisted.inlineCallbacks
 def test_a_bad_redis_url_stops_the_crawl_at_start_up(origins):
     (site,) = _sites(origins, 1)
     with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_REDIS_URL"):
