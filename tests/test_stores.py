@@ -473,6 +473,35 @@ async def test_calls_made_at_once_survive_a_server_that_lost_its_scripts(redis_u
     await store.close()
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_cluster_that_lost_its_scripts_is_sent_them_again(redis_cluster_url: str) -> None:
+    from redis.cluster import RedisCluster
+
+    store = Awaitable(RedisStore(redis_cluster_url, prefix="t", cluster=True))
+    await store.open()
+    client = RedisCluster.from_url(redis_cluster_url)
+    try:
+        shas = [s.sha for s in _SCRIPTS.values()]
+        primaries = client.get_primaries()
+        def loaded(node: Any, *wanted: str) -> list[bool]:
+            return list(client.get_redis_connection(node).script_exists(*wanted))
+
+        assert all(loaded(node, *shas) == [True] * 4 for node in primaries)
+        for node in primaries:  # as after a restart of every master
+            client.get_redis_connection(node).script_flush()
+        now = time.time()
+        keys = [f"https://site{n}.example" for n in range(12)]  # spread over the masters
+        claims = await defer.gatherResults([store.claim(key, "a", now, 30) for key in keys])
+        assert [claim for claim, _ in claims] == [Claim.ACQUIRED] * 12
+        holding = {client.get_node_from_key(store.store.keys(key)[0]).name for key in keys}
+        assert len(holding) > 1
+        claim_sha = _SCRIPTS["claim"].sha
+        assert all(loaded(node, claim_sha) == [True] for node in primaries if node.name in holding)
+    finally:
+        client.close()
+        await store.close()
+
+
 class _Proxy:
     """A TCP proxy on loopback in front of a Redis: it can hold the server's answers
     back, and cut every connection through it."""

@@ -157,8 +157,6 @@ class RedisStore(AsyncStore):
                     url, max_connections=MAX_CONNECTIONS, socket_connect_timeout=CONNECT_TIMEOUT,
                     socket_timeout=SOCKET_TIMEOUT,
                 )
-                self._cluster_scripts = {name: self.client.register_script(script.source)
-                                         for name, script in _SCRIPTS.items()}
             else:
                 self.connection = SharedConnection(url, connect_timeout=CONNECT_TIMEOUT, answer_timeout=SOCKET_TIMEOUT)
         except ValueError as exc:
@@ -207,11 +205,10 @@ class RedisStore(AsyncStore):
             infos = [answers] if "redis_version" in answers else list(answers.values())
             majors = [int(str(info.get("redis_version", "0")).split(".")[0]) for info in infos]
             self.publish = "SPUBLISH" if majors and min(majors) >= 7 else ""
-            for script in self._cluster_scripts.values():
-                await self.client.script_load(script.script)
-        else:
-            # Load the scripts now, or the first calls would each fail with NOSCRIPT and send them.
-            await asyncio.gather(*(self._command("SCRIPT", "LOAD", s.source) for s in _SCRIPTS.values()))
+        # Load the scripts now (on every master of a cluster), or the first calls would each
+        # fail with NOSCRIPT and send them.
+        await asyncio.gather(*(self.client.script_load(script.source) if self.cluster
+                               else self._command("SCRIPT", "LOAD", script.source) for script in _SCRIPTS.values()))
 
     async def close(self) -> None:
         await self.notifier.close()
@@ -221,20 +218,19 @@ class RedisStore(AsyncStore):
             await self.client.aclose()
 
     async def _command(self, *args: Any) -> Any:
-        """The answer to a command (in a cluster, sent to the node of its key)."""
+        """The answer to a command (in a cluster, sent to the node of its key: the
+        first key, or for ``EVAL``/``EVALSHA`` the script's keys)."""
         if self.connection is not None:
             return await self.connection.call(*args)
         return await self.client.execute_command(*args)
 
     async def _run(self, name: str, keys: list[str] | tuple[str, ...], args: list[Any]) -> Any:
         """The answer of the script ``name`` called with ``keys`` and ``args``."""
-        if self.connection is None:
-            return await self._cluster_scripts[name](keys=keys, args=args)
         script = _SCRIPTS[name]
         try:
-            return await self.connection.call("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await self._command("EVALSHA", script.sha, len(keys), *keys, *args)
         except NoScriptError:  # the server lost its scripts (a restart): EVAL sends it and keeps it
-            return await self.connection.call("EVAL", script.source, len(keys), *keys, *args)
+            return await self._command("EVAL", script.source, len(keys), *keys, *args)
 
     async def pttl(self, key: str) -> int:
         """Milliseconds left to the fetch lock of ``key`` (-2: no lock)."""
