@@ -156,7 +156,7 @@ class SharedConnection:
         """The oldest answer is late: the server is not answering; end the connection."""
         self._lose(connection, RedisTimeoutError(f"no answer from Redis in {self.answer_timeout:g} s"), retry=False)
 
-    def _lose(self, connection: Connection | None, exc: BaseException, retry: bool) -> None:
+    def _lose(self, connection: Connection | None, exc: Exception, retry: bool) -> None:
         """End ``connection`` (if it is still the current one) and every call in flight on it."""
         if connection is None or connection is not self._connection:
             return
@@ -171,8 +171,7 @@ class SharedConnection:
         for answer, overdue in answers:
             overdue.cancel()
             if not answer.done():
-                lost = _Lost(str(exc)) if retry else exc
-                answer.set_exception(lost if isinstance(lost, Exception) else RedisConnectionError(str(exc)))
+                answer.set_exception(_Lost(str(exc)) if retry else exc)
 
     async def close(self) -> None:
         self._closed = True
