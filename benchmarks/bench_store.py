@@ -746,19 +746,13 @@ def _stat(runs: list[dict[str, Any]], name: str) -> str:
     return str(values[0]) if len(set(values)) == 1 else " / ".join(str(v) for v in values)
 
 
-def _wall(runs: list[dict[str, Any]], key: str = "wall_s") -> str:
-    values = [r[key] for r in runs]
-    if len(values) == 1:
-        return _fmt(values[0])
-    return f"{_fmt(_median(values))} ({_fmt(min(values))}-{_fmt(max(values))})"
-
-
-def _spread(runs: list[dict[str, Any]]) -> str:
-    values = [r.get("first_page_spread_median_s", float("nan")) * 1000 for r in runs]
+def _wall(runs: list[dict[str, Any]], key: str = "wall_s", scale: float = 1.0, digits: int = 2) -> str:
+    """Median (min-max) of ``key`` over the runs, times ``scale``; "-" when no run has it."""
+    values = [r.get(key, float("nan")) * scale for r in runs]
     values = [v for v in values if v == v]
-    if not values:
-        return "-"
-    return f"{_median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
+    if len(values) <= 1:
+        return _fmt(values[0] if values else None, digits)
+    return f"{_fmt(_median(values), digits)} ({_fmt(min(values), digits)}-{_fmt(max(values), digits)})"
 
 
 def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
@@ -774,8 +768,8 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
             rows.append([
                 str(n), LABELS[config], _values(runs, "robots_fetches"), _values(runs, "robots_max_per_origin"),
                 _wall(runs), _wall(runs, "crawl_max_s"), _wall(runs, "robots_request_median_s"),
-                _wall(runs, "first_page_median_s"), _spread(runs), _stat(runs, "store_hit") if ours else "-",
-                _stat(runs, "store_wait") if ours else "-",
+                _wall(runs, "first_page_median_s"), _wall(runs, "first_page_spread_median_s", 1000, 0),
+                _stat(runs, "store_hit") if ours else "-", _stat(runs, "store_wait") if ours else "-",
                 _stat(runs, "store_woken") if ours else "-", _stat(runs, "store_poll") if ours else "-",
                 _stat(runs, "store_error") if ours else "-", _wall(runs, "crawl_load"), _wall(runs, "other_load"),
             ])
