@@ -67,7 +67,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_middleware as bm
@@ -302,26 +302,44 @@ def run_fleet(specs: list[dict[str, Any]], workdir: Path, tag: str, package_root
             "other_load": max(0.0, (busy1 - busy0) - ours_cpu) / wall if wall > 0 else float("nan")}
 
 
-def _summarise_run(run: dict[str, Any], log: list[tuple[float, int, str]], origins: int, pages: int) -> None:
-    """Add the server's view (robots.txt and page requests during the run) and the
-    per-process timings to ``run``."""
-    # Exactly the run's span: its processes can send nothing before they are spawned or after they exit,
-    # and the next run is spawned right after (a margin would count its requests twice).
+class RunRequests(NamedTuple):
+    """What the server received during one fleet run."""
+
+    #: (process, origin) -> its first page request.
+    first_page: dict[tuple[int, int], float]
+    #: origin -> its first robots.txt request.
+    first_robots: dict[int, float]
+    #: robots.txt requests per origin.
+    robots: list[int]
+    #: Page requests in all.
+    pages: int
+
+
+def requests_of(run: dict[str, Any], log: list[tuple[float, int, str]], origins: int, pages: int) -> RunRequests:
+    """The server's log entries of ``run``: exactly the run's span (its processes can send
+    nothing before they are spawned or after they exit, and the next run is spawned
+    right after: a margin would count its requests twice). Process k crawls pages
+    kP..kP+P-1 of each origin (P = ``pages``)."""
     lo, hi = run["spawned"], run["last_exit"]
-    robots = [0] * origins
+    found = RunRequests({}, {}, [0] * origins, 0)
     page_requests = 0
-    first_page: dict[tuple[int, int], float] = {}  # (process, origin) -> first page request seen
-    first_robots: dict[int, float] = {}  # origin -> its first robots.txt request seen
     for t, idx, path in log:
         if lo <= t <= hi:
             if path == "/robots.txt":
-                robots[idx] += 1
-                first_robots[idx] = min(first_robots.get(idx, t), t)
+                found.robots[idx] += 1
+                found.first_robots[idx] = min(found.first_robots.get(idx, t), t)
             else:
                 page_requests += 1
                 with contextlib.suppress(ValueError):
-                    key = (int(path.rsplit("/", 1)[1]) // pages, idx)  # process k crawls pages kP..kP+P-1
-                    first_page[key] = min(first_page.get(key, t), t)
+                    key = (int(path.rsplit("/", 1)[1]) // pages, idx)
+                    found.first_page[key] = min(found.first_page.get(key, t), t)
+    return found._replace(pages=page_requests)
+
+
+def _summarise_run(run: dict[str, Any], log: list[tuple[float, int, str]], origins: int, pages: int) -> None:
+    """Add the server's view (robots.txt and page requests during the run) and the
+    per-process timings to ``run``."""
+    first_page, first_robots, robots, page_requests = requests_of(run, log, origins, pages)
     # Seconds from a process's spider_opened to each origin's first page request (what waiting for the
     # robots.txt, fetched or loaded from the store, costs an origin; the crawl's CPU load adds to it).
     delays = []

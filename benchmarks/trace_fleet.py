@@ -159,14 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     log = server.log
     durations: dict[str, list[float]] = {label: [] for label, *_ in STEPS}
     for run in runs:
-        first_page: dict[tuple[int, int], float] = {}
-        robots: dict[int, float] = {}
-        for t, idx, path in log:
-            if run["spawned"] <= t <= run["last_exit"] and path == "/robots.txt":
-                robots[idx] = min(robots.get(idx, t), t)
-            elif run["spawned"] <= t <= run["last_exit"]:
-                key = (int(path.rsplit("/", 1)[1]) // pages, idx)
-                first_page[key] = min(first_page.get(key, t), t)
+        first_page, robots, *_ = bs.requests_of(run, log, args.origins, pages)
         processes = []  # (process number, {(step, origin): time}) per trace
         for trace in run["traces"]:
             urls = [origin for _, kind, origin in trace if kind == "page url"]
