@@ -74,8 +74,8 @@ class Tracer:
 
         obtain = store_client.StoreClient.obtain
 
-        async def obtain_traced(self: Any, origin: Any, previous: Any) -> Any:
-            found = await obtain(self, origin, previous)
+        async def obtain_traced(self: Any, origin: Any, previous: Any, on_wait: Any = None) -> Any:
+            found = await obtain(self, origin, previous, on_wait)
             note((time.time(), "obtained" if found.state is not None else "locked", str(origin)))
             return found
 

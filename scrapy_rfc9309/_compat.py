@@ -29,12 +29,17 @@ __all__ = [
     "BUILTIN_MIDDLEWARE",
     "ROBOTS_PARSED",
     "SCRAPY_VERSION",
+    "caching_resolver",
+    "direct_http_handler",
     "disable_builtin_middleware",
+    "dns_cached",
     "download",
     "download_slot",
     "engine_closing",
+    "installed_reactor",
     "missing",
     "network_errors",
+    "resolver_host_name",
     "send_signal",
     "set_slot_jitter",
     "slot_jitter",
@@ -166,6 +171,63 @@ def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
     return tuple(dict.fromkeys(found))
 
 
+#: Scrapy's download handlers that connect to the origin themselves, resolving its
+#: host with the reactor's resolver (and so through Scrapy's DNS cache).
+DIRECT_HTTP_HANDLERS = frozenset({
+    "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler",
+    "scrapy.core.downloader.handlers.http2.H2DownloadHandler",
+})
+
+
+def direct_http_handler(settings: BaseSettings, scheme: str) -> bool:
+    """Whether ``scheme``'s download handler (``DOWNLOAD_HANDLERS``) is exactly one
+    of Scrapy's Twisted HTTP handlers (not a subclass: a browser or an API handler
+    may subclass one and download some requests another way)."""
+    entry = settings.getwithbase("DOWNLOAD_HANDLERS").get(scheme)
+    try:
+        handler = load_object(entry) if isinstance(entry, str) else entry
+    except Exception:  # the handler's own import fails: Scrapy reports it, not this
+        return False
+    return isinstance(handler, type) and f"{handler.__module__}.{handler.__qualname__}" in DIRECT_HTTP_HANDLERS
+
+
+def installed_reactor() -> Any:
+    from twisted.internet import reactor
+
+    return reactor
+
+
+def caching_resolver(reactor: Any) -> bool:
+    """Whether the reactor resolves names through one of Scrapy's caching
+    resolvers (``DNS_RESOLVER``, installed by ``CrawlerProcess``) with the DNS cache
+    on (``DNSCACHE_ENABLED``)."""
+    from scrapy.resolver import CachingHostnameResolver, CachingThreadedResolver, dnscache
+
+    if not dnscache.limit:
+        return False
+    return isinstance(getattr(reactor, "nameResolver", None), CachingHostnameResolver) or isinstance(
+        getattr(reactor, "resolver", None), CachingThreadedResolver)
+
+
+def dns_cached(host: str) -> bool:
+    """Whether Scrapy's DNS cache holds ``host`` (as :func:`resolver_host_name` gives it)."""
+    from scrapy.resolver import dnscache
+
+    return host in dnscache
+
+
+def resolver_host_name(host: str) -> str:
+    """``host`` (an origin's, ASCII) as Twisted's ``HostnameEndpoint`` gives it to
+    the resolver, which is the DNS cache's key: an internationalised name decoded
+    from its IDNA form."""
+    from twisted.internet.endpoints import HostnameEndpoint
+
+    try:
+        return str(HostnameEndpoint._hostAsBytesAndText(host.encode("ascii"))[2])
+    except (AttributeError, UnicodeError, TypeError, IndexError):
+        return host
+
+
 def _as_list(value: Any) -> Iterable[Any]:
     if value is None:
         return ()
@@ -211,4 +273,12 @@ def missing() -> list[str]:
         gone.append("Slot.jitter / Slot.randomize_delay")
     if "delay" not in inspect.signature(Slot).parameters:
         gone.append("Slot.delay")
+    from scrapy import resolver
+    from twisted.internet.endpoints import HostnameEndpoint
+
+    for name in ("CachingHostnameResolver", "CachingThreadedResolver", "dnscache"):
+        if not hasattr(resolver, name):
+            gone.append(f"scrapy.resolver.{name}")
+    if not hasattr(HostnameEndpoint, "_hostAsBytesAndText"):
+        gone.append("twisted HostnameEndpoint._hostAsBytesAndText")
     return gone

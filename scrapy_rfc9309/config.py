@@ -15,7 +15,7 @@ from .parser import DEFAULT_MAX_BYTES
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting"]
+__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting", "flag"]
 
 #: The longest duration any setting takes: 10 years (a Redis expiry in
 #: milliseconds, and every clock sum, stays far inside 64 bits).
@@ -93,6 +93,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_STORE_RETRY_DELAY", 5.0, "float",
             "seconds the store is left alone after it failed (robots.txt files are fetched locally meanwhile)",
             0, DAY, above=True, example=30),
+    Setting("ROBOTSTXT_DNS_WARMUP", True, "bool",
+            "while another process fetches an origin's robots.txt (a shared store), resolve its host into Scrapy's "
+            "DNS cache; never for requests through a proxy or a download handler other than Scrapy's HTTP ones",
+            example=False),
     Setting("ROBOTSTXT_STORE_TIMEOUT", 10.0, "float",
             "seconds one store call may take before the store counts as down", 0, 3600, above=True, example=2),
     Setting("ROBOTSTXT_REDIS_URL", None, "str",
@@ -134,6 +138,14 @@ def _number(settings: BaseSettings, name: str) -> Any:
     return value
 
 
+def flag(settings: BaseSettings, name: str) -> bool:
+    """A boolean setting (``True``/``False``, ``1``/``0``, ``"true"``/``"false"``)."""
+    try:
+        return settings.getbool(name, DEFAULTS[name])
+    except ValueError:
+        raise RobotsTxtConfigError(f"{name} must be True or False, got {settings.get(name)!r}") from None
+
+
 def _text(settings: BaseSettings, name: str) -> str | None:
     value = settings.get(name, DEFAULTS[name])
     if value is not None and not isinstance(value, str):
@@ -155,6 +167,7 @@ class Config:
     store_lock_ttl: float = 30.0
     store_retry_delay: float = 5.0
     store_timeout: float = 10.0
+    dns_warmup: bool = True
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -175,12 +188,6 @@ class Config:
             max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT"),
             max_size=max_size,
         )
-        try:
-            crawl_delay = settings.getbool("ROBOTSTXT_CRAWL_DELAY", False)
-        except ValueError:
-            raise RobotsTxtConfigError(
-                f"ROBOTSTXT_CRAWL_DELAY must be True or False, got {settings.get('ROBOTSTXT_CRAWL_DELAY')!r}"
-            ) from None
         deny = settings.get("ROBOTSTXT_USAGE_DENY") or []
         if isinstance(deny, str):
             deny = [part.strip() for part in deny.split(",") if part.strip()]
@@ -191,7 +198,7 @@ class Config:
             max_size=max_size,
             cache_size=_number(settings, "ROBOTSTXT_CACHE_SIZE"),
             policy=policy,
-            crawl_delay=crawl_delay,
+            crawl_delay=flag(settings, "ROBOTSTXT_CRAWL_DELAY"),
             crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX"),
             usage_deny=tuple(item.lower() for item in deny),
             max_waiting=_number(settings, "ROBOTSTXT_MAX_WAITING"),
@@ -199,6 +206,7 @@ class Config:
             store_lock_ttl=_number(settings, "ROBOTSTXT_STORE_LOCK_TTL"),
             store_retry_delay=_number(settings, "ROBOTSTXT_STORE_RETRY_DELAY"),
             store_timeout=_number(settings, "ROBOTSTXT_STORE_TIMEOUT"),
+            dns_warmup=flag(settings, "ROBOTSTXT_DNS_WARMUP"),
         )
 
 

@@ -22,6 +22,8 @@ from .content_coding import UnsupportedCoding, decode_body
 from .reporting import Reporting
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -42,10 +44,14 @@ _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 class RobotsFetcher(Reporting):
     """Fetches robots.txt files and reports a :class:`FetchOutcome`."""
 
-    def __init__(self, crawler: Crawler, policy: Policy, max_size: int) -> None:
+    def __init__(self, crawler: Crawler, policy: Policy, max_size: int,
+                 route_seen: Callable[[Request], None] | None = None) -> None:
         self.crawler = crawler
         self.policy = policy
         self.max_size = max_size
+        #: Told of each robots.txt request that reaches the downloader (every
+        #: downloader middleware has seen it: its proxy, if any, is set).
+        self.route_seen = route_seen
         self._in_flight = 0
         self._network_errors = _compat.network_errors(crawler.settings)
 
@@ -55,6 +61,10 @@ class RobotsFetcher(Reporting):
         # cancel a large robots.txt (it is truncated and parsed instead).
         if FETCH_META in request.meta:
             request.meta["download_maxsize"] = 0
+
+    def _reached_downloader(self, request: Request, spider: Any = None) -> None:
+        if self.route_seen is not None and FETCH_META in request.meta:
+            self.route_seen(request)
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         meta = request.meta
@@ -76,7 +86,8 @@ class RobotsFetcher(Reporting):
     def _listen(self, on: bool) -> None:
         """Listen to the download signals only while a robots.txt is being fetched:
         every chunk of every download would pay for the dispatch otherwise."""
-        handlers = ((self._headers_received, signals.headers_received),
+        handlers = ((self._reached_downloader, signals.request_reached_downloader),
+                    (self._headers_received, signals.headers_received),
                     (self._bytes_received, signals.bytes_received),
                     (self._response_downloaded, signals.response_downloaded))
         for handler, signal in handlers:

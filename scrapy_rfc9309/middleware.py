@@ -22,6 +22,7 @@ from .access import Decision, OriginState
 from .agent import agent_note, product_token
 from .config import Config
 from .crawl_delay import CrawlDelay
+from .dns_warmup import DnsWarmup
 from .exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable, RobotsTxtUsageDenied
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
@@ -59,12 +60,14 @@ class RobotsTxtMiddleware(Reporting):
                               "ROBOTSTXT_USER_AGENT" if self.config.user_agent else "USER_AGENT"):
             logger.warning(note)
         logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
-        store = None
+        store = warmup = None
         store_cls = store_class(self.config.store)
         if store_cls is not None:
             store = StoreClient(store_cls.from_crawler(crawler), crawler, self.config)
-        self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size)
-        self.states = OriginStates(crawler, self.config, self.fetcher, store)
+            warmup = DnsWarmup(crawler, self.config.dns_warmup)
+        self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size,
+                                     warmup.route_seen if warmup is not None else None)
+        self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup)
         self.crawl_delay = CrawlDelay(crawler, self.config.crawl_delay_max) if self.config.crawl_delay else None
         self._default_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._origins: dict[str, Origin | None] = {}

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from .config import Config
+    from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
     from .origin import Origin
     from .store_client import StoreClient
@@ -55,12 +56,14 @@ class OriginStates(Reporting):
     """The robots.txt states of the origins one crawl uses."""
 
     def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
-                 store: StoreClient | None = None) -> None:
+                 store: StoreClient | None = None, warmup: DnsWarmup | None = None) -> None:
         self.crawler = crawler
         self.policy = config.policy
         self.max_waiting = config.max_waiting
         self.fetcher = fetcher
         self.store = store
+        #: Resolves the host of an origin whose robots.txt another process is fetching.
+        self.warmup = warmup
         #: Parsed states of the origins in use (bounded LRU, with the backoff of evicted unreachable ones).
         self.cache = MemoryStore(config.cache_size)
         self.closing = False
@@ -177,7 +180,7 @@ class OriginStates(Reporting):
         lease = None
         try:
             if self.store is not None:
-                found = await self.store.obtain(origin, previous)
+                found = await self.store.obtain(origin, previous, self._waiting_for_store)
                 if found.state is not None:
                     state = found.state
                     self._inc("store_hit")
@@ -220,6 +223,10 @@ class OriginStates(Reporting):
                          extra=self._log_extra)
         finally:
             self._settle(origin, state)
+
+    def _waiting_for_store(self, origin: Origin) -> None:
+        if self.warmup is not None:
+            self.warmup.waiting(origin, self._triggers.get(origin))
 
     def _put(self, origin: Origin, state: OriginState) -> None:
         self.cache.put(origin, state)

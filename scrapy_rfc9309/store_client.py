@@ -36,7 +36,7 @@ from .stores import AsyncStore, Claim, Store
 from .stores.blocking import SkippedCall, as_async
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Callable, Coroutine
 
     from scrapy.crawler import Crawler
 
@@ -216,11 +216,12 @@ class StoreClient(Reporting):
             logger.error("robots.txt store %s: %s", self.name, result.getErrorMessage(), extra=self._log_extra)
 
     # -- what the middleware calls ----------------------------------------------------------
-    async def obtain(self, origin: Origin, previous: OriginState | None) -> Obtained:
+    async def obtain(self, origin: Origin, previous: OriginState | None,
+                     on_wait: Callable[[Origin], None] | None = None) -> Obtained:
         """A state of ``origin`` that is still fresh in the store, waiting while
-        another process fetches it; otherwise the fetch lock (and the expired state
-        kept, when it is newer than this process's). With the store down: nothing
-        but ``previous``."""
+        another process fetches it (``on_wait`` is called when that wait starts);
+        otherwise the fetch lock (and the expired state kept, when it is newer than
+        this process's). With the store down: nothing but ``previous``."""
         key = str(origin)
         delay = _POLL_FIRST
         waited = False
@@ -246,6 +247,8 @@ class StoreClient(Reporting):
                     self._inc("store_wait")
                     logger.debug("robots.txt of %s is being fetched by another process; waiting for it", origin,
                                  extra=self._log_extra)
+                    if on_wait is not None:
+                        on_wait(origin)
                 now = time.time()
                 if now >= give_up:
                     logger.warning("robots.txt of %s: another process has held its fetch lock for %.0f s; fetching "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 from twisted.internet.task import deferLater
 
+from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.testing import Hit, Origin, Static
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "TrackingSpider",
     "mw_settings",
     "page_hits",
+    "record_of_another_process",
     "robots_hits",
     "sleep",
     "stat",
@@ -107,3 +110,10 @@ class TrackingSpider(ListSpider):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         TrackingSpider.latest = self
+
+
+def record_of_another_process(site: Origin, body: bytes, fetched_at: float, expires_at: float) -> Record:
+    """The store record another process saves after fetching ``site``'s robots.txt (``body``)."""
+    meta = {"v": 1, "access": "parsed", "fetched_at": fetched_at, "expires_at": expires_at, "good_at": fetched_at,
+            "failures": 0, "url": site.url("/robots.txt"), "status": 200}
+    return Record(fetched_at, expires_at, expires_at + 3600, json.dumps(meta), body)

@@ -117,6 +117,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_STORE_LOCK_TTL": config.store_lock_ttl,
         "ROBOTSTXT_STORE_RETRY_DELAY": config.store_retry_delay,
         "ROBOTSTXT_STORE_TIMEOUT": config.store_timeout,
+        "ROBOTSTXT_DNS_WARMUP": config.dns_warmup,
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name

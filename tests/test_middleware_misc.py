@@ -419,6 +419,9 @@ def test_the_parser_works_with_the_builtin_middleware(origins):
         ("ROBOTSTXT_STORE_RETRY_DELAY", "later", {"ROBOTSTXT_STORE": "disk"}),
         ("ROBOTSTXT_REDIS_URL", "localhost:6379", {"ROBOTSTXT_STORE": "redis"}),
         ("ROBOTSTXT_REDIS_PREFIX", 5, {"ROBOTSTXT_STORE": "redis"}),
+        ("ROBOTSTXT_REDIS_CLUSTER", "sometimes", {"ROBOTSTXT_STORE": "redis"}),
+        ("ROBOTSTXT_CRAWL_DELAY", "often", {}),
+        ("ROBOTSTXT_DNS_WARMUP", "maybe", {"ROBOTSTXT_STORE": "disk"}),
     ],
 )
 @pytest.mark.parametrize("enable", ["explicit", "addon"])

@@ -19,7 +19,7 @@ import pytest
 import pytest_twisted
 import redis
 from crawl import ListSpider, run_crawl
-from middleware_support import mw_settings, page_hits, robots_hits, sleep, stat, text
+from middleware_support import mw_settings, page_hits, record_of_another_process, robots_hits, sleep, stat, text
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
 
@@ -179,12 +179,6 @@ def _store_as_another_process(client: redis.Redis, site: Any, body: bytes, fetch
         "meta": json.dumps(meta), "body": body})
 
 
-def _record_of_another_process(site: Any, body: bytes, fetched_at: float, expires_at: float) -> Record:
-    meta = {"v": 1, "access": "parsed", "fetched_at": fetched_at, "expires_at": expires_at, "good_at": fetched_at,
-            "failures": 0, "url": site.url("/robots.txt"), "status": 200}
-    return Record(fetched_at, expires_at, expires_at + 3600, json.dumps(meta), body)
-
-
 @pytest.fixture(params=["redis", "redis-cluster"])
 def redis_where(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     """``(URL, settings)`` of a single Redis and of a three-master Redis Cluster."""
@@ -228,7 +222,7 @@ def test_a_process_waits_for_the_fetch_of_another_and_is_woken_by_its_save(origi
         else:
             raise AssertionError("the crawl never waited on the origin's channel")
         now = time.time()
-        record = _record_of_another_process(site, RULES.encode(), now, now + 3600)
+        record = record_of_another_process(site, RULES.encode(), now, now + 3600)
         saved.append(await other.save(key, record, "another-process"))
 
     finishing = deferred_from_coro(the_other_process_finishes())

@@ -46,6 +46,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..config import flag
 from ..exceptions import RobotsTxtConfigError
 from ..record import Record
 from .base import AsyncStore, Claim
@@ -180,13 +181,7 @@ class RedisStore(AsyncStore):
         prefix = settings.get("ROBOTSTXT_REDIS_PREFIX") or "robotstxt"
         if not isinstance(prefix, str):
             raise RobotsTxtConfigError(f"ROBOTSTXT_REDIS_PREFIX must be a string, got {prefix!r}")
-        try:
-            cluster = settings.getbool("ROBOTSTXT_REDIS_CLUSTER", False)
-        except ValueError:
-            raise RobotsTxtConfigError(
-                f"ROBOTSTXT_REDIS_CLUSTER must be a boolean, got {settings.get('ROBOTSTXT_REDIS_CLUSTER')!r}"
-            ) from None
-        return cls(url, prefix, setting, cluster)
+        return cls(url, prefix, setting, flag(settings, "ROBOTSTXT_REDIS_CLUSTER"))
 
     def keys(self, key: str) -> tuple[str, str]:
         """The state and lock keys of an origin."""
