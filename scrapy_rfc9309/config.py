@@ -93,12 +93,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_STORE_RETRY_DELAY", 5.0, "float",
             "seconds the store is left alone after it failed (robots.txt files are fetched locally meanwhile)",
             0, DAY, above=True, example=30),
+    Setting("ROBOTSTXT_STORE_TIMEOUT", 10.0, "float",
+            "seconds one store call may take before the store counts as down", 0, 3600, above=True, example=2),
     Setting("ROBOTSTXT_DNS_WARMUP", True, "bool",
             "while another process fetches an origin's robots.txt (a shared store), resolve its host into Scrapy's "
             "DNS cache; never for requests through a proxy or a download handler other than Scrapy's HTTP ones",
             example=False),
-    Setting("ROBOTSTXT_STORE_TIMEOUT", 10.0, "float",
-            "seconds one store call may take before the store counts as down", 0, 3600, above=True, example=2),
     Setting("ROBOTSTXT_REDIS_URL", None, "str",
             "the Redis of the Redis store: a `redis://`, `rediss://` (TLS) or `unix://` URL, with its user, password "
             "and database (default: the `REDIS_URL` setting, else `redis://localhost:6379/0`)",
