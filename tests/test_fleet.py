@@ -67,25 +67,32 @@ def _robotstxt(report: dict[str, Any], key: str) -> int:
 
 @defer.inlineCallbacks
 def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any]) -> Any:
+    """Two processes crawling the four shared sites, and one site each of their own
+    (whose robots.txt, answered at once, only that process fetches)."""
     sites = _sites(origins, 4)
+    own = [origins(f"127.0.0.{n + 5}") for n in range(2)]
+    for site in own:
+        site.robots(RULES)
     start_at = time.time() + START_DELAY
     specs = [
         {"settings": settings, "start_at": start_at,
-         "urls": [s.url(f"/public/{n}") for s in sites] + [s.url(f"/private/{n}") for s in sites]}
+         "urls": [own[n - 1].url(f"/public/{n}")] + [s.url(f"/public/{n}") for s in sites]
+         + [s.url(f"/private/{n}") for s in sites]}
         for n in (1, 2)
     ]
     reports = yield defer.gatherResults([_crawl(spec, tmp_path, f"p{n}") for n, spec in enumerate(specs)],
                                         consumeErrors=True)
-    return sites, reports
+    return sites, own, reports
 
 
-def _check_fleet(sites: list[Any], reports: list[dict[str, Any]], told: bool) -> None:
+def _check_fleet(sites: list[Any], own: list[Any], reports: list[dict[str, Any]], told: bool) -> None:
     # Each origin's robots.txt was fetched once by the whole fleet, and obeyed by both processes.
-    assert [len(robots_hits(s)) for s in sites] == [1, 1, 1, 1]
-    assert sum(_robotstxt(r, "request_count") for r in reports) == 4
+    assert [len(robots_hits(s)) for s in sites + own] == [1, 1, 1, 1, 1, 1]
+    assert sum(_robotstxt(r, "request_count") for r in reports) == 6
     assert sum(_robotstxt(r, "store_hit") for r in reports) == 4  # the other process's result, loaded
     for n, report in enumerate(reports, 1):
-        assert sorted(report["responses"]) == sorted(s.url(f"/public/{n}") for s in sites)
+        assert sorted(report["responses"]) == sorted([own[n - 1].url(f"/public/{n}")]
+                                                     + [s.url(f"/public/{n}") for s in sites])
         assert sorted(url for url, _ in report["errors"]) == sorted(s.url(f"/private/{n}") for s in sites)
         assert {kind for _, kind in report["errors"]} == {"RobotsTxtForbidden"}
         assert report["stats"]["finish_reason"] == "finished"
@@ -93,6 +100,10 @@ def _check_fleet(sites: list[Any], reports: list[dict[str, Any]], told: bool) ->
     # Started together, one process waited for the other's fetch at least once (the lock at work).
     waits = sum(_robotstxt(r, "store_wait") for r in reports)
     assert waits >= 1
+    # While it waited, each process resolved each waited origin's host (ROBOTSTXT_DNS_WARMUP, through
+    # the caching resolver CrawlerProcess installs): its own site's robots.txt request, sent at once,
+    # showed its requests go direct long before a shared site's robots.txt (1 s) was saved.
+    assert [_robotstxt(r, "dns_warmup") for r in reports] == [_robotstxt(r, "store_wait") for r in reports]
     if told:  # each waiting process woken by the fetcher's save, once per origin, without polling
         assert sum(_robotstxt(r, "store_woken") for r in reports) == waits
         assert sum(_robotstxt(r, "store_poll") for r in reports) == 0
@@ -104,11 +115,11 @@ def _check_fleet(sites: list[Any], reports: list[dict[str, Any]], told: bool) ->
 
 @pytest_twisted.inlineCallbacks
 def test_two_processes_sharing_redis_fetch_each_robots_txt_once(origins, redis_url, tmp_path):
-    sites, reports = yield _two_processes(
+    sites, own, reports = yield _two_processes(
         origins, tmp_path, _settings(ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_URL=redis_url))
-    _check_fleet(sites, reports, told=True)
+    _check_fleet(sites, own, reports, told=True)
     client = redis.Redis.from_url(redis_url)
-    assert len(client.keys("robotstxt:*:state")) == 4
+    assert len(client.keys("robotstxt:*:state")) == 6  # the shared sites and each process's own
     assert client.keys("robotstxt:*:lock") == []
     client.close()
 
@@ -116,18 +127,18 @@ def test_two_processes_sharing_redis_fetch_each_robots_txt_once(origins, redis_u
 @pytest_twisted.inlineCallbacks
 def test_two_processes_sharing_a_disk_store_fetch_each_robots_txt_once(origins, tmp_path):
     store = tmp_path / "shared-store"
-    sites, reports = yield _two_processes(
+    sites, own, reports = yield _two_processes(
         origins, tmp_path, _settings(ROBOTSTXT_STORE="disk", ROBOTSTXT_STORE_PATH=str(store)))
-    _check_fleet(sites, reports, told=False)
+    _check_fleet(sites, own, reports, told=False)
 
 
 @pytest_twisted.inlineCallbacks
 def test_two_processes_sharing_a_redis_cluster_fetch_each_robots_txt_once(origins, redis_cluster_url, tmp_path):
     from redis.cluster import RedisCluster
 
-    sites, reports = yield _two_processes(origins, tmp_path, _settings(
+    sites, own, reports = yield _two_processes(origins, tmp_path, _settings(
         ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_URL=redis_cluster_url, ROBOTSTXT_REDIS_CLUSTER=True))
-    _check_fleet(sites, reports, told=True)
+    _check_fleet(sites, own, reports, told=True)
     client = RedisCluster.from_url(redis_cluster_url)
     states = [f"robotstxt:{{{s.base}}}:state" for s in sites]
     assert [client.exists(k) for k in states] == [1, 1, 1, 1]
