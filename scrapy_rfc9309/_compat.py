@@ -36,7 +36,6 @@ __all__ = [
     "download",
     "download_slot",
     "engine_closing",
-    "installed_reactor",
     "missing",
     "network_errors",
     "resolver_host_name",
@@ -189,12 +188,6 @@ def direct_http_handler(settings: BaseSettings, scheme: str) -> bool:
     except Exception:  # the handler's own import fails: Scrapy reports it, not this
         return False
     return isinstance(handler, type) and f"{handler.__module__}.{handler.__qualname__}" in DIRECT_HTTP_HANDLERS
-
-
-def installed_reactor() -> Any:
-    from twisted.internet import reactor
-
-    return reactor
 
 
 def caching_resolver(reactor: Any) -> bool:

@@ -107,7 +107,8 @@ class DnsWarmup(Reporting):
     def _run(self) -> None:
         if not self._direct or self._running:
             return
-        reactor = _compat.installed_reactor()
+        from twisted.internet import reactor  # the installed one, not at import time
+
         if self._caching is None:
             self._caching = _compat.caching_resolver(reactor)
         if not self._caching:  # nothing would keep the answer
