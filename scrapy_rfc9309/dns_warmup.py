@@ -50,11 +50,9 @@ MAX_QUEUED = 10_000
 class DnsWarmup(Reporting):
     """Looks up the host names of origins this process waits for."""
 
-    def __init__(self, crawler: Crawler, enabled: bool) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.enabled = enabled
-        settings = crawler.settings
-        self._env_proxies = getproxies() if enabled and settings.getbool("HTTPPROXY_ENABLED", True) else {}
+        self._env_proxies = getproxies() if crawler.settings.getbool("HTTPPROXY_ENABLED", True) else {}
         self._handlers: dict[str, bool] = {}
         #: Whether this process's robots.txt requests go direct: None until one was seen.
         self._direct: bool | None = None
@@ -70,7 +68,7 @@ class DnsWarmup(Reporting):
     def waiting(self, origin: Origin, request: Request | None) -> None:
         """This process starts waiting for another process's fetch of ``origin``
         (for ``request``): look its host up, when allowed, unless it is cached."""
-        if not self.enabled or self._direct is False or request is None:
+        if self._direct is False or request is None:
             return
         if request.meta.get("proxy") or not self._direct_handler(origin.scheme):
             return
@@ -87,7 +85,7 @@ class DnsWarmup(Reporting):
     def route_seen(self, request: Request) -> None:
         """One of this process's robots.txt requests reached the downloader, after
         every downloader middleware: a proxy on it turns the lookups off."""
-        if not self.enabled or self._direct is False:
+        if self._direct is False:
             return
         if request.meta.get("proxy"):
             self._direct = False

@@ -64,7 +64,7 @@ class RobotsTxtMiddleware(Reporting):
         store_cls = store_class(self.config.store)
         if store_cls is not None:
             store = StoreClient(store_cls.from_crawler(crawler), crawler, self.config)
-            warmup = DnsWarmup(crawler, self.config.dns_warmup)
+            warmup = DnsWarmup(crawler) if self.config.dns_warmup else None
         self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size,
                                      warmup.route_seen if warmup is not None else None)
         self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup)

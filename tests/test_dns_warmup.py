@@ -201,7 +201,7 @@ def test_no_lookup_when_a_later_middleware_sends_requests_through_a_proxy(origin
 
 
 def _warmup(**settings: Any) -> DnsWarmup:
-    return DnsWarmup(get_crawler(settings_dict={"HTTPPROXY_ENABLED": False, **settings}), True)
+    return DnsWarmup(get_crawler(settings_dict={"HTTPPROXY_ENABLED": False, **settings}))
 
 
 def _robots_request(proxy: str | None = None) -> Request:
