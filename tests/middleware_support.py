@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ __all__ = [
     "MIDDLEWARE",
     "BatchSpider",
     "TrackingSpider",
+    "channel_waited",
     "mw_settings",
     "page_hits",
     "record_of_another_process",
@@ -28,6 +30,7 @@ __all__ = [
     "sleep",
     "stat",
     "text",
+    "until",
 ]
 
 MIDDLEWARE = "scrapy_rfc9309.RobotsTxtMiddleware"
@@ -64,6 +67,44 @@ def sleep(seconds: float) -> defer.Deferred[None]:
     from twisted.internet import reactor
 
     return deferLater(reactor, seconds, lambda: None)
+
+
+def _pause(seconds: float) -> Any:
+    """``sleep(seconds)``, to await from an asyncio task (a coroutine run by
+    ``deferred_from_coro``) or from a coroutine driven by Deferreds
+    (``pytest_twisted.ensureDeferred``)."""
+    try:
+        in_task = asyncio.current_task() is not None
+    except RuntimeError:
+        in_task = False
+    return maybe_deferred_to_future(sleep(seconds)) if in_task else sleep(seconds)
+
+
+async def until(condition: Any, what: str = "the condition", limit: float = 20.0) -> None:
+    """Return once ``condition()`` holds, checking every 10 ms, for at most ``limit`` seconds."""
+    for _ in range(int(limit / 0.01)):
+        if condition():
+            return
+        await _pause(0.01)
+    raise AssertionError(f"never: {what}")
+
+
+async def channel_waited(store: Any, channel: str, limit: float = 10.0) -> None:
+    """Return once some client subscribes to ``channel`` of ``store`` (a ``RedisStore`` on a
+    single Redis or a cluster): a crawl waiting for another process's fetch of an origin."""
+    for _ in range(int(limit / 0.01)):
+        if store.cluster:  # a raw command: redis-py 5.0 has no pubsub_shardnumsub
+            node = store.client.get_node_from_key(channel)
+            counts = await store.client.execute_command("PUBSUB SHARDNUMSUB", channel, target_nodes=node)
+        else:
+            counts = await store._command("PUBSUB", "NUMSUB", channel)
+        if counts and not isinstance(counts[0], (list, tuple)):  # unparsed: channel, count, ...
+            counts = list(zip(counts[::2], counts[1::2], strict=True))
+        found = dict(counts)
+        if found.get(channel.encode()) or found.get(channel):
+            return
+        await _pause(0.01)
+    raise AssertionError(f"nobody waited on {channel}")
 
 
 def stat(result: CrawlResult, key: str, default: Any = 0) -> Any:

@@ -7,7 +7,6 @@ handler other than Scrapy's HTTP ones, nor without a caching resolver."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,15 +14,25 @@ from typing import Any
 import pytest
 import pytest_twisted
 from crawl import run_crawl
-from middleware_support import mw_settings, page_hits, record_of_another_process, robots_hits, stat
+from middleware_support import (
+    channel_waited,
+    mw_settings,
+    page_hits,
+    record_of_another_process,
+    robots_hits,
+    sleep,
+    stat,
+    until,
+)
 from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.resolver import CachingHostnameResolver, CachingThreadedResolver, dnscache
-from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
 from scrapy_rfc9309 import _compat
+from scrapy_rfc9309._compat import dns_cached
 from scrapy_rfc9309.dns_warmup import MAX_IN_FLIGHT, DnsWarmup
 from scrapy_rfc9309.origin import Origin
 from scrapy_rfc9309.stores import Claim
@@ -48,10 +57,6 @@ def caching_resolver(request: pytest.FixtureRequest) -> Iterator[str]:
     reactor.installNameResolver(saved[1])
     reactor.resolver = saved[0]
     dnscache.clear()
-
-
-def _cached(host: str) -> bool:
-    return _compat.dns_cached(host)
 
 
 class NotScrapys(HTTP11DownloadHandler):
@@ -94,14 +99,6 @@ def _forward_proxy() -> tuple[Any, list[bytes]]:
     return reactor.listenTCP(0, factory, interface="127.0.0.1"), asked
 
 
-async def _until(check: Any, what: str, limit: float = 5.0) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        await asyncio.sleep(0.01)
-
-
 @defer.inlineCallbacks
 def _crawl_while_another_process_fetches(origins: Any, redis_url: str, settings: dict[str, Any],
                                          while_waiting: Any) -> Any:
@@ -119,19 +116,8 @@ def _crawl_while_another_process_fetches(origins: Any, redis_url: str, settings:
     assert claim is Claim.ACQUIRED
 
     async def the_other_process() -> None:
-        channel = other.channel(waited.base)
-
-        async def crawl_waits() -> None:
-            for _ in range(500):
-                counts = await other._command("PUBSUB", "NUMSUB", channel)  # channel, count (flat)
-                found = dict(zip(counts[::2], counts[1::2], strict=True))
-                if found.get(channel.encode()) or found.get(channel):
-                    return
-                await asyncio.sleep(0.01)
-            raise AssertionError("the crawl never waited on the origin's channel")
-
-        await crawl_waits()
-        await _until(lambda: robots_hits(fetched), "the crawl fetched a robots.txt itself")
+        await channel_waited(other, other.channel(waited.base))
+        await until(lambda: robots_hits(fetched), "the crawl fetched a robots.txt itself", limit=5.0)
         await while_waiting(waited)
         assert page_hits(waited) == [], "a request of the waited origin went out before the save"
         now = time.time()
@@ -153,25 +139,25 @@ def _crawl_while_another_process_fetches(origins: Any, redis_url: str, settings:
 def test_a_waiting_crawl_resolves_the_host_before_its_requests_are_released(origins, redis_url,
                                                                              caching_resolver):
     async def resolved_while_waiting(waited: Any) -> None:
-        await _until(lambda: _cached(waited.host), "the waited origin's host was resolved")
+        await until(lambda: dns_cached(waited.host), "the waited origin's host was resolved", limit=5.0)
 
     waited, result = yield _crawl_while_another_process_fetches(origins, redis_url, {}, resolved_while_waiting)
 
     assert stat(result, "dns_warmup") == 1
-    assert _cached(waited.host)
+    assert dns_cached(waited.host)
 
 
 @pytest_twisted.inlineCallbacks
 def test_no_lookup_when_turned_off(origins, redis_url, caching_resolver):
     async def not_resolved(waited: Any) -> None:
-        await asyncio.sleep(0.3)
-        assert not _cached(waited.host)
+        await maybe_deferred_to_future(sleep(0.3))
+        assert not dns_cached(waited.host)
 
     waited, result = yield _crawl_while_another_process_fetches(
         origins, redis_url, {"ROBOTSTXT_DNS_WARMUP": False}, not_resolved)
 
     assert stat(result, "dns_warmup") == 0
-    assert _cached(waited.host)  # resolved by the page request itself, once released
+    assert dns_cached(waited.host)  # resolved by the page request itself, once released
 
 
 @pytest_twisted.inlineCallbacks
@@ -181,8 +167,8 @@ def test_no_lookup_when_a_later_middleware_sends_requests_through_a_proxy(origin
     _SetProxy.PROXY = f"http://127.0.0.1:{port.getHost().port}"
 
     async def not_resolved(waited: Any) -> None:
-        await asyncio.sleep(0.3)
-        assert not _cached(waited.host)
+        await maybe_deferred_to_future(sleep(0.3))
+        assert not dns_cached(waited.host)
 
     try:
         waited, result = yield _crawl_while_another_process_fetches(
@@ -193,7 +179,7 @@ def test_no_lookup_when_a_later_middleware_sends_requests_through_a_proxy(origin
         yield port.stopListening()
 
     assert stat(result, "dns_warmup") == 0
-    assert not _cached(waited.host)  # the proxy resolved it, never this process
+    assert not dns_cached(waited.host)  # the proxy resolved it, never this process
     assert waited.url("/public").encode() in asked  # the crawl did go through the proxy
 
 
@@ -214,11 +200,11 @@ def test_lookups_wait_until_a_robots_txt_request_is_seen_going_direct(caching_re
     origin = Origin("http", "127.0.0.4", 80)
 
     warmup.waiting(origin, Request(origin.base + "/page"))
-    yield deferred_from_coro(asyncio.sleep(0.2))
-    assert not _cached("127.0.0.4")  # nothing is known of the route yet
+    yield sleep(0.2)
+    assert not dns_cached("127.0.0.4")  # nothing is known of the route yet
 
     warmup.route_seen(_robots_request())
-    yield deferred_from_coro(_until(lambda: _cached("127.0.0.4"), "resolved once the route is known"))
+    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "resolved once the route is known", limit=5.0))
 
 
 @pytest_twisted.inlineCallbacks
@@ -230,9 +216,9 @@ def test_a_robots_txt_request_through_a_proxy_turns_lookups_off(caching_resolver
     warmup.route_seen(_robots_request(proxy="http://proxy.invalid:8080"))
     warmup.route_seen(_robots_request())  # a direct one afterwards does not turn them on again
     warmup.waiting(second, Request(second.base + "/page"))
-    yield deferred_from_coro(asyncio.sleep(0.2))
+    yield sleep(0.2)
 
-    assert not _cached("127.0.0.4") and not _cached("127.0.0.5")
+    assert not dns_cached("127.0.0.4") and not dns_cached("127.0.0.5")
 
 
 @pytest.mark.parametrize(
@@ -257,9 +243,9 @@ def test_requests_that_would_not_resolve_the_host_here_get_no_lookup(caching_res
     warmup.route_seen(_robots_request())
 
     warmup.waiting(origin, Request(origin.base + "/page", meta=meta))
-    yield deferred_from_coro(asyncio.sleep(0.2))
+    yield sleep(0.2)
 
-    assert not _cached("127.0.0.4")
+    assert not dns_cached("127.0.0.4")
 
 
 @pytest_twisted.inlineCallbacks
@@ -271,10 +257,10 @@ def test_an_environment_proxy_bypassed_for_the_host_still_resolves(caching_resol
 
     warmup.waiting(Origin("http", "127.0.0.4", 80), Request("http://127.0.0.4/page"))
     warmup.waiting(Origin("http", "127.0.0.5", 80), Request("http://127.0.0.5/page"))
-    yield deferred_from_coro(_until(lambda: _cached("127.0.0.4"), "the bypassed host resolved"))
-    yield deferred_from_coro(asyncio.sleep(0.1))
+    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "the bypassed host resolved", limit=5.0))
+    yield sleep(0.1)
 
-    assert not _cached("127.0.0.5")
+    assert not dns_cached("127.0.0.5")
 
 
 @pytest_twisted.inlineCallbacks
@@ -287,9 +273,9 @@ def test_no_lookup_without_a_caching_resolver():
     warmup = _warmup()
     warmup.route_seen(_robots_request())
     warmup.waiting(Origin("http", "127.0.0.4", 80), Request("http://127.0.0.4/page"))
-    yield deferred_from_coro(asyncio.sleep(0.2))
+    yield sleep(0.2)
 
-    assert not _cached("127.0.0.4")
+    assert not dns_cached("127.0.0.4")
     assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") is None
 
 
@@ -302,7 +288,7 @@ def test_lookups_run_a_few_at_a_time_and_all_end(caching_resolver):
     for host in hosts:
         warmup.waiting(Origin("http", host, 80), Request(f"http://{host}/page"))
         assert warmup._in_flight <= MAX_IN_FLIGHT
-    yield deferred_from_coro(_until(lambda: all(_cached(h) for h in hosts), "every host resolved"))
+    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in hosts), "every host resolved", limit=5.0))
 
     assert warmup._in_flight == 0
     assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") == len(hosts)
@@ -314,9 +300,9 @@ def test_a_failed_lookup_ends_and_frees_its_place(caching_resolver):
     warmup.route_seen(_robots_request())
 
     warmup.waiting(Origin("http", "no-such-host.invalid", 80), Request("http://no-such-host.invalid/page"))
-    yield deferred_from_coro(_until(lambda: warmup._in_flight == 0, "the failed lookup ended", limit=15))
+    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the failed lookup ended", limit=15))
 
-    assert not _cached("no-such-host.invalid")
+    assert not dns_cached("no-such-host.invalid")
 
 
 def test_the_cache_key_is_the_name_twisted_resolves():

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import pytest_twisted
 import redis
+from middleware_support import sleep, until
 from scrapy.utils.defer import deferred_from_coro
-from twisted.internet import defer, task
+from twisted.internet import defer
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError
 from scrapy_rfc9309.record import Record
@@ -62,12 +63,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     pytest_twisted.blockon(made.open())
     yield made
     pytest_twisted.blockon(made.close())
-
-
-def sleep(seconds: float) -> defer.Deferred[None]:
-    from twisted.internet import reactor
-
-    return task.deferLater(reactor, seconds, lambda: None)
 
 
 @pytest_twisted.ensureDeferred
@@ -407,15 +402,6 @@ def redis_store(request: pytest.FixtureRequest) -> Iterator[Any]:
     pytest_twisted.blockon(made.close())
 
 
-async def _until(condition: Any) -> None:
-    """Return once ``condition()`` holds, checking every 10 ms (bounded by the test's own end)."""
-    for _ in range(2000):
-        if condition():
-            return
-        await sleep(0.01)
-    raise AssertionError("the condition never held")
-
-
 def _waiting(store: Any, key: str) -> bool:
     """The store has a confirmed subscription for a waiter of ``key``."""
     notifier = store.store.notifier
@@ -644,7 +630,7 @@ async def test_the_url_s_password_and_database_are_used(redis_with_password: Any
     try:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         waiting = store.wait_saved(KEY, 30)  # subscribes on a connection of its own, with the password too
-        await _until(lambda: _waiting(store, KEY))
+        await until(lambda: _waiting(store, KEY))
         saved = record(time.time())
         await store.save(KEY, saved, "a")
         assert (await waiting) == saved
@@ -668,7 +654,7 @@ async def _told_through(store: Any) -> None:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
         waiting = store.wait_saved(KEY, 30)
-        await _until(lambda: _waiting(store, KEY))
+        await until(lambda: _waiting(store, KEY))
         saved = record(time.time())
         assert (await store.save(KEY, saved, "a")) is True
         assert (await waiting) == saved
@@ -790,7 +776,7 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
     now = time.time()
     assert (await redis_store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
     waiting = redis_store.wait_saved(KEY, 30)
-    await _until(lambda: _waiting(redis_store, KEY))
+    await until(lambda: _waiting(redis_store, KEY))
     assert not waiting.called
     saved = record(now, body=bytes(range(256)) * 40 + b"\nUser-agent: *\n")
     await redis_store.save(KEY, saved, "a")
@@ -798,7 +784,7 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
     assert (await waiting) == saved
     assert (await redis_store.claim(KEY, "b", now, 30))[0] is Claim.FRESH
     # Nobody waits any more: the channel is let go.
-    await _until(lambda: not redis_store.store.notifier._nodes or not any(
+    await until(lambda: not redis_store.store.notifier._nodes or not any(
         n.channels for n in redis_store.store.notifier._nodes.values()))
     assert redis_store.store.notifier._waiters == {}
 
@@ -810,7 +796,7 @@ async def test_a_waiter_is_told_without_a_record_when_a_newer_one_is_kept(redis_
     await redis_store.save(KEY, newer)
     assert (await redis_store.claim(KEY, "a", now + 6, 30))[0] is Claim.ACQUIRED
     waiting = redis_store.wait_saved(KEY, 30)
-    await _until(lambda: _waiting(redis_store, KEY))
+    await until(lambda: _waiting(redis_store, KEY))
     assert not await redis_store.save(KEY, record(now), "a")  # fetched before the record kept: not written
     assert (await waiting) is True  # told to claim again, which answers with what is kept
     assert (await redis_store.claim(KEY, "b", now + 6, 30)) == (Claim.ACQUIRED, newer)
@@ -820,7 +806,7 @@ async def test_a_waiter_is_told_without_a_record_when_a_newer_one_is_kept(redis_
 async def test_a_waiter_is_told_when_the_holder_lets_the_lock_go(redis_store: Any) -> None:
     assert (await redis_store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
     waiters = [redis_store.wait_saved(KEY, 30) for _ in range(3)]  # three origins' requests, one subscription
-    await _until(lambda: _waiting(redis_store, KEY))
+    await until(lambda: _waiting(redis_store, KEY))
     await redis_store.release(KEY, "a")
     assert [await w for w in waiters] == [True, True, True]
     assert (await redis_store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
@@ -846,13 +832,13 @@ async def test_waiters_are_woken_when_the_subscription_is_lost_and_subscribe_aga
     try:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         waiting = store.wait_saved(KEY, 30)
-        await _until(lambda: _waiting(store, KEY))
+        await until(lambda: _waiting(store, KEY))
         client = redis.Redis.from_url(redis_url)
         assert client.client_kill_filter(_type="pubsub") == 1  # the subscribing connection, cut
         assert (await waiting) is True  # woken to claim again (still busy)
         assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
         waiting = store.wait_saved(KEY, 30)
-        await _until(lambda: _waiting(store, KEY))  # on a new connection
+        await until(lambda: _waiting(store, KEY))  # on a new connection
         saved = record(time.time())
         await store.save(KEY, saved, "a")
         assert (await waiting) == saved
@@ -920,7 +906,7 @@ async def test_a_process_waiting_for_another_uses_the_record_the_save_told_witho
         got = await deferred_from_coro(fetcher.obtain(origin, None))
         assert got.state is None and got.lease is not None  # the fetch lock
         waiting = deferred_from_coro(waiter.obtain(origin, None))
-        await _until(lambda: _waiting(Awaitable(waiter.store), str(origin)))
+        await until(lambda: _waiting(Awaitable(waiter.store), str(origin)))
         assert not waiting.called
         body = b"User-agent: *\nDisallow: /private\n"
         state = OriginState.initial(FetchOutcome(Access.PARSED, origin.robots_url, 200, body), time.time(),

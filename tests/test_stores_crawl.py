@@ -6,7 +6,6 @@ Redis going away never stops the crawl."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -19,7 +18,16 @@ import pytest
 import pytest_twisted
 import redis
 from crawl import ListSpider, run_crawl
-from middleware_support import mw_settings, page_hits, record_of_another_process, robots_hits, sleep, stat, text
+from middleware_support import (
+    channel_waited,
+    mw_settings,
+    page_hits,
+    record_of_another_process,
+    robots_hits,
+    sleep,
+    stat,
+    text,
+)
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
 
@@ -206,21 +214,7 @@ def test_a_process_waits_for_the_fetch_of_another_and_is_woken_by_its_save(origi
     async def the_other_process_finishes() -> None:
         # Saved once this process waits on the origin's channel (however long the
         # crawl takes to start), so that the save is what wakes it.
-        channel = other.channel(key)
-        for _ in range(400):
-            if extra:  # a raw command: redis-py 5.0 has no pubsub_shardnumsub
-                node = other.client.get_node_from_key(channel)
-                counts = await other.client.execute_command("PUBSUB SHARDNUMSUB", channel, target_nodes=node)
-            else:
-                counts = await other._command("PUBSUB", "NUMSUB", channel)
-            if counts and not isinstance(counts[0], (list, tuple)):  # unparsed: channel, count, ...
-                counts = list(zip(counts[::2], counts[1::2], strict=True))
-            found = dict(counts)
-            if found.get(channel.encode()) or found.get(channel):
-                break
-            await asyncio.sleep(0.025)
-        else:
-            raise AssertionError("the crawl never waited on the origin's channel")
+        await channel_waited(other, other.channel(key))
         now = time.time()
         record = record_of_another_process(site, RULES.encode(), now, now + 3600)
         saved.append(await other.save(key, record, "another-process"))
