@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
-from . import ACCELERATED, matcher_in_use
+from . import ACCELERATED, _compat, matcher_in_use
 from . import signals as rfc_signals
 from .access import Decision, OriginState
 from .agent import agent_note, product_token
@@ -64,7 +64,7 @@ class RobotsTxtMiddleware(Reporting):
         store_cls = store_class(self.config.store)
         if store_cls is not None:
             store = StoreClient(store_cls.from_crawler(crawler), crawler, self.config)
-            warmup = DnsWarmup(crawler) if self.config.dns_warmup else None
+            warmup = DnsWarmup(crawler) if self._dns_warmup_possible() else None
         self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size,
                                      warmup.route_seen if warmup is not None else None)
         self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup)
@@ -75,6 +75,20 @@ class RobotsTxtMiddleware(Reporting):
         self._meta_errors_logged: set[type] = set()
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    def _dns_warmup_possible(self) -> bool:
+        """``ROBOTSTXT_DNS_WARMUP``, unless the crawl runs without a reactor: the
+        lookups go through Twisted's resolver into Scrapy's DNS cache, which such a
+        crawl does not use (its download handler resolves names itself)."""
+        if not self.config.dns_warmup:
+            return False
+        settings = self.crawler.settings
+        if _compat.reactor_enabled(settings):
+            return True
+        if (settings.getpriority("ROBOTSTXT_DNS_WARMUP") or 0) > 0:
+            logger.warning("ROBOTSTXT_DNS_WARMUP is off: it needs a Twisted reactor (TWISTED_REACTOR_ENABLED is "
+                           "False). Set ROBOTSTXT_DNS_WARMUP to False to remove this warning.")
+        return False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
