@@ -49,6 +49,7 @@ __all__ = [
     "SCRAPY_VERSION",
     "Timer",
     "asyncio_available",
+    "builtin_middleware_enabled",
     "caching_resolver",
     "call_from_thread",
     "call_later",
@@ -320,6 +321,25 @@ def disable_builtin_middleware(settings: BaseSettings) -> None:
             middlewares[key] = None
     middlewares[BUILTIN_MIDDLEWARE] = None
     settings.set("DOWNLOADER_MIDDLEWARES", middlewares, settings.getpriority("DOWNLOADER_MIDDLEWARES") or "addon")
+
+
+def builtin_middleware_enabled(settings: BaseSettings) -> bool:
+    """Whether Scrapy's built-in robots.txt middleware (or a subclass of it) is in
+    the downloader middlewares Scrapy builds from ``DOWNLOADER_MIDDLEWARES`` and
+    its base, read as Scrapy's middleware manager reads them."""
+    from scrapy.utils.conf import build_component_list
+
+    builtin = load_object(BUILTIN_MIDDLEWARE)
+    # Scrapy 2.15 and later merge a class key with the path key of the same class.
+    with_base = getattr(settings, "get_component_priority_dict_with_base", settings.getwithbase)
+    for entry in build_component_list(with_base("DOWNLOADER_MIDDLEWARES")):
+        try:
+            cls = load_object(entry) if isinstance(entry, str) else entry
+        except (ImportError, NameError, ValueError, AttributeError):
+            continue  # Scrapy reports a middleware it cannot load
+        if isinstance(cls, type) and issubclass(cls, builtin):
+            return True
+    return False
 
 
 def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:

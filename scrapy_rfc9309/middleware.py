@@ -23,7 +23,13 @@ from .agent import agent_note, product_token
 from .config import Config
 from .crawl_delay import CrawlDelay
 from .dns_warmup import DnsWarmup
-from .exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable, RobotsTxtUsageDenied
+from .exceptions import (
+    RobotsTxtConfigError,
+    RobotsTxtForbidden,
+    RobotsTxtMetaError,
+    RobotsTxtUnreachable,
+    RobotsTxtUsageDenied,
+)
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .origin_states import Closing, OriginStates
@@ -45,6 +51,8 @@ logger = logging.getLogger(__name__)
 AGENT_META = "robotstxt_user_agent"
 #: Request (and so response) meta key set to the applicable usage preference.
 USAGE_META = "robotstxt_usage"
+#: This middleware's path in ``DOWNLOADER_MIDDLEWARES``.
+MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
 
 class RobotsTxtMiddleware(Reporting):
@@ -54,6 +62,13 @@ class RobotsTxtMiddleware(Reporting):
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
         self.crawler = crawler
+        if _compat.builtin_middleware_enabled(crawler.settings):
+            raise RobotsTxtConfigError(
+                f"Scrapy's built-in robots.txt middleware is enabled beside {MIDDLEWARE_PATH}: both would fetch "
+                "every robots.txt, and the built-in one would judge each request first. Add "
+                f"'{_compat.BUILTIN_MIDDLEWARE}': None to DOWNLOADER_MIDDLEWARES, or enable this plugin with "
+                "ADDONS = {'scrapy_rfc9309.Addon': 0}, which does it for you"
+            )
         self.config = Config.from_settings(crawler.settings)
         self.policy = self.config.policy
         if note := agent_note(self.config.user_agent or crawler.settings.get("USER_AGENT"),
