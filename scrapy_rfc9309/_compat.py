@@ -53,6 +53,7 @@ __all__ = [
     "caching_resolver",
     "call_from_thread",
     "call_later",
+    "cannot_request_errors",
     "direct_http_handler",
     "disable_builtin_middleware",
     "dns_cached",
@@ -62,7 +63,9 @@ __all__ = [
     "looping_call",
     "missing",
     "network_errors",
+    "no_host_errors",
     "reactor_enabled",
+    "refused_errors",
     "resolver_host_name",
     "running_loop",
     "send_signal",
@@ -368,6 +371,45 @@ def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
         if isinstance(cls, type) and issubclass(cls, BaseException):
             found.append(cls)
     return tuple(dict.fromkeys(found))
+
+
+def no_host_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download whose host name does not resolve
+    (``CannotResolveHostError`` from Scrapy 2.15, Twisted's before)."""
+    import socket
+
+    from twisted.internet.error import DNSLookupError
+
+    found: list[type[BaseException]] = [DNSLookupError, socket.gaierror]
+    return _with_scrapy(found, "CannotResolveHostError")
+
+
+def refused_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download whose connection was refused
+    (``DownloadConnectionRefusedError`` from Scrapy 2.15, Twisted's before)."""
+    from twisted.internet.error import ConnectionRefusedError as TxConnectionRefusedError
+
+    found: list[type[BaseException]] = [TxConnectionRefusedError, ConnectionRefusedError]
+    return _with_scrapy(found, "DownloadConnectionRefusedError")
+
+
+def cannot_request_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download Scrapy cannot make at all: no download handler
+    for the scheme (or one that failed to load), a URL its HTTP client refuses
+    (Twisted's ``ValueError: Invalid URI``; ``UnsupportedURLSchemeError`` from
+    Scrapy 2.15)."""
+    from scrapy.exceptions import NotSupported
+    from twisted.web.error import SchemeNotSupported
+
+    found: list[type[BaseException]] = [NotSupported, SchemeNotSupported, ValueError]
+    return _with_scrapy(found, "UnsupportedURLSchemeError")
+
+
+def _with_scrapy(found: list[type[BaseException]], name: str) -> tuple[type[BaseException], ...]:
+    extra = getattr(scrapy.exceptions, name, None)
+    if isinstance(extra, type):
+        found.append(extra)
+    return tuple(found)
 
 
 #: Scrapy's download handlers that connect to the origin themselves, resolving its
