@@ -68,6 +68,7 @@ __all__ = [
     "refused_errors",
     "resolver_host_name",
     "running_loop",
+    "scheduler_persists",
     "send_signal",
     "set_slot_jitter",
     "sleep",
@@ -268,6 +269,23 @@ def engine_closing(engine: ExecutionEngine | None) -> bool:
         return True
     slot = getattr(engine, "_slot", None)
     return slot is None or getattr(slot, "closing", None) is not None
+
+
+def scheduler_persists(engine: ExecutionEngine | None) -> bool:
+    """Whether the crawl's scheduler keeps the requests it holds when the spider
+    closes, so that a resumed crawl gets them: Scrapy's with a ``JOBDIR`` (its disk
+    queues), or one with a true ``persist`` attribute (scrapy-redis's, with
+    ``SCHEDULER_PERSIST``). The scheduler is ``engine.scheduler`` from Scrapy 2.19,
+    the engine's private slot's before."""
+    if engine is None:
+        return False
+    scheduler = getattr(engine, "scheduler", None)
+    if scheduler is None:
+        slot = getattr(engine, "_slot", None)
+        scheduler = getattr(slot, "scheduler", None)
+    if scheduler is None:
+        return False
+    return getattr(scheduler, "dqs", None) is not None or bool(getattr(scheduler, "persist", False))
 
 
 def widen_concurrency(engine: ExecutionEngine | None, count: int) -> bool:

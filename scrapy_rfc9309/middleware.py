@@ -122,7 +122,7 @@ class RobotsTxtMiddleware(Reporting):
         return self.states.cache
 
     # -- the downloader hook --------------------------------------------------------------
-    def process_request(self, request: Request, spider: Any = None) -> Coroutine[Any, Any, None] | None:
+    def process_request(self, request: Request, spider: Any = None) -> Coroutine[Any, Any, Request | None] | None:
         """Judge ``request``. A request of an origin whose robots.txt is cached and
         fresh is judged at once; otherwise a coroutine waits for the fetch (Scrapy
         awaits what ``process_request`` returns)."""
@@ -141,7 +141,7 @@ class RobotsTxtMiddleware(Reporting):
             return None
         return self._process_waiting(request, origin, agent)
 
-    async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> None:
+    async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> Request | None:
         held = False
         try:
             state = await self.states.current(origin, request)
@@ -160,10 +160,24 @@ class RobotsTxtMiddleware(Reporting):
                 # Woken by a fetch's state, or at the deadline (a retry still running then serves nobody).
                 state = fetched or self.states.cache.get(origin) or await self.states.current(origin, request)
         except Closing:
+            if _compat.scheduler_persists(self.crawler.engine):
+                return self._requeue(request, origin)
             self._drop(request, origin, "was not known when the spider closed", "closing")
         if held:
             self._inc("released")
         self._judge(request, origin, state, agent)
+        return None
+
+    def _requeue(self, request: Request, origin: Origin) -> Request:
+        """A request still waiting when the spider closes, handed back to a scheduler
+        that keeps it (``JOBDIR``, a persistent scrapy-redis queue): a resumed crawl
+        judges it then. The copy is not filtered as a duplicate: the original was
+        seen already, and it is taken out of the queue once, so it is crawled once."""
+        self._inc("requeued_on_close")
+        self.states.requeued()
+        logger.debug("Put back in the scheduler: %s (robots.txt of %s was not known when the spider closed)",
+                     request, origin, extra=self._log_extra)
+        return request.replace(dont_filter=True)
 
     def _give_up(self, request: Request, origin: Origin, state: OriginState) -> None:
         """Drop a request of an origin that waiting cannot help, or no longer helps."""

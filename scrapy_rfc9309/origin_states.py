@@ -90,6 +90,7 @@ class OriginStates(Reporting):
         self._given_up: dict[Cause, list[str]] = {}
         self._given_up_count: dict[Cause, int] = {}
         self._dropped: dict[str, int] = {}
+        self._requeued = 0
 
     # -- what the middleware asks ---------------------------------------------------------
     def cached(self, origin: Origin, now: float) -> OriginState | None:
@@ -444,10 +445,14 @@ class OriginStates(Reporting):
         """Count a request dropped for ``reason`` (a ``RobotsTxtUnreachable.reason``)."""
         self._dropped[reason] = self._dropped.get(reason, 0) + 1
 
+    def requeued(self) -> None:
+        """Count a waiting request handed back to the scheduler at close."""
+        self._requeued += 1
+
     def summary(self) -> str | None:
         """The origins given up and the requests dropped in this crawl, and why, in
         one line (None when there were none)."""
-        if not self._dropped and not self._given_up_count:
+        if not self._dropped and not self._given_up_count and not self._requeued:
             return None
         parts = []
         for cause, count in self._given_up_count.items():
@@ -456,7 +461,9 @@ class OriginStates(Reporting):
             parts.append(f"{count} {cause.words} ({', '.join(names)}{more})")
         origins = "; ".join(parts) or "none"
         requests = ", ".join(f"{count} {_DROP_WORDS.get(reason, reason)}" for reason, count in self._dropped.items())
-        return f"origins given up: {origins}. Requests dropped: {requests or 'none'}"
+        back = (f". Put back in the scheduler for the next run: {self._requeued} requests that waited for a robots.txt"
+                if self._requeued else "")
+        return f"origins given up: {origins}. Requests dropped: {requests or 'none'}{back}"
 
     # -- stats --------------------------------------------------------------------------
     def _hit(self) -> None:
