@@ -124,6 +124,10 @@ class RobotsFetcher(Reporting):
                 "allow_offsite": True,
                 # A body cut short by the server is a network error, not a file.
                 "download_fail_on_dataloss": True,
+                # The size limit is applied by cutting the body (bytes_received): no
+                # DOWNLOAD_MAXSIZE may cancel a large robots.txt. Set here too, because
+                # some download handlers (aiohttp, httpx) read it before headers_received.
+                "download_maxsize": 0,
             },
         )
 

@@ -33,6 +33,7 @@ from .exceptions import (
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .origin_states import Closing, OriginStates
+from .parking import KEEPER_META
 from .reporting import Reporting
 from .store_client import StoreClient
 from .stores import store_class
@@ -89,7 +90,7 @@ class RobotsTxtMiddleware(Reporting):
             warmup = DnsWarmup(crawler) if self._dns_warmup_possible() else None
         self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size,
                                      warmup.route_seen if warmup is not None else None)
-        self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup)
+        self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup, self._origin_of)
         self.crawl_delay = CrawlDelay(crawler, self.config.crawl_delay_max) if self.config.crawl_delay else None
         self._default_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._origins: dict[str, Origin | None] = {}
@@ -122,11 +123,14 @@ class RobotsTxtMiddleware(Reporting):
         return self.states.cache
 
     # -- the downloader hook --------------------------------------------------------------
-    def process_request(self, request: Request, spider: Any = None) -> Coroutine[Any, Any, Request | None] | None:
+    def process_request(self, request: Request,
+                        spider: Any = None) -> Request | Coroutine[Any, Any, Request | None] | None:
         """Judge ``request``. A request of an origin whose robots.txt is cached and
         fresh is judged at once; otherwise a coroutine waits for the fetch (Scrapy
         awaits what ``process_request`` returns)."""
         meta = request.meta
+        if KEEPER_META in meta:
+            return self.states.parking.keeper()
         if FETCH_META in meta or meta.get("dont_obey_robotstxt") or request.url.startswith(("data:", "file:")):
             return None
         origin = self._origin_of(request.url)
@@ -139,6 +143,9 @@ class RobotsTxtMiddleware(Reporting):
         if state is not None:
             self._judge(request, origin, state, agent)
             return None
+        parked = self.states.park(origin, request)
+        if parked is not None:
+            return parked  # Scrapy schedules a returned request: it is parked on the way (see parking)
         return self._process_waiting(request, origin, agent)
 
     async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> Request | None:

@@ -23,17 +23,20 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from . import _compat
 from . import signals as rfc_signals
 from .access import Access, Cause, Decision, FetchOutcome, OriginState
+from .origin import Origin
+from .parking import Parking
 from .reporting import Reporting
 from .scrapy_parser import RobotParser
 from .stores import MemoryStore
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
 
     from .config import Config
     from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
-    from .origin import Origin
     from .store_client import StoreClient
 
 __all__ = ["Closing", "OriginStates"]
@@ -64,10 +67,19 @@ class OriginStates(Reporting):
     """The robots.txt states of the origins one crawl uses."""
 
     def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
-                 store: StoreClient | None = None, warmup: DnsWarmup | None = None) -> None:
+                 store: StoreClient | None = None, warmup: DnsWarmup | None = None,
+                 origin_of: Callable[[str], Origin | None] | None = None) -> None:
         self.crawler = crawler
         self.policy = config.policy
         self.max_waiting = config.max_waiting
+        #: Requests of one origin that wait for its fetch in the downloader, and of all origins
+        #: (for each robots.txt fetch in flight, as many): more are parked.
+        self.in_downloader = max(1, crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8))
+        self.in_downloader_max = self.in_downloader * config.concurrent_fetches
+        #: robots.txt downloads in flight at once (``ROBOTSTXT_CONCURRENT_FETCHES``).
+        self._fetch_slots = defer.DeferredSemaphore(config.concurrent_fetches)
+        #: Requests kept out of the downloader while their robots.txt is not known.
+        self.parking = Parking(crawler, origin_of or Origin.from_url, self._held, self._room)
         self.fetcher = fetcher
         self.store = store
         #: Resolves the host of an origin whose robots.txt another process is fetching.
@@ -91,6 +103,7 @@ class OriginStates(Reporting):
         self._given_up_count: dict[Cause, int] = {}
         self._dropped: dict[str, int] = {}
         self._requeued = 0
+        self._discarded = 0
 
     # -- what the middleware asks ---------------------------------------------------------
     def cached(self, origin: Origin, now: float) -> OriginState | None:
@@ -101,6 +114,48 @@ class OriginStates(Reporting):
             return None
         self._hit()
         return state
+
+    def park(self, origin: Origin, request: Request) -> Request | None:
+        """Park ``request`` (see :mod:`.parking`) when it would wait: its origin is
+        held (unreachable, no good copy, not given up), or it waits for a fetch
+        while ``CONCURRENT_REQUESTS_PER_DOMAIN`` requests of its origin, or
+        :attr:`in_downloader_max` in all, wait for theirs in the downloader already.
+        Returns what ``process_request`` returns then, or None: the request waits
+        in the downloader (:meth:`current`), or is judged there."""
+        if self.closing or not self._room():
+            return None
+        now = time.time()
+        state = self.cache.get(origin)
+        held = state is not None and state.decision(now, self.policy) is Decision.HOLD
+        if held:
+            assert state is not None
+            if state.waited_too_long(now, self.policy):
+                return None  # dropped, or it waits for a fetch that is due
+            self._schedule_retry(origin, request)
+            self._wake_at(origin, state.give_up_at(self.policy))
+        elif state is not None and state.access is Access.UNREACHABLE:
+            return None  # judged by its good copy
+        elif self._waiting < self.in_downloader_max and (
+                origin not in self._fetches or len(self._waiters.get(origin, ())) < self.in_downloader):
+            return None
+        else:
+            self._start_fetch(origin, request)
+        parked = self.parking.park(origin, request, held)
+        if parked is not None:
+            self._watch_close()
+            if held:
+                self._inc("held")
+        return parked
+
+    def _room(self) -> bool:
+        """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS``
+        place (``ROBOTSTXT_MAX_WAITING``, for the requests waiting in the downloader
+        and those parked)."""
+        return self._waiting + self.parking.count < self.max_waiting
+
+    def _held(self, origin: Origin) -> bool:
+        state = self.cache.get(origin)
+        return state is not None and state.decision(time.time(), self.policy) is Decision.HOLD
 
     async def current(self, origin: Origin, request: Request) -> OriginState:
         """The origin's state, fetched (and waited for) when there is none or it
@@ -131,7 +186,7 @@ class OriginStates(Reporting):
         self._waiters.setdefault(origin, []).append(waiter)
         if timeout is not None:
             self._wake_at(origin, time.time() + timeout)
-        widened = self._waiting < self.max_waiting and _compat.widen_concurrency(self.crawler.engine, 1)
+        widened = self._room() and _compat.widen_concurrency(self.crawler.engine, 1)
         self._waiting += 1
         self._watch_close()
         try:
@@ -154,7 +209,7 @@ class OriginStates(Reporting):
         still in flight serves nobody, and its download would keep the spider open
         until ``DOWNLOAD_TIMEOUT``. It is cancelled; the origin keeps its unreachable
         state, and the next request of it fetches again."""
-        if self._waiters.get(origin):
+        if self._waiters.get(origin) or origin in self.parking:
             return
         retry = self._retries.pop(origin, None)
         if retry is not None:
@@ -166,7 +221,8 @@ class OriginStates(Reporting):
 
     @property
     def waiting(self) -> int:
-        return self._waiting
+        """Requests waiting for a robots.txt: in the downloader, and parked."""
+        return self._waiting + self.parking.count
 
     # -- fetching ---------------------------------------------------------------------------
     def _start_fetch(self, origin: Origin, request: Request) -> None:
@@ -209,7 +265,7 @@ class OriginStates(Reporting):
             if previous is not None:
                 self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
             self._fetching(origin)
-            outcome = await self.fetcher.fetch(origin)
+            outcome = await self._download(origin)
             state = self._next(previous, outcome)
         except (defer.CancelledError, Closing):
             raise
@@ -240,6 +296,23 @@ class OriginStates(Reporting):
                          extra=self._log_extra)
         finally:
             self._settle(origin, state)
+
+    async def _download(self, origin: Origin) -> FetchOutcome:
+        """Fetch the robots.txt when one of the ``ROBOTSTXT_CONCURRENT_FETCHES``
+        places is free: a broad crawl sends them at the pace of its concurrency,
+        not all at once, and their name lookups do not queue for the resolver's
+        threads until they time out."""
+        slot = self._fetch_slots.acquire()
+        acquired = False
+        try:
+            if not slot.called:
+                self._inc("fetch_queued")
+            await maybe_deferred_to_future(slot)
+            acquired = True
+            return await self.fetcher.fetch(origin)
+        finally:
+            if acquired:
+                self._fetch_slots.release()
 
     def _waiting_for_store(self, origin: Origin) -> None:
         if self.warmup is not None:
@@ -282,9 +355,21 @@ class OriginStates(Reporting):
         """Cache the state, end the fetch and wake the requests waiting for it."""
         self._fetches.pop(origin, None)
         self._put(origin, state)
-        if state.decision(time.time(), self.policy) is not Decision.HOLD:
+        now = time.time()
+        decision = state.decision(now, self.policy)
+        if decision is not Decision.HOLD:
             self._triggers.pop(origin, None)
         self._notify(origin, state)
+        if origin not in self.parking:
+            return
+        if decision is not Decision.HOLD:
+            self._inc("released", self.parking.release(origin))
+        elif state.waited_too_long(now, self.policy):
+            self.parking.release(origin)  # dropped as they come back
+        else:  # held: the next retry and the deadline, for the parked requests
+            self._inc("held", self.parking.hold(origin))
+            self._schedule_retry(origin, self._triggers.get(origin) or Request(origin.robots_url))
+            self._wake_at(origin, state.give_up_at(self.policy))
 
     async def _report(self, origin: Origin, state: OriginState, previous: OriginState | None) -> None:
         outcome = state.outcome
@@ -356,7 +441,7 @@ class OriginStates(Reporting):
 
         def retry() -> None:
             self._retries.pop(origin, None)
-            if self._waiters.get(origin) and not self.closing:
+            if (self._waiters.get(origin) or origin in self.parking) and not self.closing:
                 self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
 
         delay = max(0.0, state.expires_at - time.time())
@@ -379,12 +464,16 @@ class OriginStates(Reporting):
     def _deadline(self, origin: Origin) -> None:
         self._deadlines.pop(origin, None)
         state = self.cache.get(origin)
-        if self._waiters.get(origin) and state is not None and state.waited_too_long(time.time(), self.policy):
+        given_up = state is not None and state.waited_too_long(time.time(), self.policy)
+        if given_up and (self._waiters.get(origin) or origin in self.parking):
+            assert state is not None
             self._gave_up(origin, state.cause)
             logger.warning("robots.txt of %s unreachable for %.0f s (%s): its held requests, and new ones until a "
                            "fetch succeeds, are dropped (robotstxt/dropped_unreachable)", origin,
                            self.policy.max_wait_for(state.cause), state.detail, extra=self._log_extra)
         self._notify(origin, None)
+        if given_up:
+            self.parking.release(origin)  # dropped as they come back
 
     def _notify(self, origin: Origin, value: Any) -> None:
         waiters = self._waiters.pop(origin, [])
@@ -410,7 +499,7 @@ class OriginStates(Reporting):
         closing = _compat.engine_closing(self.crawler.engine)
         if closing:
             self.close()
-        if (closing or not (self._waiting or self._fetches)) and self._close_watch is not None:
+        if (closing or not (self._waiting or self._fetches or self.parking.count)) and self._close_watch is not None:
             self._close_watch.cancel()
             self._close_watch = None
 
@@ -419,6 +508,11 @@ class OriginStates(Reporting):
         in flight: Scrapy's close waits for downloads in progress, and a stalled
         robots.txt must not keep the crawl open until ``DOWNLOAD_TIMEOUT``."""
         self.closing = True
+        requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine))
+        self._requeued += requeued
+        self._discarded += discarded
+        self._inc("requeued_on_close", requeued)
+        self._inc("discarded_on_close", discarded)
         for call in self._retries.values():
             call.cancel()
         self._retries.clear()
@@ -452,7 +546,7 @@ class OriginStates(Reporting):
     def summary(self) -> str | None:
         """The origins given up and the requests dropped in this crawl, and why, in
         one line (None when there were none)."""
-        if not self._dropped and not self._given_up_count and not self._requeued:
+        if not self._dropped and not self._given_up_count and not self._requeued and not self._discarded:
             return None
         parts = []
         for cause, count in self._given_up_count.items():
@@ -463,6 +557,9 @@ class OriginStates(Reporting):
         requests = ", ".join(f"{count} {_DROP_WORDS.get(reason, reason)}" for reason, count in self._dropped.items())
         back = (f". Put back in the scheduler for the next run: {self._requeued} requests that waited for a robots.txt"
                 if self._requeued else "")
+        if self._discarded:
+            back += (f". Not crawled: {self._discarded} requests that waited for a robots.txt outside the downloader "
+                     "when the spider closed (a JOBDIR keeps them for a resumed crawl)")
         return f"origins given up: {origins}. Requests dropped: {requests or 'none'}{back}"
 
     # -- stats --------------------------------------------------------------------------

@@ -122,9 +122,12 @@ def test_config_defaults_are_the_table_defaults():
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name
+    # Unset, ROBOTSTXT_CONCURRENT_FETCHES is CONCURRENT_REQUESTS (16 by default).
+    assert DEFAULTS["ROBOTSTXT_CONCURRENT_FETCHES"] is None and config.concurrent_fetches == 16
     # The store's own settings are read by the stores (disk path, Redis URL and prefix).
     assert set(DEFAULTS) - set(read) == {
         "ROBOTSTXT_STORE_PATH", "ROBOTSTXT_REDIS_URL", "ROBOTSTXT_REDIS_PREFIX", "ROBOTSTXT_REDIS_CLUSTER",
+        "ROBOTSTXT_CONCURRENT_FETCHES",
     }
 
 

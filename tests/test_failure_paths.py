@@ -39,6 +39,7 @@ from scrapy import Request
 from scrapy.http import Response
 from twisted.internet import defer
 
+from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable
 from scrapy_rfc9309.fetch import RobotsFetcher
@@ -416,14 +417,15 @@ def _batch_settings(**extra: Any) -> dict[str, Any]:
 
 @defer.inlineCallbacks
 def _all_held(gate: Gate, origin: Any) -> Any:
-    """Wait until robots.txt was asked for and every request left the scheduler."""
+    """Wait until robots.txt was asked for and every request waits for it (in the
+    downloader, or parked)."""
     yield origin.wait_for("/robots.txt")
     for _ in range(600):
         spider = TrackingSpider.latest
-        if spider is not None and spider.crawler.stats.get_value("scheduler/dequeued") == HELD:
+        if spider is not None and spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states.waiting == HELD:
             return
         yield sleep(0.05)
-    raise AssertionError("the requests were not all dequeued")
+    raise AssertionError("the requests did not all wait for the robots.txt")
 
 
 @pytest_twisted.inlineCallbacks

@@ -8,9 +8,10 @@ import time
 import pytest
 import pytest_twisted
 from crawl import run_crawl
-from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text
+from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text, until
+from twisted.internet import defer
 
-from scrapy_rfc9309 import _compat
+from scrapy_rfc9309 import RobotsTxtMiddleware, _compat
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
 from scrapy_rfc9309.testing import Drop, Gate, Sequence, Stall, Static
 
@@ -197,7 +198,8 @@ def test_a_pending_robots_txt_does_not_take_a_concurrent_requests_place(origins)
     slow["/robots.txt"] = gate
     urls = [slow.url(f"/page/{i}") for i in range(5)] + [fast.url(f"/page/{i}") for i in range(5)]
 
-    crawl = run_crawl(urls, mw_settings(CONCURRENT_REQUESTS=1))
+    # Two robots.txt downloads may run at once (by default, as many as CONCURRENT_REQUESTS).
+    crawl = run_crawl(urls, mw_settings(CONCURRENT_REQUESTS=1, ROBOTSTXT_CONCURRENT_FETCHES=2))
     yield slow.wait_for("/robots.txt")
     # Every page of the other origin arrives while robots.txt is still held back (in whatever order
     # the scheduler hands them out: LIFO before Scrapy 2.14).
@@ -212,6 +214,37 @@ def test_a_pending_robots_txt_does_not_take_a_concurrent_requests_place(origins)
     assert sorted(h.path for h in page_hits(slow)) == sorted(f"/page/{i}" for i in range(5))
     assert len(result.responses) == 10
     assert stat(result, "request_count") == 2
+
+
+@pytest.mark.parametrize(("setting", "concurrency", "in_flight"), [(None, 3, 3), (2, 16, 2)])
+@pytest_twisted.inlineCallbacks
+def test_robots_txt_downloads_in_flight_are_bounded(origins, setting, concurrency, in_flight):
+    """A broad crawl's robots.txt downloads go ROBOTSTXT_CONCURRENT_FETCHES at a time (by
+    default CONCURRENT_REQUESTS): the others wait for a place, and go as places free up."""
+    sites = [origins(f"127.0.0.{i}") for i in range(2, 10)]
+    gates = []
+    for site in sites:
+        gate = Gate(text(RULES))
+        site["/robots.txt"] = gate
+        gates.append(gate)
+    urls = [site.url(f"/page/{i}") for site in sites for i in range(3)]
+    extra = {} if setting is None else {"ROBOTSTXT_CONCURRENT_FETCHES": setting}
+
+    crawl = run_crawl(urls, mw_settings(CONCURRENT_REQUESTS=concurrency, **extra))
+    yield defer.ensureDeferred(until(lambda: sum(gate.waiting for gate in gates) == in_flight, "fetches"))
+    asked = [site for site in sites if robots_hits(site)]
+    assert len(asked) == in_flight
+    # One answers: one more goes, never more than the bound.
+    gates[sites.index(asked[0])].open()
+    yield defer.ensureDeferred(until(lambda: len([s for s in sites if robots_hits(s)]) == in_flight + 1, "one more"))
+    assert sum(gate.waiting for gate in gates) == in_flight
+    for gate in gates:
+        gate.open()
+    result = yield crawl
+
+    assert len(result.responses) == len(urls)
+    assert all(len(robots_hits(site)) == 1 for site in sites)
+    assert stat(result, "fetch_queued") == len(sites) - in_flight
 
 
 @pytest.mark.parametrize("stalled", ["first-fetch", "retry"])
@@ -252,8 +285,10 @@ def test_requests_waiting_outside_the_active_set_are_bounded(origins):
     yield sleep(0.5)
     spider = TrackingSpider.latest
     assert spider is not None
-    # 5 wait outside the active set, then 3 fill it (the robots.txt fetch is outside too).
-    assert spider.crawler.stats.get_value("scheduler/dequeued") == 5 + 3
+    # 5 wait without taking a place (in the downloader, or parked), then 3 fill the places (the
+    # robots.txt fetch takes none either); the other 52 stay in the scheduler.
+    states = spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states
+    assert states.waiting == 5 + 3
     gate.open()
     result = yield crawl
 
