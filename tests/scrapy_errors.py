@@ -3,11 +3,13 @@ gave downloads their own exception types; before, Twisted's surfaced."""
 
 from __future__ import annotations
 
+import re
+
 from scrapy import exceptions
 from twisted.internet import defer, error
 from twisted.web import client
 
-__all__ = ["DownloadCancelledError", "DownloadFailedError", "DownloadTimeoutError"]
+__all__ = ["DownloadCancelledError", "DownloadFailedError", "DownloadTimeoutError", "connection_lost"]
 
 DownloadCancelledError: type[BaseException] = getattr(exceptions, "DownloadCancelledError", defer.CancelledError)
 DownloadTimeoutError: type[BaseException] = getattr(exceptions, "DownloadTimeoutError", error.TimeoutError)
@@ -15,3 +17,10 @@ DownloadTimeoutError: type[BaseException] = getattr(exceptions, "DownloadTimeout
 DownloadFailedError: type[BaseException] | tuple[type[BaseException], ...] = getattr(
     exceptions, "DownloadFailedError", (client.ResponseFailed, client.ResponseNeverReceived, error.ConnectionLost)
 )
+
+
+def connection_lost(exception: BaseException) -> bool:
+    """Whether a failed download's exception says the server dropped the connection: Twisted's
+    HTTP/1.1 handler names ``ConnectionLost``; the aiohttp one that Scrapy uses without a reactor
+    says the connection was reset or the server disconnected."""
+    return re.search(r"ConnectionLost|Connection reset by peer|Server ?disconnected", str(exception)) is not None

@@ -19,6 +19,7 @@ import pytest
 import pytest_twisted
 import redis
 from middleware_support import sleep, until
+from reactorless import blockon
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import defer
 
@@ -27,6 +28,7 @@ from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
 from scrapy_rfc9309.stores.redis import _SCRIPTS, DEFAULT_URL, RedisStore
+from scrapy_rfc9309.testing import server_reactor
 
 KEY = "https://example.com"
 
@@ -60,9 +62,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_url"), prefix="t"))
     else:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_cluster_url"), prefix="t", cluster=True))
-    pytest_twisted.blockon(made.open())
+    blockon(made.open())
     yield made
-    pytest_twisted.blockon(made.close())
+    blockon(made.close())
 
 
 @pytest_twisted.ensureDeferred
@@ -397,9 +399,9 @@ def redis_store(request: pytest.FixtureRequest) -> Iterator[Any]:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_url"), prefix="t"))
     else:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_cluster_url"), prefix="t", cluster=True))
-    pytest_twisted.blockon(made.open())
+    blockon(made.open())
     yield made
-    pytest_twisted.blockon(made.close())
+    blockon(made.close())
 
 
 def _waiting(store: Any, key: str) -> bool:
@@ -534,18 +536,18 @@ class _Proxy:
 def proxy(redis_url: str) -> Iterator[_Proxy]:
     """A proxy to the session's Redis."""
     made = _Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-    pytest_twisted.blockon(deferred_from_coro(made.start()))
+    blockon(deferred_from_coro(made.start()))
     yield made
-    pytest_twisted.blockon(deferred_from_coro(made.close()))
+    blockon(deferred_from_coro(made.close()))
 
 
 @pytest.fixture
 def proxied(proxy: _Proxy) -> Iterator[Any]:
     """A Redis store whose connections go through ``proxy``, open."""
     made = Awaitable(RedisStore(proxy.url(), prefix="t"))
-    pytest_twisted.blockon(made.open())
+    blockon(made.open())
     yield made
-    pytest_twisted.blockon(made.close())
+    blockon(made.close())
 
 
 async def _saved(store: Any) -> Record:
@@ -737,8 +739,6 @@ async def test_a_tls_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest_twisted.ensureDeferred
 async def test_a_server_that_accepts_connections_and_never_answers_fails_them_in_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from twisted.internet import reactor
-
     import scrapy_rfc9309.stores.redis as redis_module
 
     monkeypatch.setattr(redis_module, "CONNECT_TIMEOUT", 0.2)
@@ -750,9 +750,9 @@ async def test_a_server_that_accepts_connections_and_never_answers_fails_them_in
     try:
         started = time.monotonic()
         with pytest.raises(redis.TimeoutError, match="set-up"):
-            await store.open().addTimeout(5, reactor)
+            await store.open().addTimeout(5, server_reactor())
         # A waiter cannot subscribe either, and is told to poll instead of waiting for a message.
-        assert (await store.wait_saved(KEY, 30).addTimeout(5, reactor)) is None
+        assert (await store.wait_saved(KEY, 30).addTimeout(5, server_reactor())) is None
         assert time.monotonic() - started < 3
         assert len(accepted) == 2  # the connection for the calls, the one for the subscriptions
     finally:
