@@ -16,14 +16,20 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
-from . import ACCELERATED, matcher_in_use
+from . import ACCELERATED, _compat, matcher_in_use
 from . import signals as rfc_signals
 from .access import Decision, OriginState
 from .agent import agent_note, product_token
 from .config import Config
 from .crawl_delay import CrawlDelay
 from .dns_warmup import DnsWarmup
-from .exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable, RobotsTxtUsageDenied
+from .exceptions import (
+    RobotsTxtConfigError,
+    RobotsTxtForbidden,
+    RobotsTxtMetaError,
+    RobotsTxtUnreachable,
+    RobotsTxtUsageDenied,
+)
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .origin_states import Closing, OriginStates
@@ -45,6 +51,8 @@ logger = logging.getLogger(__name__)
 AGENT_META = "robotstxt_user_agent"
 #: Request (and so response) meta key set to the applicable usage preference.
 USAGE_META = "robotstxt_usage"
+#: This middleware's path in ``DOWNLOADER_MIDDLEWARES``.
+MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
 
 class RobotsTxtMiddleware(Reporting):
@@ -54,6 +62,13 @@ class RobotsTxtMiddleware(Reporting):
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
         self.crawler = crawler
+        if _compat.builtin_middleware_enabled(crawler.settings):
+            raise RobotsTxtConfigError(
+                f"Scrapy's built-in robots.txt middleware is enabled beside {MIDDLEWARE_PATH}: both would fetch "
+                "every robots.txt, and the built-in one would judge each request first. Add "
+                f"'{_compat.BUILTIN_MIDDLEWARE}': None to DOWNLOADER_MIDDLEWARES, or enable this plugin with "
+                "ADDONS = {'scrapy_rfc9309.Addon': 0}, which does it for you"
+            )
         self.config = Config.from_settings(crawler.settings)
         self.policy = self.config.policy
         if note := agent_note(self.config.user_agent or crawler.settings.get("USER_AGENT"),
@@ -64,7 +79,7 @@ class RobotsTxtMiddleware(Reporting):
         store_cls = store_class(self.config.store)
         if store_cls is not None:
             store = StoreClient(store_cls.from_crawler(crawler), crawler, self.config)
-            warmup = DnsWarmup(crawler) if self.config.dns_warmup else None
+            warmup = DnsWarmup(crawler) if self._dns_warmup_possible() else None
         self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size,
                                      warmup.route_seen if warmup is not None else None)
         self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup)
@@ -75,6 +90,20 @@ class RobotsTxtMiddleware(Reporting):
         self._meta_errors_logged: set[type] = set()
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    def _dns_warmup_possible(self) -> bool:
+        """``ROBOTSTXT_DNS_WARMUP``, unless the crawl runs without a reactor: the
+        lookups go through Twisted's resolver into Scrapy's DNS cache, which such a
+        crawl does not use (its download handler resolves names itself)."""
+        if not self.config.dns_warmup:
+            return False
+        settings = self.crawler.settings
+        if _compat.reactor_enabled(settings):
+            return True
+        if (settings.getpriority("ROBOTSTXT_DNS_WARMUP") or 0) > 0:
+            logger.warning("ROBOTSTXT_DNS_WARMUP is off: it needs a Twisted reactor (TWISTED_REACTOR_ENABLED is "
+                           "False). Set ROBOTSTXT_DNS_WARMUP to False to remove this warning.")
+        return False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

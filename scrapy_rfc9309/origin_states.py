@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import defer, task
+from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from . import _compat
@@ -69,11 +69,11 @@ class OriginStates(Reporting):
         self.closing = False
         self._fetches: dict[Origin, defer.Deferred[Any]] = {}
         self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
-        self._retries: dict[Origin, Any] = {}
-        self._deadlines: dict[Origin, tuple[float, Any]] = {}
+        self._retries: dict[Origin, _compat.Timer] = {}
+        self._deadlines: dict[Origin, tuple[float, _compat.Timer]] = {}
         self._triggers: dict[Origin, Request] = {}
         self._waiting = 0
-        self._close_watch: task.LoopingCall | None = None
+        self._close_watch: _compat.Timer | None = None
         self._cache_hits = 0
         self._evictions_counted = 0
         self._fetches_made = 0
@@ -144,7 +144,7 @@ class OriginStates(Reporting):
         if self._waiters.get(origin):
             return
         retry = self._retries.pop(origin, None)
-        if retry is not None and retry.active():
+        if retry is not None:
             retry.cancel()
         state = self.cache.get(origin)
         fetching = self._fetches.get(origin)
@@ -308,8 +308,6 @@ class OriginStates(Reporting):
         state = self.cache.get(origin)
         if state is None or state.access is not Access.UNREACHABLE:
             return
-        from twisted.internet import reactor
-
         self._triggers.setdefault(origin, request)
 
         def retry() -> None:
@@ -318,7 +316,7 @@ class OriginStates(Reporting):
                 self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
 
         delay = max(0.0, state.expires_at - time.time())
-        self._retries[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined,arg-type,unused-ignore]
+        self._retries[origin] = _compat.call_later(delay, retry)
 
     # -- waking -------------------------------------------------------------------------
     def _wake_at(self, origin: Origin, when: float) -> None:
@@ -327,16 +325,12 @@ class OriginStates(Reporting):
         reaching ``ROBOTSTXT_MAX_WAIT`` together are not all dropped in one reactor
         turn. A waiter woken before its own time waits again."""
         current = self._deadlines.get(origin)
-        if current is not None:
-            if current[0] <= when and current[1].active():
+        if current is not None:  # a timer still to run (``_deadline`` removes it)
+            if current[0] <= when:
                 return
-            if current[1].active():
-                current[1].cancel()
-        from twisted.internet import reactor
-
+            current[1].cancel()
         delay = max(0.0, when - time.time())
-        call = reactor.callLater(delay, self._deadline, origin)  # type: ignore[attr-defined,arg-type,unused-ignore]
-        self._deadlines[origin] = (when, call)
+        self._deadlines[origin] = (when, _compat.call_later(delay, self._deadline, origin))
 
     def _deadline(self, origin: Origin) -> None:
         self._deadlines.pop(origin, None)
@@ -355,23 +349,20 @@ class OriginStates(Reporting):
             if not waiter.called:
                 waiter.callback(value)
         if rest:
-            from twisted.internet import reactor
-
-            reactor.callLater(0, self._wake, rest, value)  # type: ignore[attr-defined,arg-type,unused-ignore]
+            _compat.call_later(0, self._wake, rest, value)
 
     # -- closing ------------------------------------------------------------------------
     def _watch_close(self) -> None:
-        if self._close_watch is None or not self._close_watch.running:
-            self._close_watch = task.LoopingCall(self._check_closing)
-            self._close_watch.start(_CLOSE_POLL, now=False)
+        if self._close_watch is None:
+            self._close_watch = _compat.looping_call(_CLOSE_POLL, self._check_closing)
 
     def _check_closing(self) -> None:
         closing = _compat.engine_closing(self.crawler.engine)
         if closing:
             self.close()
-        if (closing or not (self._waiting or self._fetches)) and self._close_watch is not None \
-                and self._close_watch.running:
-            self._close_watch.stop()
+        if (closing or not (self._waiting or self._fetches)) and self._close_watch is not None:
+            self._close_watch.cancel()
+            self._close_watch = None
 
     def close(self) -> None:
         """Release every waiting request (they are dropped) and cancel the fetches
@@ -379,19 +370,18 @@ class OriginStates(Reporting):
         robots.txt must not keep the crawl open until ``DOWNLOAD_TIMEOUT``."""
         self.closing = True
         for call in self._retries.values():
-            if call.active():
-                call.cancel()
+            call.cancel()
         self._retries.clear()
         for _, call in self._deadlines.values():
-            if call.active():
-                call.cancel()
+            call.cancel()
         self._deadlines.clear()
         for origin in list(self._waiters):
             self._notify(origin, Closing())
         for fetching in list(self._fetches.values()):
             fetching.cancel()
-        if self._close_watch is not None and self._close_watch.running:
-            self._close_watch.stop()
+        if self._close_watch is not None:
+            self._close_watch.cancel()
+            self._close_watch = None
         self._flush_stats()
 
     # -- stats --------------------------------------------------------------------------

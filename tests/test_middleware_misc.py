@@ -14,6 +14,7 @@ from crawl import ListSpider, run_crawl
 from middleware_support import ENABLE, BatchSpider, mw_settings, page_hits, robots_hits, stat, text
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
+from scrapy.settings import Settings
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware, _compat
@@ -389,6 +390,61 @@ def test_the_parser_works_with_the_builtin_middleware(origins):
 
 
 # --------------------------------------------------------------------------- bad configuration
+
+
+class SubclassedBuiltin(BuiltinRobotsTxtMiddleware):
+    """A project's own variant of the built-in middleware: it judges as the built-in does."""
+
+
+@pytest.mark.parametrize(
+    "middlewares",
+    [
+        {"scrapy_rfc9309.RobotsTxtMiddleware": 100},  # the plugin's line without the None line
+        {RobotsTxtMiddleware: 543},
+        {"scrapy_rfc9309.RobotsTxtMiddleware": 100, f"{__name__}.SubclassedBuiltin": 110},
+    ],
+    ids=["path", "class", "subclass"],
+)
+@pytest_twisted.inlineCallbacks
+def test_the_builtin_middleware_beside_the_plugin_stops_the_crawl_at_start_up(origins, middlewares):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+
+    with pytest.raises(RobotsTxtConfigError) as info:
+        yield run_crawl([a.url("/public"), a.url("/private/1")],
+                        {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": middlewares})
+
+    message = str(info.value)
+    assert f"'{_compat.BUILTIN_MIDDLEWARE}': None to DOWNLOADER_MIDDLEWARES" in message
+    assert "scrapy_rfc9309.Addon" in message
+    assert a.requests == []  # neither robots.txt nor a page was fetched
+
+
+@pytest.mark.parametrize(
+    "middlewares",
+    [
+        {_compat.BUILTIN_MIDDLEWARE: None, "scrapy_rfc9309.RobotsTxtMiddleware": 100},
+        pytest.param({BuiltinRobotsTxtMiddleware: None, RobotsTxtMiddleware: 100}, marks=pytest.mark.skipif(
+            not hasattr(Settings, "get_component_priority_dict_with_base"),
+            reason="before Scrapy 2.15 a class key does not switch off the built-in's path key",
+        )),
+    ],
+    ids=["path", "class"],
+)
+@pytest_twisted.inlineCallbacks
+def test_with_the_none_line_only_the_plugin_judges(origins, middlewares):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+
+    result = yield run_crawl([a.url("/public"), a.url("/private/1")],
+                             {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": middlewares})
+
+    types = _downloader_middleware_types(result)
+    assert RobotsTxtMiddleware in types
+    assert BuiltinRobotsTxtMiddleware not in types
+    assert len(robots_hits(a)) == 1
+    assert _fetched(a) == ["/public"]
+    assert stat(result, "forbidden") == 1
 
 
 @pytest.mark.parametrize(
