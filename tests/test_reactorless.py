@@ -123,3 +123,19 @@ def test_the_command_without_a_reactor_fetches_and_explains(tmp_path, site):
     assert "Verdict:    disallowed (Disallow: /private, line 2)" in run.stdout
     assert "Traceback" not in run.stderr
     assert site.paths() == ["/robots.txt"]
+
+
+@pytest.mark.parametrize("asked", [True, False], ids=["set", "default"])
+def test_dns_warmup_is_off_without_a_reactor_and_says_so_when_set(tmp_path, site, asked):
+    site.route("/robots.txt", 200, RULES)
+    settings: dict[str, Any] = {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(tmp_path / "store")}
+    if asked:
+        settings["ROBOTSTXT_DNS_WARMUP"] = True
+
+    report = crawl(tmp_path, [site.url("/public/1")], **settings)
+
+    # The lookups would go through Twisted's resolver, which a crawl without a reactor does not use.
+    warned = "ROBOTSTXT_DNS_WARMUP is off: it needs a Twisted reactor" in report["log"]
+    assert warned is asked  # a warning for a setting made, none for the default
+    assert robotstxt_stat(report, "dns_warmup") == 0
+    assert [item["url"] for item in report["items"]] == [site.url("/public/1")]
