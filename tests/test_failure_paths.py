@@ -409,14 +409,19 @@ def _batch_settings(**extra: Any) -> dict[str, Any]:
 
 @defer.inlineCallbacks
 def _all_held(gate: Gate, origin: Any) -> Any:
-    """Wait until robots.txt was asked for and every request left the scheduler."""
+    """Wait until robots.txt was asked for and every request waits for it in the middleware
+    (out of the scheduler is not enough: without a reactor, a request dequeued reaches the
+    downloader middlewares in a later turn of the loop)."""
+    from scrapy_rfc9309 import RobotsTxtMiddleware
+
     yield origin.wait_for("/robots.txt")
     for _ in range(600):
         spider = TrackingSpider.latest
-        if spider is not None and spider.crawler.stats.get_value("scheduler/dequeued") == HELD:
+        middleware = spider.crawler.get_downloader_middleware(RobotsTxtMiddleware) if spider is not None else None
+        if middleware is not None and middleware.states.waiting == HELD:
             return
         yield sleep(0.05)
-    raise AssertionError("the requests were not all dequeued")
+    raise AssertionError("the requests were not all waiting in the middleware")
 
 
 @pytest_twisted.inlineCallbacks
