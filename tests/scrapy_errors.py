@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import re
 
+from reactorless import is_reactorless
 from scrapy import exceptions
 from twisted.internet import defer, error
 from twisted.web import client
 
-__all__ = ["DownloadCancelledError", "DownloadFailedError", "DownloadTimeoutError", "connection_lost"]
+__all__ = [
+    "DownloadCancelledError",
+    "DownloadFailedError",
+    "DownloadTimeoutError",
+    "connection_lost",
+    "resends_dropped_get",
+]
 
 DownloadCancelledError: type[BaseException] = getattr(exceptions, "DownloadCancelledError", defer.CancelledError)
 DownloadTimeoutError: type[BaseException] = getattr(exceptions, "DownloadTimeoutError", error.TimeoutError)
@@ -24,3 +31,11 @@ def connection_lost(exception: BaseException) -> bool:
     HTTP/1.1 handler names ``ConnectionLost``; the aiohttp one that Scrapy uses without a reactor
     says the connection was reset or the server disconnected."""
     return re.search(r"ConnectionLost|Connection reset by peer|Server ?disconnected", str(exception)) is not None
+
+
+def resends_dropped_get() -> int:
+    """How many times the download handler of the tests' crawls sends a GET again when the
+    connection closes without a response: aiohttp's (Scrapy's handler without a reactor) once,
+    on any connection; Twisted's HTTP/1.1 pool only on a reused keep-alive connection, which a
+    robots.txt request, the first of its origin, does not use."""
+    return 1 if is_reactorless() else 0
