@@ -262,12 +262,16 @@ def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
     lock = f"robotstxt:{{{site.base}}}:lock"
     ttls: list[int] = []
 
-    from twisted.internet import task
+    reactor = server_reactor()  # the installed reactor, or the loop's when there is none
+    watch: list[Any] = []
 
-    watch = task.LoopingCall(lambda: ttls.append(client.pttl(lock)))
-    watch.start(0.1)
+    def sample() -> None:  # the lock's TTL every 0.1 s
+        ttls.append(client.pttl(lock))
+        watch[:] = [reactor.callLater(0.1, sample)]
+
+    sample()
     result = yield run_crawl([site.url("/public")], _settings("redis", redis_url, ROBOTSTXT_STORE_LOCK_TTL=0.6))
-    watch.stop()
+    watch[0].cancel()
 
     # The lock (0.6 s) would have expired during the 1.5 s fetch had it not been renewed.
     held = [t for t in ttls if t > 0]
