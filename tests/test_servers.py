@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 import time
 
 import pytest
 import pytest_twisted
 from crawl import ListSpider, run_crawl
+from reactorless import is_reactorless
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
@@ -60,6 +63,20 @@ def _get(origin: Origin, path: str) -> bytes:
 def _connect(origin: Origin, path: str) -> defer.Deferred[_RawClient]:
     endpoint = TCP4ClientEndpoint(server_reactor(), origin.host, origin.port, timeout=2)
     return connectProtocol(endpoint, _RawClient(_get(origin, path)))
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_run_crawls_in_its_mode_and_the_servers_share_the_crawls_loop(origins):
+    """The reactorless run installs no reactor, so its crawls run without one; either way the
+    servers run on the asyncio loop the test (and so the crawl) runs on."""
+    a = origins()
+    result = yield run_crawl([a.url("/page")])
+
+    assert ("twisted.internet.reactor" in sys.modules) is not is_reactorless()
+    assert result.crawler.settings.getbool("TWISTED_REACTOR_ENABLED", True) is not is_reactorless()
+    assert a.reactor is server_reactor()
+    assert a.reactor._asyncioEventloop is asyncio.get_running_loop()
+    assert result.responses == [a.url("/page")]
 
 
 @pytest_twisted.inlineCallbacks
