@@ -53,6 +53,7 @@ __all__ = [
     "caching_resolver",
     "call_from_thread",
     "call_later",
+    "cannot_request_errors",
     "direct_http_handler",
     "disable_builtin_middleware",
     "dns_cached",
@@ -62,9 +63,12 @@ __all__ = [
     "looping_call",
     "missing",
     "network_errors",
+    "no_host_errors",
     "reactor_enabled",
+    "refused_errors",
     "resolver_host_name",
     "running_loop",
+    "scheduler_persists",
     "send_signal",
     "set_slot_jitter",
     "sleep",
@@ -267,6 +271,23 @@ def engine_closing(engine: ExecutionEngine | None) -> bool:
     return slot is None or getattr(slot, "closing", None) is not None
 
 
+def scheduler_persists(engine: ExecutionEngine | None) -> bool:
+    """Whether the crawl's scheduler keeps the requests it holds when the spider
+    closes, so that a resumed crawl gets them: Scrapy's with a ``JOBDIR`` (its disk
+    queues), or one with a true ``persist`` attribute (scrapy-redis's, with
+    ``SCHEDULER_PERSIST``). The scheduler is ``engine.scheduler`` from Scrapy 2.19,
+    the engine's private slot's before."""
+    if engine is None:
+        return False
+    scheduler = getattr(engine, "scheduler", None)
+    if scheduler is None:
+        slot = getattr(engine, "_slot", None)
+        scheduler = getattr(slot, "scheduler", None)
+    if scheduler is None:
+        return False
+    return getattr(scheduler, "dqs", None) is not None or bool(getattr(scheduler, "persist", False))
+
+
 def widen_concurrency(engine: ExecutionEngine | None, count: int) -> bool:
     """Let ``count`` more requests (less, when negative) be in the downloader at
     once without the engine backing out: requests waiting for a robots.txt, and
@@ -368,6 +389,45 @@ def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
         if isinstance(cls, type) and issubclass(cls, BaseException):
             found.append(cls)
     return tuple(dict.fromkeys(found))
+
+
+def no_host_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download whose host name does not resolve
+    (``CannotResolveHostError`` from Scrapy 2.15, Twisted's before)."""
+    import socket
+
+    from twisted.internet.error import DNSLookupError
+
+    found: list[type[BaseException]] = [DNSLookupError, socket.gaierror]
+    return _with_scrapy(found, "CannotResolveHostError")
+
+
+def refused_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download whose connection was refused
+    (``DownloadConnectionRefusedError`` from Scrapy 2.15, Twisted's before)."""
+    from twisted.internet.error import ConnectionRefusedError as TxConnectionRefusedError
+
+    found: list[type[BaseException]] = [TxConnectionRefusedError, ConnectionRefusedError]
+    return _with_scrapy(found, "DownloadConnectionRefusedError")
+
+
+def cannot_request_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download Scrapy cannot make at all: no download handler
+    for the scheme (or one that failed to load), a URL its HTTP client refuses
+    (Twisted's ``ValueError: Invalid URI``; ``UnsupportedURLSchemeError`` from
+    Scrapy 2.15)."""
+    from scrapy.exceptions import NotSupported
+    from twisted.web.error import SchemeNotSupported
+
+    found: list[type[BaseException]] = [NotSupported, SchemeNotSupported, ValueError]
+    return _with_scrapy(found, "UnsupportedURLSchemeError")
+
+
+def _with_scrapy(found: list[type[BaseException]], name: str) -> tuple[type[BaseException], ...]:
+    extra = getattr(scrapy.exceptions, name, None)
+    if isinstance(extra, type):
+        found.append(extra)
+    return tuple(found)
 
 
 #: Scrapy's download handlers that connect to the origin themselves, resolving its

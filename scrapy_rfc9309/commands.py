@@ -26,7 +26,7 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.url import add_http_if_no_scheme
 
 from . import matcher_in_use
-from .access import Access, OriginState
+from .access import Access, Cause, OriginState
 from .agent import product_token
 from .middleware import RobotsTxtMiddleware
 from .origin import Origin
@@ -35,6 +35,14 @@ from .robotstxt import RobotsTxt, parse
 __all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "exit_status", "explain",
            "url_problem"]
 
+#: Why an unreachable robots.txt disallows, and what becomes of the origin's requests.
+_UNREACHABLE_VERDICT = {
+    Cause.TRANSIENT: "robots.txt unreachable: complete disallow, requests are held",
+    Cause.REFUSED: "robots.txt unreachable, connections refused: complete disallow, requests are held for up to "
+                   "ROBOTSTXT_MAX_WAIT_REFUSED",
+    Cause.NO_HOST: "the host name does not resolve: requests are dropped",
+    Cause.CANNOT_REQUEST: "Scrapy cannot make the robots.txt request with these settings: requests are dropped",
+}
 #: Exit statuses of the command.
 ALLOWED, DISALLOWED, USAGE_ERROR, NO_VERDICT = 0, 1, 2, 3
 
@@ -89,7 +97,7 @@ def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState |
         lines.append(f"{label} {lifetime:.0f} s")
     if robots is None:
         if state is not None and state.access is Access.UNREACHABLE:
-            lines.append("Verdict:    disallowed (robots.txt unreachable: complete disallow, requests are held)")
+            lines.append(f"Verdict:    disallowed ({_UNREACHABLE_VERDICT[state.cause]})")
         else:
             lines.append("Verdict:    allowed (no robots.txt applies)")
         return lines

@@ -69,6 +69,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_MAX_WAIT", 900.0, "float",
             "seconds an origin may stay unreachable (from its first failed fetch) before its requests are dropped",
             0, MAX_SECONDS, above=True, example=3600),
+    Setting("ROBOTSTXT_MAX_WAIT_REFUSED", 30.0, "float",
+            "seconds an origin that refuses connections may stay unreachable before its requests are dropped "
+            "(never more than `ROBOTSTXT_MAX_WAIT`)", 0, MAX_SECONDS, example=120),
     Setting("ROBOTSTXT_KEEP_CACHED", 30 * DAY, "float",
             "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS,
             example=604_800),
@@ -186,6 +189,7 @@ class Config:
             retry_max_delay=retry_max,
             keep_cached=_number(settings, "ROBOTSTXT_KEEP_CACHED"),
             max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT"),
+            max_wait_refused=_number(settings, "ROBOTSTXT_MAX_WAIT_REFUSED"),
             max_size=max_size,
         )
         deny = settings.get("ROBOTSTXT_USAGE_DENY") or []

@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from . import ACCELERATED, _compat, matcher_in_use
 from . import signals as rfc_signals
-from .access import Decision, OriginState
+from .access import Cause, Decision, OriginState
 from .agent import agent_note, product_token
 from .config import Config
 from .crawl_delay import CrawlDelay
@@ -51,6 +51,13 @@ logger = logging.getLogger(__name__)
 AGENT_META = "robotstxt_user_agent"
 #: Request (and so response) meta key set to the applicable usage preference.
 USAGE_META = "robotstxt_usage"
+#: The stat counting the requests dropped for each ``RobotsTxtUnreachable.reason``.
+DROP_STATS = {
+    "max_wait": "dropped_unreachable",
+    "no_host": "dropped_no_host",
+    "cannot_request": "dropped_cannot_request",
+    "closing": "held_released_on_close",
+}
 #: This middleware's path in ``DOWNLOADER_MIDDLEWARES``.
 MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
@@ -115,7 +122,7 @@ class RobotsTxtMiddleware(Reporting):
         return self.states.cache
 
     # -- the downloader hook --------------------------------------------------------------
-    def process_request(self, request: Request, spider: Any = None) -> Coroutine[Any, Any, None] | None:
+    def process_request(self, request: Request, spider: Any = None) -> Coroutine[Any, Any, Request | None] | None:
         """Judge ``request``. A request of an origin whose robots.txt is cached and
         fresh is judged at once; otherwise a coroutine waits for the fetch (Scrapy
         awaits what ``process_request`` returns)."""
@@ -134,29 +141,56 @@ class RobotsTxtMiddleware(Reporting):
             return None
         return self._process_waiting(request, origin, agent)
 
-    async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> None:
+    async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> Request | None:
         held = False
         try:
+            state = await self.states.current(origin, request)
             while True:
-                state = await self.states.current(origin, request)
                 now = time.time()
                 if state.decision(now, self.policy) is not Decision.HOLD:
                     break
                 if state.waited_too_long(now, self.policy):
-                    self.states.give_up(origin)
-                    self._drop(request, origin, f"unreachable for {self.policy.max_wait:g} s", "max_wait")
+                    self._give_up(request, origin, state)
                 if not held:
                     held = True
                     self._inc("held")
                     logger.debug("Holding %s: robots.txt of %s is unreachable (%s)", request, origin,
-                                 _why(state), extra=self._log_extra)
-                since = state.unreachable_since if state.unreachable_since is not None else state.fetched_at
-                await self.states.wait(origin, request, since + self.policy.max_wait - now)
+                                 state.detail, extra=self._log_extra)
+                fetched = await self.states.wait(origin, request, state.give_up_at(self.policy) - now)
+                # Woken by a fetch's state, or at the deadline (a retry still running then serves nobody).
+                state = fetched or self.states.cache.get(origin) or await self.states.current(origin, request)
         except Closing:
+            if _compat.scheduler_persists(self.crawler.engine):
+                return self._requeue(request, origin)
             self._drop(request, origin, "was not known when the spider closed", "closing")
         if held:
             self._inc("released")
         self._judge(request, origin, state, agent)
+        return None
+
+    def _requeue(self, request: Request, origin: Origin) -> Request:
+        """A request still waiting when the spider closes, handed back to a scheduler
+        that keeps it (``JOBDIR``, a persistent scrapy-redis queue): a resumed crawl
+        judges it then. The copy is not filtered as a duplicate: the original was
+        seen already, and it is taken out of the queue once, so it is crawled once."""
+        self._inc("requeued_on_close")
+        self.states.requeued()
+        logger.debug("Put back in the scheduler: %s (robots.txt of %s was not known when the spider closed)",
+                     request, origin, extra=self._log_extra)
+        return request.replace(dont_filter=True)
+
+    def _give_up(self, request: Request, origin: Origin, state: OriginState) -> None:
+        """Drop a request of an origin that waiting cannot help, or no longer helps."""
+        self.states.give_up(origin)
+        cause = state.cause
+        if cause is Cause.NO_HOST:
+            self._drop(request, origin, f"cannot be fetched: its host name does not resolve ({state.detail})",
+                       "no_host")
+        if cause is Cause.CANNOT_REQUEST:
+            self._drop(request, origin, f"cannot be fetched: Scrapy cannot make the request ({state.detail})",
+                       "cannot_request")
+        waited = self.policy.max_wait_for(cause)
+        self._drop(request, origin, f"unreachable for {waited:g} s ({state.detail})", "max_wait")
 
     # -- the agent ------------------------------------------------------------------------
     def user_agent_for(self, request: Request) -> str | bytes:
@@ -215,10 +249,14 @@ class RobotsTxtMiddleware(Reporting):
         self._inc("forbidden")
         raise RobotsTxtForbidden(f"Forbidden by robots.txt: {request} ({reason})", verdict, origin.robots_url)
 
-    def _drop(self, request: Request, origin: Origin, why: str, reason: str) -> None:
-        self._inc("dropped_unreachable" if reason == "max_wait" else "held_released_on_close")
+    def _drop(self, request: Request, origin: Origin, why: str, reason: str) -> NoReturn:
+        """Raise :class:`RobotsTxtUnreachable` for ``request``, counted under
+        ``reason`` (its stat and the close summary; the origin's state change is
+        logged once, by :class:`OriginStates`)."""
+        self._inc(DROP_STATS[reason])
+        self.states.dropped(origin, reason)
         message = f"Dropped: robots.txt of {origin} {why}: {request}"
-        logger.info(message, extra=self._log_extra)
+        logger.debug(message, extra=self._log_extra)
         raise RobotsTxtUnreachable(message, origin.robots_url, reason)
 
     def _apply_usage(self, request: Request, origin: Origin, robots: RobotsTxt, agent: str | bytes) -> None:
@@ -285,13 +323,10 @@ class RobotsTxtMiddleware(Reporting):
         self.states.close()
         if self.states.store is not None:
             await self.states.store.close()  # after the saves still running
+        summary = self.states.summary()
+        if summary is not None:
+            logger.warning("robots.txt: %s", summary, extra=self._log_extra)
 
-
-def _why(state: OriginState) -> str:
-    outcome = state.outcome
-    if outcome is None:
-        return "unknown"
-    return outcome.detail or f"status {outcome.status}"
 
 
 def _rule_text(verdict: Verdict) -> str:

@@ -22,7 +22,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from . import _compat
 from . import signals as rfc_signals
-from .access import Access, Decision, FetchOutcome, OriginState
+from .access import Access, Cause, Decision, FetchOutcome, OriginState
 from .reporting import Reporting
 from .scrapy_parser import RobotParser
 from .stores import MemoryStore
@@ -46,6 +46,14 @@ WAKE_BATCH = 200
 #: ``EVICTION_WARN_AFTER`` of them, were of origins evicted from the cache while fresh.
 EVICTION_WARN_SHARE, EVICTION_WARN_AFTER = 0.5, 100
 _CLOSE_POLL = 0.2
+#: Origins named per cause in the summary at close.
+_SUMMARY_ORIGINS = 5
+_DROP_WORDS = {
+    "max_wait": "held too long",
+    "no_host": "for a host name that does not resolve",
+    "cannot_request": "that Scrapy cannot make",
+    "closing": "held when the spider closed",
+}
 
 
 class Closing(Exception):
@@ -79,6 +87,10 @@ class OriginStates(Reporting):
         self._fetches_made = 0
         self._refetches_evicted = 0
         self._eviction_warned = False
+        self._given_up: dict[Cause, list[str]] = {}
+        self._given_up_count: dict[Cause, int] = {}
+        self._dropped: dict[str, int] = {}
+        self._requeued = 0
 
     # -- what the middleware asks ---------------------------------------------------------
     def cached(self, origin: Origin, now: float) -> OriginState | None:
@@ -100,7 +112,8 @@ class OriginStates(Reporting):
                 self._hit()
                 return state
             self._start_fetch(origin, request)
-            if state is not None and state.access is Access.UNREACHABLE:
+            if (state is not None and state.access is Access.UNREACHABLE
+                    and not state.waited_too_long(time.time(), self.policy)):
                 return state  # judged by its good copy, or held, while the retry runs
             fetched = await self.wait(origin, request, None)
             if fetched is not None:
@@ -212,12 +225,16 @@ class OriginStates(Reporting):
                 if self.store is not None:
                     self.store.release(lease)
                 self._fetches.pop(origin, None)
-                self._notify(origin, Closing())
+                # Cancelled: at close, or a retry that served nobody (its waiters look again).
+                self._notify(origin, Closing() if self.closing else None)
         if self.store is not None:
-            self.store.save(origin, state, lease)
+            if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
+                self.store.release(lease)  # this process's settings, not the origin's state: not shared
+            else:
+                self.store.save(origin, state, lease)
         self._put(origin, state)
         try:
-            await self._report(origin, state)
+            await self._report(origin, state, previous)
         except Exception:
             logger.error("robots.txt of %s: error while reporting the fetch", origin, exc_info=True,
                          extra=self._log_extra)
@@ -269,7 +286,7 @@ class OriginStates(Reporting):
             self._triggers.pop(origin, None)
         self._notify(origin, state)
 
-    async def _report(self, origin: Origin, state: OriginState) -> None:
+    async def _report(self, origin: Origin, state: OriginState, previous: OriginState | None) -> None:
         outcome = state.outcome
         assert outcome is not None
         self._inc(outcome.access.value)
@@ -277,15 +294,42 @@ class OriginStates(Reporting):
         await _compat.send_signal(self.crawler, rfc_signals.robotstxt_fetched, origin=origin, state=state,
                                   request=self._triggers.get(origin))
         await self._announce(origin, state)
-        now = time.time()
         if outcome.access is Access.UNREACHABLE and state.robots is not None:
             self._inc("stale_used")
-            logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago",
-                           origin, outcome.detail or f"status {outcome.status}", now - (state.good_at or now),
-                           extra=self._log_extra)
-        elif outcome.access is Access.UNREACHABLE:
-            logger.warning("robots.txt of %s unreachable (%s): complete disallow, retrying in %.1f s",
-                           origin, outcome.detail or f"status {outcome.status}", state.expires_at - now,
+        self._log_change(origin, state, previous)
+
+    def _log_change(self, origin: Origin, state: OriginState, previous: OriginState | None) -> None:
+        """One line per origin when its state changes (it became unreachable, or
+        reachable again); a failed retry of an unreachable origin is logged at DEBUG.
+        Giving up is logged when it happens (:meth:`_deadline`)."""
+        now = time.time()
+        was_unreachable = previous is not None and previous.access is Access.UNREACHABLE
+        detail = state.detail
+        if state.access is not Access.UNREACHABLE:
+            if was_unreachable:
+                assert previous is not None
+                since = previous.unreachable_since or previous.fetched_at
+                logger.info("robots.txt of %s is reachable again (%s) after %d failed fetches over %.0f s", origin,
+                            state.access.value, previous.failures, now - since, extra=self._log_extra)
+            return
+        retry = state.expires_at - now
+        cause = state.cause
+        if cause is Cause.CANNOT_REQUEST and not was_unreachable:
+            self._gave_up(origin, cause)
+        if was_unreachable or cause is Cause.CANNOT_REQUEST:  # the cause was logged once, by the fetcher
+            logger.debug("robots.txt of %s still unreachable (%s), failure %d, next fetch in %.1f s", origin,
+                         detail, state.failures, retry, extra=self._log_extra)
+        elif state.robots is not None:
+            logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago, retrying in "
+                           "%.1f s", origin, detail, now - (state.good_at or now), retry, extra=self._log_extra)
+        elif cause is Cause.NO_HOST:
+            self._gave_up(origin, cause)
+            logger.warning("robots.txt of %s cannot be fetched: its host name does not resolve (%s). Its requests are "
+                           "dropped (robotstxt/dropped_no_host); fetched again in %.0f s if more come", origin, detail,
+                           retry, extra=self._log_extra)
+        else:
+            logger.warning("robots.txt of %s unreachable (%s): complete disallow. Its requests are held for up to "
+                           "%.0f s, retrying in %.1f s", origin, detail, self.policy.max_wait_for(cause), retry,
                            extra=self._log_extra)
 
     async def _announce(self, origin: Origin, state: OriginState) -> None:
@@ -334,6 +378,12 @@ class OriginStates(Reporting):
 
     def _deadline(self, origin: Origin) -> None:
         self._deadlines.pop(origin, None)
+        state = self.cache.get(origin)
+        if self._waiters.get(origin) and state is not None and state.waited_too_long(time.time(), self.policy):
+            self._gave_up(origin, state.cause)
+            logger.warning("robots.txt of %s unreachable for %.0f s (%s): its held requests, and new ones until a "
+                           "fetch succeeds, are dropped (robotstxt/dropped_unreachable)", origin,
+                           self.policy.max_wait_for(state.cause), state.detail, extra=self._log_extra)
         self._notify(origin, None)
 
     def _notify(self, origin: Origin, value: Any) -> None:
@@ -384,6 +434,37 @@ class OriginStates(Reporting):
             self._close_watch = None
         self._flush_stats()
 
+    # -- what was given up, for the summary at close --------------------------------------
+    def _gave_up(self, origin: Origin, cause: Cause) -> None:
+        names = self._given_up.setdefault(cause, [])
+        if len(names) < _SUMMARY_ORIGINS:
+            names.append(str(origin))
+        self._given_up_count[cause] = self._given_up_count.get(cause, 0) + 1
+
+    def dropped(self, origin: Origin, reason: str) -> None:
+        """Count a request dropped for ``reason`` (a ``RobotsTxtUnreachable.reason``)."""
+        self._dropped[reason] = self._dropped.get(reason, 0) + 1
+
+    def requeued(self) -> None:
+        """Count a waiting request handed back to the scheduler at close."""
+        self._requeued += 1
+
+    def summary(self) -> str | None:
+        """The origins given up and the requests dropped in this crawl, and why, in
+        one line (None when there were none)."""
+        if not self._dropped and not self._given_up_count and not self._requeued:
+            return None
+        parts = []
+        for cause, count in self._given_up_count.items():
+            names = self._given_up[cause]
+            more = f" and {count - len(names)} more" if count > len(names) else ""
+            parts.append(f"{count} {cause.words} ({', '.join(names)}{more})")
+        origins = "; ".join(parts) or "none"
+        requests = ", ".join(f"{count} {_DROP_WORDS.get(reason, reason)}" for reason, count in self._dropped.items())
+        back = (f". Put back in the scheduler for the next run: {self._requeued} requests that waited for a robots.txt"
+                if self._requeued else "")
+        return f"origins given up: {origins}. Requests dropped: {requests or 'none'}{back}"
+
     # -- stats --------------------------------------------------------------------------
     def _hit(self) -> None:
         self._cache_hits += 1  # written to the stats now and then (see _flush_stats)
@@ -394,3 +475,4 @@ class OriginStates(Reporting):
         if self._cache_hits and self.crawler.stats is not None:
             self.crawler.stats.inc_value("robotstxt/cache_hit", self._cache_hits)
             self._cache_hits = 0
+

@@ -335,7 +335,17 @@ def test_fetch_mode_connection_refused_is_unreachable(tmp_path):
 
     assert run.returncode == 1, run.stderr
     assert "Access:     unreachable (status -" in run.stdout
-    assert field(run.stdout, "Verdict").startswith("disallowed")
+    assert field(run.stdout, "Verdict") == (
+        "disallowed (robots.txt unreachable, connections refused: complete disallow, requests are held for up to "
+        "ROBOTSTXT_MAX_WAIT_REFUSED)")
+
+
+def test_fetch_mode_a_host_that_does_not_resolve_is_dropped_not_held(tmp_path):
+    run = scrapy(tmp_path, "robotstxt", "http://nonexistent-host.invalid/x")
+
+    assert run.returncode == 1, run.stderr
+    assert "Access:     unreachable (status -" in run.stdout
+    assert field(run.stdout, "Verdict") == "disallowed (the host name does not resolve: requests are dropped)"
 
 
 def test_fetch_mode_a_url_without_a_scheme_is_not_reported_allowed(tmp_path, http_server):

@@ -195,8 +195,8 @@ def test_scrapy_crawl_demo_serves_the_demo_site_itself(runs: dict[str, subproces
     assert "Serving the demo site: ordinary http://127.0.0.1:" in log
     assert "'finish_reason': 'finished'" in log
     # The demo's own settings apply: the recovering origin is retried after 0.5 s, not the project's 5 s.
-    assert re.search(r"robots\.txt of http://127\.0\.0\.3:\d+ unreachable \(status 503\): complete disallow, "
-                     r"retrying in 0\.5 s", log)
+    assert re.search(r"robots\.txt of http://127\.0\.0\.3:\d+ unreachable \(status 503\): complete disallow\. "
+                     r"Its requests are held for up to \d+ s, retrying in 0\.5 s", log)
     assert re.search(r"Blocked by Disallow: /private/, line 6 of http://127\.0\.0\.1:\d+/robots\.txt: "
                      r"http://127\.0\.0\.1:\d+/private/salaries\.html", log)
     pages = [json.loads(line) for line in crawl.stdout.splitlines()]

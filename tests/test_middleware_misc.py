@@ -237,6 +237,30 @@ def test_a_page_redirected_to_another_origin_is_checked_against_that_origin(orig
 
 
 @pytest_twisted.inlineCallbacks
+def test_a_host_with_a_trailing_dot_is_an_origin_of_its_own(origins, monkeypatch):
+    """``http://ex.test./`` is requested as ``ex.test.`` (its Host header, its download slot):
+    its requests are judged by the robots.txt that authority serves, not by ``ex.test``'s.
+    Every request goes through a forward proxy (the environment's, as HttpProxyMiddleware
+    applies it), a loopback origin that answers by the absolute URL it is asked for."""
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = origins()
+    monkeypatch.setenv("http_proxy", proxy.base)
+    proxy["http://ex.test./robots.txt"] = text("User-agent: *\nDisallow: /dotted\n")
+    proxy["http://ex.test/robots.txt"] = text("User-agent: *\nDisallow: /plain\n")
+    urls = ["http://ex.test./dotted", "http://ex.test./plain", "http://ex.test/dotted", "http://ex.test/plain"]
+
+    result = yield run_crawl(urls, mw_settings(HTTPPROXY_ENABLED=True))
+
+    assert sorted(result.responses) == ["http://ex.test./plain", "http://ex.test/dotted"]
+    assert sorted(e.url for e in result.errors) == ["http://ex.test./dotted", "http://ex.test/plain"]
+    asked = [hit.path for hit in proxy.requests]
+    assert asked.count("http://ex.test./robots.txt") == 1 and asked.count("http://ex.test/robots.txt") == 1
+    hosts = {hit.path: hit.headers["host"] for hit in proxy.requests}
+    assert hosts["http://ex.test./robots.txt"] == "ex.test."
+
+
+@pytest_twisted.inlineCallbacks
 def test_a_data_url_passes_unchecked(origins):
     a = origins()
     a.robots("User-agent: *\nDisallow: /\n")
