@@ -15,6 +15,7 @@ __all__ = [
     "DownloadFailedError",
     "DownloadTimeoutError",
     "connection_lost",
+    "host_header",
     "resends_dropped_get",
 ]
 
@@ -39,3 +40,9 @@ def resends_dropped_get() -> int:
     on any connection; Twisted's HTTP/1.1 pool only on a reused keep-alive connection, which a
     robots.txt request, the first of its origin, does not use."""
     return 1 if is_reactorless() else 0
+
+
+def host_header(host: str) -> str:
+    """The ``Host`` header the download handler of the tests' crawls sends for ``host``:
+    Twisted's as given; aiohttp's (Scrapy's handler without a reactor) without a trailing dot."""
+    return host.rstrip(".") if is_reactorless() else host
