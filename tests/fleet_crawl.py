@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 import scrapy
-from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
+from scrapy.crawler import CrawlerProcess
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -86,6 +86,8 @@ def main(spec_path: str) -> int:
 
     _wait(spec.get("start_at"))
     if spec.get("reactorless"):
+        from scrapy.crawler import AsyncCrawlerProcess  # Scrapy 2.14 and later
+
         process: Any = AsyncCrawlerProcess({**settings, "TWISTED_REACTOR_ENABLED": False}, install_root_handler=True)
     else:
         process = CrawlerProcess(settings, install_root_handler=True)
