@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus/robots
 
-.PHONY: demo test docs test-min test-latest lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: demo test docs test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # tox finds Python 3.10 and 3.13 on PATH; with pyenv, every installed version's bin is put there.
 PYENV_BINS := $(shell command -v pyenv >/dev/null 2>&1 && for v in $$(pyenv versions --bare 2>/dev/null | grep -v /); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)
@@ -39,6 +39,10 @@ test-min: venv
 
 test-latest: venv
 	$(TOX) -e latest
+
+# The suite on the newest Scrapy (Python 3.13) without a Twisted reactor (TWISTED_REACTOR_ENABLED = False).
+test-reactorless: venv
+	$(TOX) -e reactorless
 
 # mypy on the package, then the C accelerator's stub checked against the built module.
 typecheck: venv

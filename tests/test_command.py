@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from reactorless import command_options
 
 from scrapy_rfc9309.testing import ThreadedOrigin
 
@@ -49,10 +50,12 @@ def _env(columns: int = 200) -> dict[str, str]:
 
 
 def scrapy(cwd: Path, *args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
-    """``python -m scrapy ARGS`` in ``cwd`` (a directory without scrapy.cfg)."""
+    """``python -m scrapy ARGS`` in ``cwd`` (a directory without scrapy.cfg); a command, not
+    ``scrapy -h``, runs without a reactor in the reactorless run."""
     assert not (cwd / "scrapy.cfg").exists()
+    mode = command_options() if args[:1] == ("robotstxt",) else []
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args],
+        [sys.executable, "-m", "scrapy", *args, *mode],
         cwd=cwd,
         env=_env(columns),
         capture_output=True,

@@ -39,6 +39,11 @@ from scrapy_rfc9309.stores import Claim
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
+# The lookups go through the reactor's resolver into Scrapy's DNS cache, and the tests install
+# Scrapy's caching resolvers on the reactor; without a reactor the warm-up is off
+# (test_reactorless.py, and the fleet tests' dns_warmup counts in the reactorless run).
+pytestmark = pytest.mark.requires_reactor("DNS warm-up needs the reactor's resolver")
+
 
 @pytest.fixture(params=["threaded", "hostname"])
 def caching_resolver(request: pytest.FixtureRequest) -> Iterator[str]:

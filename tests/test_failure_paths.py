@@ -35,6 +35,7 @@ from middleware_support import (
     text,
 )
 from optional import missing
+from reactorless import blockon, command_options
 from scrapy import Request
 from scrapy.http import Response
 from twisted.internet import defer
@@ -43,18 +44,12 @@ from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable
 from scrapy_rfc9309.fetch import RobotsFetcher
-from scrapy_rfc9309.testing import Gate, Huge, Redirect, SilentListener, Stall, Static, ThreadedOrigin
+from scrapy_rfc9309.testing import Gate, Huge, Redirect, SilentListener, Stall, Static, ThreadedOrigin, server_reactor
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = "User-agent: *\nDisallow: /private\n"
 #: A safety net only: a regression that would keep the crawl open ends it with another reason.
 SAFETY = {"CLOSESPIDER_TIMEOUT": 60}
-
-
-def _reactor() -> Any:
-    from twisted.internet import reactor
-
-    return reactor
 
 
 def _failing(status: int = 503) -> Static:
@@ -105,7 +100,7 @@ def test_the_command_reports_a_redirect_to_an_unusable_location_as_unavailable(t
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     url = redirecting_server.url("/private/x")
 
-    run = subprocess.run([sys.executable, "-m", "scrapy", "robotstxt", url], cwd=tmp_path, env=env,
+    run = subprocess.run([sys.executable, "-m", "scrapy", "robotstxt", url, *command_options()], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=60, check=False)
 
     assert run.returncode == 0, run.stderr
@@ -122,7 +117,7 @@ def test_the_command_reports_a_redirect_to_an_unusable_location_as_unavailable(t
 def silent_server() -> Iterator[tuple[str, SilentListener]]:
     listener = SilentListener().start()
     yield f"redis://{listener.netloc}/0", listener
-    pytest_twisted.blockon(listener.stop())
+    blockon(listener.stop())
 
 
 @pytest_twisted.inlineCallbacks
@@ -387,13 +382,13 @@ class PassCounter:
     def _start_ticking(cls) -> None:
         if not cls.ticking:
             cls.ticking = True
-            _reactor().callLater(0, cls._tick)
+            server_reactor().callLater(0, cls._tick)
 
     @classmethod
     def _tick(cls) -> None:
         cls.samples.append(cls._through())
         if cls._through() < HELD and len(cls.samples) < 100_000:
-            _reactor().callLater(0, cls._tick)
+            server_reactor().callLater(0, cls._tick)
 
     def process_request(self, request: Request, spider: Any = None) -> Response | None:
         if "/page/" not in request.url:
@@ -437,7 +432,7 @@ def test_thousands_of_held_requests_are_released_in_batches(origins):
     probes: list[int] = []
 
     def fetched(**kwargs: Any) -> None:
-        _reactor().callLater(0, lambda: probes.append(PassCounter.passed))
+        server_reactor().callLater(0, lambda: probes.append(PassCounter.passed))
 
     TrackingSpider.latest = None
     crawl = run_crawl(TrackingSpider, _batch_settings(), urls=[a.url(f"/page/{i}") for i in range(HELD)])

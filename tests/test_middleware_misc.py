@@ -15,6 +15,7 @@ from middleware_support import ENABLE, BatchSpider, mw_settings, page_hits, robo
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 from scrapy.settings import Settings
+from scrapy_errors import host_header
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware, _compat
@@ -257,7 +258,7 @@ def test_a_host_with_a_trailing_dot_is_an_origin_of_its_own(origins, monkeypatch
     asked = [hit.path for hit in proxy.requests]
     assert asked.count("http://ex.test./robots.txt") == 1 and asked.count("http://ex.test/robots.txt") == 1
     hosts = {hit.path: hit.headers["host"] for hit in proxy.requests}
-    assert hosts["http://ex.test./robots.txt"] == "ex.test."
+    assert hosts["http://ex.test./robots.txt"] == host_header("ex.test.")
 
 
 @pytest_twisted.inlineCallbacks

@@ -20,6 +20,7 @@ from typing import Any
 import pytest_twisted
 from crawl import run_crawl
 from middleware_support import TrackingSpider, mw_settings, page_hits, stat, text, until
+from reactorless import command_options
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import defer
 
@@ -146,7 +147,7 @@ def _crawl(tmp_path: Path, site: ThreadedOrigin, items: str) -> subprocess.Popen
     args = [sys.executable, "-m", "scrapy", "runspider", "spider.py", "-O", items, "-L", "INFO",
             "-s", "ADDONS={\"scrapy_rfc9309.Addon\": 0}", "-s", f"JOBDIR={tmp_path / 'job'}",
             "-s", "CONCURRENT_REQUESTS=16", "-s", "ROBOTSTXT_RETRY_DELAY=20", "-s", "ROBOTSTXT_RETRY_MAX_DELAY=20",
-            "-s", "TELNETCONSOLE_ENABLED=False"]
+            "-s", "TELNETCONSOLE_ENABLED=False", *command_options()]  # without a reactor in the reactorless run
     return subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
