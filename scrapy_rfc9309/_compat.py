@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
+    from scrapy.settings import BaseSettings, Settings
 
 __all__ = [
     "BUILTIN_MIDDLEWARE",
@@ -41,6 +41,7 @@ __all__ = [
     "resolver_host_name",
     "send_signal",
     "set_slot_jitter",
+    "settings_with_addons",
     "slot_jitter",
     "widen_concurrency",
 ]
@@ -140,6 +141,22 @@ def disable_builtin_middleware(settings: BaseSettings) -> None:
             middlewares[key] = None
     middlewares[BUILTIN_MIDDLEWARE] = None
     settings.set("DOWNLOADER_MIDDLEWARES", middlewares, settings.getpriority("DOWNLOADER_MIDDLEWARES") or "addon")
+
+
+def settings_with_addons(settings: Settings) -> Settings:
+    """A copy of ``settings`` as a crawl gets them, once the add-ons of ``ADDONS``
+    have changed them (``update_pre_crawler_settings``, then ``update_settings``,
+    as ``CrawlerProcess`` and ``Crawler`` call them); the add-ons see a crawler
+    that does not crawl."""
+    from scrapy import Spider
+    from scrapy.addons import AddonManager
+    from scrapy.crawler import Crawler
+
+    copy = settings.copy()
+    AddonManager.load_pre_crawler_settings(copy)
+    crawler = Crawler(Spider, copy)
+    crawler.addons.load_settings(crawler.settings)
+    return crawler.settings
 
 
 def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
