@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
+    from scrapy.settings import BaseSettings, Settings
 
 __all__ = [
     "BUILTIN_MIDDLEWARE",
@@ -71,6 +71,7 @@ __all__ = [
     "scheduler_persists",
     "send_signal",
     "set_slot_jitter",
+    "settings_with_addons",
     "sleep",
     "slot_jitter",
     "widen_concurrency",
@@ -361,6 +362,22 @@ def builtin_middleware_enabled(settings: BaseSettings) -> bool:
         if isinstance(cls, type) and issubclass(cls, builtin):
             return True
     return False
+
+
+def settings_with_addons(settings: Settings) -> Settings:
+    """A copy of ``settings`` as a crawl gets them, once the add-ons of ``ADDONS``
+    have changed them (``update_pre_crawler_settings``, then ``update_settings``,
+    as ``CrawlerProcess`` and ``Crawler`` call them); the add-ons see a crawler
+    that does not crawl."""
+    from scrapy import Spider
+    from scrapy.addons import AddonManager
+    from scrapy.crawler import Crawler
+
+    copy = settings.copy()
+    AddonManager.load_pre_crawler_settings(copy)
+    crawler = Crawler(Spider, copy)
+    crawler.addons.load_settings(crawler.settings)
+    return crawler.settings
 
 
 def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:

@@ -79,9 +79,11 @@ class RobotsTxtMiddleware(Reporting):
             )
         self.config = Config.from_settings(crawler.settings)
         self.policy = self.config.policy
-        if note := agent_note(self.config.user_agent or crawler.settings.get("USER_AGENT"),
-                              "ROBOTSTXT_USER_AGENT" if self.config.user_agent else "USER_AGENT"):
+        self._agents_logged: set[str | bytes] = set()
+        self._default_agent, source = self._configured_agent()
+        if note := agent_note(self._default_agent, source):
             logger.warning(note)
+        self._log_agent(self._default_agent, source)
         logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
         store = warmup = None
         store_cls = store_class(self.config.store)
@@ -92,9 +94,7 @@ class RobotsTxtMiddleware(Reporting):
                                      warmup.route_seen if warmup is not None else None)
         self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup, self._origin_of)
         self.crawl_delay = CrawlDelay(crawler, self.config.crawl_delay_max) if self.config.crawl_delay else None
-        self._default_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._origins: dict[str, Origin | None] = {}
-        self._agents_logged: set[str | bytes] = set()
         self._meta_errors_logged: set[type] = set()
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -200,20 +200,31 @@ class RobotsTxtMiddleware(Reporting):
         self._drop(request, origin, f"unreachable for {waited:g} s ({state.detail})", "max_wait")
 
     # -- the agent ------------------------------------------------------------------------
+    def _configured_agent(self) -> tuple[str, str]:
+        """The agent obeyed for a request that names none of its own, and where it is
+        set: ``ROBOTSTXT_USER_AGENT``, else what Scrapy sends: ``USER_AGENT``, or the
+        spider's ``user_agent`` attribute, which Scrapy sends instead (deprecated in
+        Scrapy 2.19, which warns about it)."""
+        if self.config.user_agent:
+            return self.config.user_agent, "ROBOTSTXT_USER_AGENT"
+        spider_agent = getattr(self.crawler.spider, "user_agent", None)
+        if isinstance(spider_agent, str) and spider_agent:
+            return spider_agent, "the spider's user_agent attribute"
+        return self.crawler.settings.get("USER_AGENT") or "", "USER_AGENT"
+
     def user_agent_for(self, request: Request) -> str | bytes:
         """The string whose product token is obeyed for ``request``: the request's
         ``robotstxt_user_agent`` meta key, ``ROBOTSTXT_USER_AGENT``, the request's
-        User-Agent header, the spider's ``user_agent`` attribute, ``USER_AGENT``."""
+        User-Agent header, ``USER_AGENT``."""
         agent = request.meta.get(AGENT_META)
         if agent is not None and not isinstance(agent, (str, bytes)):
             self._bad_meta(request, agent)
-        agent = agent or self.config.user_agent
         if not agent:
-            agent = request.headers.get(b"User-Agent")
-        if not agent:
-            agent = getattr(self.crawler.spider, "user_agent", None) or self._default_agent
-        if agent not in self._agents_logged:
-            self._log_agent(agent)
+            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
+            if agent not in self._agents_logged:
+                self._log_agent(agent, "a request's User-Agent header")
+        elif agent not in self._agents_logged:
+            self._log_agent(agent, f"a request's {AGENT_META!r} meta key")
         return agent
 
     def _bad_meta(self, request: Request, value: object) -> None:
@@ -226,12 +237,12 @@ class RobotsTxtMiddleware(Reporting):
             logger.error(message, extra=self._log_extra)
         raise RobotsTxtMetaError(message, AGENT_META)
 
-    def _log_agent(self, agent: str | bytes) -> None:
+    def _log_agent(self, agent: str | bytes, source: str) -> None:
         self._agents_logged.add(agent)
         text = agent.decode("latin-1") if isinstance(agent, bytes) else agent
         token = product_token(agent)
         logger.info(
-            "robots.txt: obeying the groups for product token %r (from %r)%s", token or "*", text,
+            "robots.txt: obeying the groups for product token %r (from %s %r)%s", token or "*", source, text,
             "" if token else "; it names no token, so only the '*' group applies", extra=self._log_extra,
         )
 

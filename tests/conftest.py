@@ -8,6 +8,16 @@ import reactorless
 from twisted.internet import defer
 
 from scrapy_rfc9309.testing import Origin
+from scrapy_rfc9309.testing.loopback import loopback_problem
+
+#: The highest loopback address a test serves on (127.0.0.1 to 127.0.0.<LAST_LOOPBACK>).
+LAST_LOOPBACK = 64
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop at once, with the fix, on a machine where the tests' loopback addresses do not work (macOS)."""
+    if problem := loopback_problem(LAST_LOOPBACK):
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
 # ---------------------------------------------------------------------------------------- run modes
 # On the asyncio reactor (pyproject's addopts: --reactor=asyncio), pytest-twisted runs the tests.

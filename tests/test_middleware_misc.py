@@ -119,9 +119,73 @@ def test_user_agent_header_form_selects_the_named_product(origins):
     assert robots_hits(a)[0].headers["user-agent"] == EXAMPLE_UA
     # The token in effect is logged once, however many requests use it.
     lines = _agent_log_lines(result)
-    assert len(lines) == 1
-    assert "'examplebot'" in lines[0]
-    assert EXAMPLE_UA in lines[0]
+    assert lines == [f"robots.txt: obeying the groups for product token 'examplebot' (from USER_AGENT {EXAMPLE_UA!r})"]
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_start_up_line_names_the_agent_of_the_settings_before_any_request(origins):
+    """The agent obeyed is logged when the crawl starts, from ROBOTSTXT_USER_AGENT, even
+    when no request is made; a request's own agent (meta or header) gets a line of its
+    own the first time it is seen, never the start-up line's place."""
+    a = origins()
+    a.robots(AGENTS)
+    first = Request(a.url("/example/1"), meta={"robotstxt_user_agent": "OtherBot"})
+    header = Request(a.url("/other/2"), headers={"User-Agent": "Mozilla/5.0 (compatible; ThirdBot/1.0)"})
+
+    idle = yield run_crawl([], mw_settings(ROBOTSTXT_USER_AGENT="ExampleBot"))
+    result = yield run_crawl([first, header, a.url("/example/3")], mw_settings(ROBOTSTXT_USER_AGENT="ExampleBot"))
+
+    at_start = "robots.txt: obeying the groups for product token 'examplebot' (from ROBOTSTXT_USER_AGENT 'ExampleBot')"
+    assert _agent_log_lines(idle) == [at_start]
+    # ROBOTSTXT_USER_AGENT comes before a request's header: only the meta key overrides it.
+    assert _agent_log_lines(result) == [
+        at_start,
+        "robots.txt: obeying the groups for product token 'otherbot' (from a request's 'robotstxt_user_agent' meta "
+        "key 'OtherBot')",
+    ]
+    assert _fetched(a) == ["/example/1", "/other/2"]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_request_header_agent_is_logged_the_first_time_it_is_seen(origins):
+    a = origins()
+    a.robots(AGENTS)
+    header = {"User-Agent": "Mozilla/5.0 (compatible; OtherBot/2.1)"}
+
+    result = yield run_crawl([Request(a.url("/x/1"), headers=header), Request(a.url("/x/2"), headers=header)],
+                             mw_settings(USER_AGENT="ExampleBot/1.0"))
+
+    assert _agent_log_lines(result) == [
+        "robots.txt: obeying the groups for product token 'examplebot' (from USER_AGENT 'ExampleBot/1.0')",
+        "robots.txt: obeying the groups for product token 'otherbot' (from a request's User-Agent header "
+        "'Mozilla/5.0 (compatible; OtherBot/2.1)')",
+    ]
+    assert _fetched(a) == ["/x/1", "/x/2"]
+
+
+class AttributeAgentSpider(ListSpider):
+    """A spider with the ``user_agent`` attribute (deprecated by Scrapy 2.19), which Scrapy
+    still sends as the User-Agent header: its group is obeyed."""
+
+    name = "attribute_agent"
+    user_agent = "Mozilla/5.0 (compatible; OtherBot/2.1)"
+
+
+@pytest.mark.filterwarnings("ignore:The 'user_agent' spider attribute is deprecated")
+@pytest_twisted.inlineCallbacks
+def test_the_spider_user_agent_attribute_scrapy_sends_is_obeyed_and_named(origins):
+    a = origins()
+    a.robots(AGENTS)
+
+    result = yield run_crawl(AttributeAgentSpider, mw_settings(), urls=[a.url(p) for p in PATHS])
+
+    assert robots_hits(a)[0].headers["user-agent"] == AttributeAgentSpider.user_agent
+    assert _fetched(a) == ["/example", "/star"]
+    assert [e.url for e in result.errors] == [a.url("/other")]
+    assert _agent_log_lines(result) == [
+        "robots.txt: obeying the groups for product token 'otherbot' (from the spider's user_agent attribute "
+        f"{AttributeAgentSpider.user_agent!r})"
+    ]
 
 
 @pytest_twisted.inlineCallbacks

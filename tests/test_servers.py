@@ -395,3 +395,28 @@ def test_list_spider_accepts_requests_and_meta(origins):
     assert a.paths() == ["/anyway"]  # no robots.txt fetch for this request
     assert result.responses == [a.url("/anyway")]
     assert result.items[0]["length"] > 0
+
+
+# --------------------------------------------------------------------------- loopback addresses
+
+
+def test_the_loopback_addresses_the_suite_serves_on_are_usable():
+    from conftest import LAST_LOOPBACK
+
+    from scrapy_rfc9309.testing.loopback import loopback_problem
+
+    assert loopback_problem(LAST_LOOPBACK) is None
+
+
+def test_an_address_that_cannot_be_listened_on_is_named_with_the_fix():
+    """An address of no interface of this machine (192.0.2.1, TEST-NET-1) fails to bind
+    as 127.0.0.2 does on macOS: the message names it, the error and the command to add them."""
+    from scrapy_rfc9309.testing.loopback import loopback_problem, unusable_address
+
+    found = unusable_address(["127.0.0.1", "192.0.2.1", "127.0.0.2"])
+    assert found is not None and found[0] == "192.0.2.1"
+    problem = loopback_problem(8, ["127.0.0.1", "192.0.2.1"])
+    assert problem is not None
+    assert problem.startswith(f"Cannot listen on 192.0.2.1 ({found[1].strerror}). ")
+    assert "127.0.0.1 to 127.0.0.8" in problem
+    assert problem.endswith("for i in $(seq 2 8); do sudo ifconfig lo0 alias 127.0.0.$i up; done")
