@@ -112,7 +112,13 @@ class Parking(Reporting):
                 self._inc("held")
         else:
             origin, flags = incoming
-            self._parked.setdefault(origin, []).append((request, flags))
+            parked = self._parked.get(origin)
+            if parked is None:  # its origin was released while it came back: scheduled again now
+                self.count -= 1
+                self._reschedule(request, flags)
+                self._settle()
+                raise IgnoreRequest("scheduled again as a copy the duplicate filter lets through")
+            parked.append((request, flags))
         self._keep()
         raise IgnoreRequest("parked until its robots.txt is known")
 
@@ -145,14 +151,19 @@ class Parking(Reporting):
         if self.closing:
             return
         batch, self._releasing = self._releasing[:RELEASE_BATCH], self._releasing[RELEASE_BATCH:]
-        engine = self.crawler.engine
         for request, flags in batch:
             self.count -= 1
-            if engine is not None:
-                engine.crawl(request.replace(dont_filter=True) if flags & SEEN else request)
+            self._reschedule(request, flags)
         if self._releasing:
             self._releaser = _compat.call_later(0, self._release_batch)
         self._settle()
+
+    def _reschedule(self, request: Request, flags: int) -> None:
+        """Schedule a parked request again: one that had passed the duplicate filter
+        as a copy it lets through (the filter saw it once; it is crawled once)."""
+        engine = self.crawler.engine
+        if engine is not None:
+            engine.crawl(request.replace(dont_filter=True) if flags & SEEN else request)
 
     def _settle(self) -> None:
         if self.count or self._incoming or self._parked or self._releasing:
@@ -221,9 +232,8 @@ class Parking(Reporting):
             self._releaser = None
         self.count = 0
         self._listen(False)
-        engine = self.crawler.engine
-        if persist and engine is not None:
+        if persist:
             for request, flags in pending:
-                engine.crawl(request.replace(dont_filter=True) if flags & SEEN else request)
+                self._reschedule(request, flags)
         self._unkeep()
         return (len(pending), 0) if persist else (0, len(pending))

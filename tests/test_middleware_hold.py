@@ -13,7 +13,7 @@ from twisted.internet import defer
 
 from scrapy_rfc9309 import RobotsTxtMiddleware, _compat
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
-from scrapy_rfc9309.testing import Drop, Gate, Sequence, Stall, Static
+from scrapy_rfc9309.testing import Delay, Drop, Gate, Page, Sequence, Stall, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
@@ -295,3 +295,24 @@ def test_requests_waiting_outside_the_active_set_are_bounded(origins):
     assert len(robots_hits(a)) == 1
     assert len(page_hits(a)) == 60
     assert len(result.responses) == 60
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05])
+@pytest_twisted.inlineCallbacks
+def test_requests_parked_as_their_robots_txt_arrives_are_all_crawled_once(origins, delay):
+    """One page links to 1,500 pages of another origin, which the scheduler hands out in a
+    burst while that origin's robots.txt is fetched: all but a few are parked, some still
+    on their way to the parking (returned from process_request, not yet scheduled again)
+    when it arrives and the origin's parked requests are released. Each is crawled once
+    (with the duplicate filter on), and the crawl ends: none stays parked."""
+    a, b = origins("127.0.0.1"), origins("127.0.0.2", links=[])
+    links = [b.url(f"/public/{i}") for i in range(1500)]
+    a["/"] = Page(links)
+    b["/robots.txt"] = Delay(delay, text(RULES))
+    settings = mw_settings(CONCURRENT_REQUESTS=64, CONCURRENT_REQUESTS_PER_DOMAIN=2, CLOSESPIDER_TIMEOUT=60)
+
+    result = yield run_crawl([a.url("/")], settings, follow=True, dont_filter=False)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(h.path for h in page_hits(b)) == sorted(f"/public/{i}" for i in range(1500))
+    assert len(robots_hits(b)) == 1
