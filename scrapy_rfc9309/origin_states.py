@@ -249,7 +249,11 @@ class OriginStates(Reporting):
         lease = None
         try:
             if self.store is not None:
-                found = await self.store.obtain(origin, previous, self._waiting_for_store)
+                try:
+                    found = await self.store.obtain(origin, previous, self._waiting_for_store)
+                finally:
+                    if self.warmup is not None:
+                        self.warmup.done(origin)
                 if found.state is not None:
                     state = found.state
                     self._inc("store_hit")
@@ -508,6 +512,8 @@ class OriginStates(Reporting):
         in flight: Scrapy's close waits for downloads in progress, and a stalled
         robots.txt must not keep the crawl open until ``DOWNLOAD_TIMEOUT``."""
         self.closing = True
+        if self.warmup is not None:
+            self.warmup.close()
         requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine))
         self._requeued += requeued
         self._discarded += discarded

@@ -8,6 +8,7 @@ was given up."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -204,3 +205,84 @@ def test_a_state_scrapy_cannot_make_is_not_shared_through_the_store(origins, tmp
     assert working.responses == [a.url("/page")]
     assert len(robots_hits(a)) == 1
     assert [p.path_only for p in page_hits(a)] == ["/page"]
+
+
+# --------------------------------------------------------------------------- a slow DNS resolver
+
+DEAD_CRAWL = """
+import json, os, sys, time
+import scrapy
+from scrapy import signals
+from scrapy.crawler import CrawlerProcess
+from scrapy.settings import default_settings
+
+class Dead(scrapy.Spider):
+    name = "dead"
+
+    async def start(self):
+        for i in range(int(os.environ["DEAD"])):
+            yield scrapy.Request(f"http://dead{i}.invalid/page", callback=self.parse, errback=self.failed)
+
+    def parse(self, response):
+        pass
+
+    def failed(self, failure):
+        pass
+
+resolver = "TWISTED_DNS_RESOLVER" if hasattr(default_settings, "TWISTED_DNS_RESOLVER") else "DNS_RESOLVER"
+settings = json.loads(os.environ["SETTINGS"])
+settings[resolver] = "slow_dns.SilentDnsResolver"
+process = CrawlerProcess(settings=settings)
+crawler = process.create_crawler(Dead)
+closed = {}
+crawler.signals.connect(lambda spider, reason: closed.update(at=time.time(), reason=reason),
+                        signal=signals.spider_closed, weak=False)
+process.crawl(crawler)
+process.start()
+stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("robotstxt/")}
+print(json.dumps({"closed_at": closed["at"], "reason": closed["reason"], "stopped_at": time.time(), "stats": stats}))
+"""
+
+
+@pytest.mark.requires_reactor("a resolver of the reactor's threads; without a reactor Scrapy's aiohttp "
+                              "handler resolves names itself")
+def test_unresolvable_hosts_behind_a_slow_resolver_end_in_no_host_and_the_process_exits_at_once(tmp_path):
+    """Many origins whose names a slow resolver fails (each lookup holds one of the
+    reactor's 10 threads for 1 s): robots.txt downloads run ROBOTSTXT_CONCURRENT_FETCHES
+    at a time, so their lookups do not queue for the threads until DOWNLOAD_TIMEOUT cuts
+    them (which would hold their requests as unreachable): each origin is found
+    unresolvable and its request dropped. When the spider closes no lookup is left
+    queued, so the process does not sit joining resolver threads."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # reads queries, never answers
+    silent.bind(("127.0.0.1", 0))
+    log = tmp_path / "lookups.log"
+    (tmp_path / "crawl.py").write_text(DEAD_CRAWL)
+    dead = 60
+    settings = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "LOG_LEVEL": "INFO", "DOWNLOAD_TIMEOUT": 3,
+                "TELNETCONSOLE_ENABLED": False, "RETRY_ENABLED": False}
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(DEAD=str(dead), SETTINGS=json.dumps(settings), SILENT_DNS=f"127.0.0.1:{silent.getsockname()[1]}",
+               SILENT_DNS_LOG=str(log), PYTHONPATH=os.pathsep.join([str(Path(__file__).parent),
+                                                                     env.get("PYTHONPATH", "")]))
+    try:
+        run = subprocess.run([sys.executable, "crawl.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=300, check=False)
+    finally:
+        silent.close()
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    stats = found["stats"]
+    assert found["reason"] == "finished"
+    assert stats.get("robotstxt/dropped_no_host") == dead, stats  # none timed out waiting for a thread
+    assert stats.get("robotstxt/dropped_unreachable", 0) == 0 and stats.get("robotstxt/held", 0) == 0
+    assert stats.get("robotstxt/fetch_queued", 0) > 0  # the bound was reached
+    lookups = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(name for _, name in lookups) == sorted(f"dead{i}.invalid" for i in range(dead))
+    assert not [name for at, name in lookups if float(at) >= found["closed_at"]]
