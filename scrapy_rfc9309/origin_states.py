@@ -126,19 +126,20 @@ class OriginStates(Reporting):
             return None
         now = time.time()
         state = self.cache.get(origin)
-        held = state is not None and state.decision(now, self.policy) is Decision.HOLD
-        if held:
-            assert state is not None
-            if state.waited_too_long(now, self.policy):
-                return None  # dropped, or it waits for a fetch that is due
-            self._schedule_retry(origin, request)
-            self._wake_at(origin, state.give_up_at(self.policy))
-        elif state is not None and state.access is Access.UNREACHABLE:
-            return None  # judged by its good copy
-        elif self._waiting < self.in_downloader_max and (
-                origin not in self._fetches or len(self._waiters.get(origin, ())) < self.in_downloader):
-            return None
-        else:
+        held = False
+        if state is not None and state.access is Access.UNREACHABLE:
+            if state.decision(now, self.policy) is not Decision.HOLD:
+                return None  # judged by its good copy
+            if not state.waited_too_long(now, self.policy):
+                held = True
+                self._schedule_retry(origin, request)
+                self._wake_at(origin, state.give_up_at(self.policy))
+            elif not state.expired(now):
+                return None  # given up, its next fetch not due: dropped at once
+        if not held:  # it waits for a fetch
+            if self._waiting < self.in_downloader_max and (
+                    origin not in self._fetches or len(self._waiters.get(origin, ())) < self.in_downloader):
+                return None
             self._start_fetch(origin, request)
         parked = self.parking.park(origin, request, held)
         if parked is not None:
