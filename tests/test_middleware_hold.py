@@ -248,7 +248,9 @@ def test_robots_txt_downloads_in_flight_are_bounded(origins, setting, concurrenc
 
     assert len(result.responses) == len(urls)
     assert all(len(robots_hits(site)) == 1 for site in sites)
-    assert stat(result, "fetch_queued") == len(sites) - in_flight
+    # The downloads that found every place taken waited (how many depends on when each origin's
+    # first request came: one that came after a place freed up did not wait).
+    assert 1 <= stat(result, "fetch_queued") <= len(sites) - in_flight
 
 
 @pytest.mark.parametrize("stalled", ["first-fetch", "retry"])
