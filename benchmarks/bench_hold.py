@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import statistics
@@ -52,8 +53,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
 sys.path.insert(0, str(SCRIPT.parent))
 
+import bench_middleware  # noqa: E402
 from bench_middleware import Server  # noqa: E402
 from previous import PreviousRelease  # noqa: E402
+
+# A scenario's server serves every run of it (about half an hour at the defaults).
+bench_middleware.SERVER_MAX_LIFE = 3 * 3600.0
 
 BEFORE = "977f046"  # the commit before parking: waiting requests wait in the downloader
 OURS, BEFORE_PARKING, BUILTIN = "ours", "before", "builtin"
@@ -139,7 +144,7 @@ def crawl_main(spec_path: str, out_path: str) -> int:
     wall = time.perf_counter() - wall0
     stats = crawler.stats.get_stats() if crawler.stats is not None else {}
     healthy = sorted(found["healthy"])
-    gaps = [b - a for a, b in zip(healthy, healthy[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(healthy)]
     result = {
         "wall": wall, "reason": closed.get("reason"), "gap": found["gap"], "full_gc": found["full_gc"],
         "gc_time": found["gc_time"], "peak": found["peak"], "peak_at": found["peak_at"],
@@ -279,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                 for rep in range(args.reps):
                     for config in names if rep % 2 == 0 else list(reversed(names)):  # alternate the order
                         tag = f"{scenario}-{config}-{rep}"
-                        runs[config]["timed"].append(run_one(config, scenario, sites, args, workdir, before, False, tag))
+                        run = run_one(config, scenario, sites, args, workdir, before, False, tag)
+                        runs[config]["timed"].append(run)
                         print(f"{tag}: {runs[config]['timed'][-1]['wall']:.1f} s", file=sys.stderr, flush=True)
                 for config in names:
                     runs[config]["traced"].append(run_one(config, scenario, sites, args, workdir, before, True,

@@ -74,6 +74,7 @@ class Parking(Reporting):
         self._listening = False
         self._keeper: defer.Deferred[Any] | None = None
         self._keeper_done: defer.Deferred[None] | None = None
+        self._keeper_failed = False
 
     def __contains__(self, origin: Origin) -> bool:
         return origin in self._parked
@@ -184,7 +185,7 @@ class Parking(Reporting):
 
     # -- the keeper -------------------------------------------------------------------
     def _keep(self) -> None:
-        if self._keeper is None and not self.closing:
+        if self._keeper is None and not self.closing and not self._keeper_failed:
             self._keeper_done = defer.Deferred()
             self._keeper = deferred_from_coro(self._keeping())
 
@@ -197,12 +198,19 @@ class Parking(Reporting):
         except IgnoreRequest:
             pass
         except Exception:
-            logger.error("robots.txt: the request that keeps a closing spider waiting for the parked requests "
-                         "failed", exc_info=True, extra=self._log_extra)
+            # Another downloader middleware, before this one, refused it: not tried again, and a
+            # closing spider may then close its scheduler before the parked requests are back.
+            self._keeper_failed = True
+            logger.error("robots.txt: the internal request that keeps a closing spider waiting for the requests "
+                         "parked outside the downloader (%s) failed in a downloader middleware before this one; "
+                         "a crawl stopped while requests are parked may not hand them back to its scheduler",
+                         request.url, exc_info=True, extra=self._log_extra)
         finally:
             if widened:
                 _compat.widen_concurrency(self.crawler.engine, -1)
             self._keeper = None
+            if self.count:  # requests were parked again while it ended
+                self._keep()
 
     async def keeper(self) -> None:
         """The keeper's ``process_request``: done when nothing is parked any more,
