@@ -495,6 +495,8 @@ class _Proxy:
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.holding = False
+        #: Hold back only what the server sends to subscribed connections.
+        self.holding_subscribers = False
         self.links: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
 
     async def start(self) -> _Proxy:
@@ -508,10 +510,13 @@ class _Proxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self.links.append((writer, up_writer))
+        subscriber = False
 
         async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, answers: bool) -> None:
+            nonlocal subscriber
             while data := await source.read(65536):
-                while answers and self.holding:
+                subscriber = subscriber or (not answers and b"SUBSCRIBE" in data.upper())
+                while answers and (self.holding or (subscriber and self.holding_subscribers)):
                     await asyncio.sleep(0.01)
                 sink.write(data)
             sink.close()
@@ -607,6 +612,29 @@ async def test_a_call_cancelled_in_flight_leaves_the_others_their_own_answers(
     assert (await third) == (Claim.FRESH, saved)
     assert (await proxied.load("https://none")) is None
     assert proxied.store.connection.connections == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_save_made_between_the_subscription_and_the_look_at_the_lock_is_still_heard(
+        proxy: _Proxy, proxied: Any) -> None:
+    """The holder saves after the waiter subscribed and before it looks at the lock
+    (which is then gone), and the save's message reaches the waiter after the answer
+    about the lock: the waiter gets the record from the message all the same."""
+    assert (await proxied.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+    saved = record(time.time())
+    store = proxied.store
+    look_at_the_lock = store.pttl
+
+    async def saved_first(key: str) -> int:
+        proxy.holding_subscribers = True  # what Redis tells the subscribed connection waits in the proxy
+        assert await store.save(key, saved, "a")
+        try:
+            return await look_at_the_lock(key)
+        finally:
+            proxy.holding_subscribers = False
+
+    store.pttl = saved_first
+    assert (await proxied.wait_saved(KEY, 30)) == saved
 
 
 def _requiring_a_password() -> Iterator[Any]:

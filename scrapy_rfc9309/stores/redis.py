@@ -39,10 +39,12 @@ default ``TWISTED_REACTOR``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import math
 import time
+from collections import deque
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -283,7 +285,7 @@ class _Notifier:
         self._waiters.setdefault(channel, set()).add(woken)
         try:
             try:
-                await self._subscribed(channel)
+                node = await self._subscribed(channel)
             except Exception as exc:
                 self._broken_until = time.monotonic() + SUBSCRIBE_RETRY_DELAY
                 logger.info("robots.txt store: cannot subscribe to Redis (%s: %s); waiting processes poll for %g s",
@@ -291,9 +293,14 @@ class _Notifier:
                 return None
             # Subscribed before looking at the lock: a save from now on is heard.
             lock_ms = await self.store.pttl(key)
+            if lock_ms == -2 and not woken.done():
+                # No lock: saved or released meanwhile. A save's message was sent to the
+                # subscription before this answer, on another connection, so it may not be
+                # read yet: a ping's answer comes after it on that connection.
+                await node.ping()
             if woken.done():
                 return woken.result()
-            if lock_ms == -2:  # no lock: saved or released meanwhile
+            if lock_ms == -2:
                 return True
             # Past the lock's expiry (PTTL rounds down, timers may fire a little early).
             limit = min(timeout, lock_ms / 1000 + 0.005) if lock_ms >= 0 else timeout
@@ -308,14 +315,14 @@ class _Notifier:
                 waiters.discard(woken)
                 if not waiters:
                     del self._waiters[channel]
-                    node = self._nodes.get(self._node_name(channel))
-                    if node is not None and not node.lost and channel in node.channels:
-                        node.channels.discard(channel)
-                        node.send(self._unsubscribe, channel)
+                    holder = self._nodes.get(self._node_name(channel))
+                    if holder is not None and not holder.lost and channel in holder.channels:
+                        holder.channels.discard(channel)
+                        holder.send(self._unsubscribe, channel)
 
-    async def _subscribed(self, channel: str) -> None:
+    async def _subscribed(self, channel: str) -> _Node:
         """Subscribe to ``channel`` on the node holding it, unless it is already;
-        return once the server confirmed it."""
+        return that node's connection once the server confirmed it."""
         name = self._node_name(channel)
         node = self._nodes.get(name)
         if node is None or node.lost:
@@ -337,6 +344,7 @@ class _Notifier:
             await asyncio.wait_for(asyncio.shield(confirming), SOCKET_TIMEOUT)
         if node.lost:
             raise ConnectionError("the subscribing connection was lost")
+        return node
 
     def _node_name(self, channel: str) -> str:
         if not self.store.cluster:
@@ -393,6 +401,8 @@ class _Node:
         self.connecting: asyncio.Task[None] | None = None
         self.reader: asyncio.Task[None] | None = None
         self._sending: asyncio.Task[None] | None = None
+        #: Pings sent, answered in order.
+        self._pongs: deque[asyncio.Future[None]] = deque()
 
     async def connect(self) -> None:
         await set_up(self.connection, CONNECT_TIMEOUT + SOCKET_TIMEOUT)
@@ -412,11 +422,26 @@ class _Node:
 
         self._sending = asyncio.get_running_loop().create_task(sending())
 
+    async def ping(self) -> None:
+        """Return once the server answered a ping on this connection (so every message
+        it sent before is handled), or the connection failed, or ``SOCKET_TIMEOUT``."""
+        pong: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pongs.append(pong)
+        self.send("PING")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(pong), SOCKET_TIMEOUT)
+
+    def _ponged(self) -> None:
+        if self._pongs:
+            _settle(self._pongs.popleft(), None)
+
     async def _read(self) -> None:
         try:
             while True:
                 message = await self.connection.read_response()
-                if isinstance(message, list) and len(message) >= 2:
+                if message == b"PONG" or (isinstance(message, list) and message[:1] == [b"pong"]):
+                    self._ponged()  # unsubscribed, and subscribed: the two forms of the answer
+                elif isinstance(message, list) and len(message) >= 2:
                     kind, channel = message[0], message[1]
                     if isinstance(channel, bytes):
                         data = message[2] if len(message) > 2 else None
@@ -428,6 +453,8 @@ class _Node:
             self._fail(exc)
 
     def _fail(self, exc: BaseException | None) -> None:
+        while self._pongs:
+            self._ponged()
         if not self.lost:
             self.lost = True
             self.notifier.lost(self, exc)
@@ -436,6 +463,8 @@ class _Node:
 
     async def close(self) -> None:
         self.lost = True
+        while self._pongs:
+            self._ponged()
         for running in (self.connecting, self.reader, self._sending):
             if running is not None and not running.done():
                 running.cancel()
