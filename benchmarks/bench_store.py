@@ -84,13 +84,20 @@ MEMORY = "memory"
 DISK = "disk"
 REDIS = "redis"
 PREVIOUS_REDIS = "previous-redis"  # the previous release (see previous.py) with the Redis store
+# The Redis store talking to Redis in other ways (redis_clients.py), with --redis-clients.
+REDIS_HANDMADE = "redis-handmade"
+REDIS_PER_CALL = "redis-per-call"
 LABELS = {
     BUILTIN: "Scrapy built-in (Protego)",
     MEMORY: "scrapy-rfc9309, memory",
     DISK: "scrapy-rfc9309, disk",
     REDIS: "scrapy-rfc9309, redis",
+    REDIS_HANDMADE: "redis, hand-made shared connection",
+    REDIS_PER_CALL: "redis, pool without pipelines",
     PREVIOUS_REDIS: "previous release, redis",
 }
+REDIS_CONFIGS = (REDIS, REDIS_HANDMADE, REDIS_PER_CALL, PREVIOUS_REDIS)
+STORE_CLASSES = {REDIS_HANDMADE: "redis_clients.HandmadeRedisStore", REDIS_PER_CALL: "redis_clients.PerCallRedisStore"}
 
 ROBOTS_DELAY = 0.2  # s before a robots.txt answers
 PAGE_DELAY = 0.02  # s before a page answers
@@ -217,8 +224,8 @@ def crawl_settings(config: str, store_dir: Path | None, redis_url: str | None) -
     settings |= {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {bm.BUILTIN_MW: None, bm.OURS_MW: 100}}
     if config == DISK:
         settings |= {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(store_dir)}
-    elif config in (REDIS, PREVIOUS_REDIS):
-        settings |= {"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url}
+    elif config in REDIS_CONFIGS:
+        settings |= {"ROBOTSTXT_STORE": STORE_CLASSES.get(config, "redis"), "ROBOTSTXT_REDIS_URL": redis_url}
     return settings
 
 
@@ -389,7 +396,7 @@ def _summarise_run(run: dict[str, Any], log: list[tuple[float, int, str]], origi
 def _problems(run: dict[str, Any]) -> list[str]:
     out = []
     config, phase = run["config"], run["phase"]
-    shared = config in (DISK, REDIS, PREVIOUS_REDIS)
+    shared = config in (DISK, *REDIS_CONFIGS)
     for k, p in enumerate(run["processes"]):
         if p["killed"]:
             out.append(f"process {k} killed after {FLEET_TIMEOUT:g} s")
@@ -419,11 +426,15 @@ def _problems(run: dict[str, Any]) -> list[str]:
 
 
 def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: Path, package_root: str,
-                redis: RedisServer | None, previous_root: str | None = None) -> dict[str, Any]:
+                redis: RedisServer | None, previous_root: str | None = None,
+                redis_clients: bool = False) -> dict[str, Any]:
     """The fleet runs; with ``previous_root`` (the previous release's tree) its
-    Redis configuration runs beside ours, in the same rotation."""
+    Redis configuration runs beside ours, in the same rotation, and so do the other
+    Redis clients with ``redis_clients``."""
     sites = fleet_sites(origins)
     units = [[BUILTIN], [MEMORY, MEMORY], [DISK, DISK]] + ([[REDIS, REDIS]] if redis is not None else [])
+    if redis is not None and redis_clients:
+        units += [[REDIS_HANDMADE, REDIS_HANDMADE], [REDIS_PER_CALL, REDIS_PER_CALL]]
     if redis is not None and previous_root is not None:
         units.append([PREVIOUS_REDIS, PREVIOUS_REDIS])
 
@@ -471,7 +482,8 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
                     print(f"    ! N={n} {run['config']} {run['phase']}: {problem}", file=sys.stderr, flush=True)
         runs += block
     return {"origins": origins, "pages": pages, "fleet": fleet, "reps": reps, "runs": runs,
-            "redis": redis is not None, "previous": redis is not None and previous_root is not None}
+            "redis": redis is not None, "previous": redis is not None and previous_root is not None,
+            "redis_clients": redis is not None and redis_clients}
 
 
 # --------------------------------------------------------------------------------------
@@ -775,6 +787,7 @@ def _wall(runs: list[dict[str, Any]], key: str = "wall_s", scale: float = 1.0, d
 
 def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
     configs = [BUILTIN, MEMORY, DISK] + ([REDIS] if fleet["redis"] else []) + (
+        [REDIS_HANDMADE, REDIS_PER_CALL] if fleet.get("redis_clients") else []) + (
         [PREVIOUS_REDIS] if fleet.get("previous") else [])
     rows = []
     for n in fleet["fleet"]:
@@ -799,7 +812,7 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
                        "store_poll", "store_error", "CPUs used by the crawls", "other load, CPUs"], rows)
     rows = []
     for n in fleet["fleet"]:
-        for config in (MEMORY, DISK, REDIS, PREVIOUS_REDIS):
+        for config in (MEMORY, DISK, *REDIS_CONFIGS):
             runs = _runs(fleet, n, config, "restart")
             if not runs:
                 continue
@@ -1009,6 +1022,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--previous", metavar="REF", default=DEFAULT_REF,
                         help=f"git commit of the previous release, measured beside (default {DEFAULT_REF})")
     parser.add_argument("--no-previous", action="store_true", help="do not measure the previous release")
+    parser.add_argument("--redis-clients", action="store_true",
+                        help="measure the Redis store with the other clients of redis_clients.py beside")
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "SPEC", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
@@ -1049,7 +1064,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.only in (None, "fleet"):
                 print(f"(1, 2) fleet: {origins} origins x {pages} pages, processes {fleet_sizes}, {reps} repetitions",
                       file=sys.stderr, flush=True)
-                fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root)
+                fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root,
+                                    args.redis_clients)
             if args.only in (None, "memory"):
                 if corpus.is_dir():
                     print(f"(3) memory per cached origin: {sample} files of {corpus}", file=sys.stderr, flush=True)

@@ -29,9 +29,10 @@ polled).
 
 Its methods are coroutines of ``redis.asyncio``, awaited in the reactor's asyncio
 loop: no thread, and a claim is one round trip (a Lua script that answers with the
-record). On a single Redis every call of the process goes on one connection
-(:mod:`.redis_connection`), written at once without waiting for the answers before
-it; a cluster's calls go through redis-py's cluster client. Needs the ``redis``
+record). On a single Redis the calls that the process makes in one turn of the event
+loop go together, as one redis-py pipeline on a connection of a pool
+(:mod:`.redis_connection`); a cluster's calls go through redis-py's cluster client.
+Needs the ``redis``
 package (``pip install 'scrapy-rfc9309[redis]'``) and Scrapy's asyncio reactor (the
 default ``TWISTED_REACTOR``).
 """
@@ -56,9 +57,9 @@ from .base import AsyncStore, Claim
 try:
     from redis.exceptions import NoScriptError
 
-    from .redis_connection import SharedConnection, connection_maker, set_up
+    from .redis_connection import Pipelined, connection_maker, set_up
 except ImportError:  # reported when the store is made, with a message naming the setting
-    SharedConnection = None  # type: ignore[assignment,misc]
+    Pipelined = None  # type: ignore[assignment,misc]
 
 __all__ = ["DEFAULT_URL", "RedisStore"]
 
@@ -68,7 +69,7 @@ DEFAULT_URL = "redis://localhost:6379/0"
 #: Seconds to connect and to wait for an answer before the store counts as down.
 CONNECT_TIMEOUT = 2.0
 SOCKET_TIMEOUT = 5.0
-#: Connections per process to a Redis Cluster (per node). Calls beyond wait for one.
+#: Connections per process to a Redis (to each node of a cluster). Calls beyond wait for one.
 MAX_CONNECTIONS = 8
 #: Seconds without subscribing again after a subscription failed (waiters poll meanwhile).
 SUBSCRIBE_RETRY_DELAY = 5.0
@@ -144,13 +145,13 @@ class RedisStore(AsyncStore):
 
     def __init__(self, url: str = DEFAULT_URL, prefix: str = "robotstxt", setting: str = "ROBOTSTXT_REDIS_URL",
                  cluster: bool = False) -> None:
-        if SharedConnection is None:
+        if Pipelined is None:
             raise RobotsTxtConfigError(
                 "ROBOTSTXT_STORE = 'redis' needs the redis package: pip install 'scrapy-rfc9309[redis]'"
             )
-        #: One connection for every call of the process (a single Redis), or redis-py's
-        #: cluster client, which routes each call to the node of its keys.
-        self.connection: SharedConnection | None = None
+        #: The calls of the process, pipelined (a single Redis), or redis-py's cluster
+        #: client, which routes each call to the node of its keys.
+        self.connection: Pipelined | None = None
         self.client: Any = None
         try:
             if cluster:
@@ -161,7 +162,8 @@ class RedisStore(AsyncStore):
                     socket_timeout=SOCKET_TIMEOUT,
                 )
             else:
-                self.connection = SharedConnection(url, connect_timeout=CONNECT_TIMEOUT, answer_timeout=SOCKET_TIMEOUT)
+                self.connection = Pipelined(url, connect_timeout=CONNECT_TIMEOUT, answer_timeout=SOCKET_TIMEOUT,
+                                            max_connections=MAX_CONNECTIONS)
         except ValueError as exc:
             raise RobotsTxtConfigError(f"{setting} is not a Redis URL ({exc}): {url!r}") from None
         self.url = url
