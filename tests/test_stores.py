@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 import redis
-from middleware_support import sleep, until
+from middleware_support import channel_waited, sleep, until
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import defer
 
@@ -402,11 +402,10 @@ def redis_store(request: pytest.FixtureRequest) -> Iterator[Any]:
     pytest_twisted.blockon(made.close())
 
 
-def _waiting(store: Any, key: str) -> bool:
-    """The store has a confirmed subscription for a waiter of ``key``."""
-    notifier = store.store.notifier
-    channel = store.store.channel(key)
-    return bool(notifier._waiters.get(channel)) and channel not in notifier._confirming
+def _waiting(store: Any, key: str) -> defer.Deferred[None]:
+    """Fires once the server holds the subscription of a waiter of ``key`` (a save
+    from then on is heard)."""
+    return deferred_from_coro(channel_waited(store.store, store.store.channel(key)))
 
 
 def _store_connections(store: Any) -> int:
@@ -671,7 +670,7 @@ async def test_the_url_s_password_and_database_are_used(redis_with_password: Any
     try:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         waiting = store.wait_saved(KEY, 30)  # subscribes on a connection of its own, with the password too
-        await until(lambda: _waiting(store, KEY))
+        await _waiting(store, KEY)
         saved = record(time.time())
         await store.save(KEY, saved, "a")
         assert (await waiting) == saved
@@ -695,7 +694,7 @@ async def _told_through(store: Any) -> None:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
         waiting = store.wait_saved(KEY, 30)
-        await until(lambda: _waiting(store, KEY))
+        await _waiting(store, KEY)
         saved = record(time.time())
         assert (await store.save(KEY, saved, "a")) is True
         assert (await waiting) == saved
@@ -817,7 +816,7 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
     now = time.time()
     assert (await redis_store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
     waiting = redis_store.wait_saved(KEY, 30)
-    await until(lambda: _waiting(redis_store, KEY))
+    await _waiting(redis_store, KEY)
     assert not waiting.called
     saved = record(now, body=bytes(range(256)) * 40 + b"\nUser-agent: *\n")
     await redis_store.save(KEY, saved, "a")
@@ -837,7 +836,7 @@ async def test_a_waiter_is_told_without_a_record_when_a_newer_one_is_kept(redis_
     await redis_store.save(KEY, newer)
     assert (await redis_store.claim(KEY, "a", now + 6, 30))[0] is Claim.ACQUIRED
     waiting = redis_store.wait_saved(KEY, 30)
-    await until(lambda: _waiting(redis_store, KEY))
+    await _waiting(redis_store, KEY)
     assert not await redis_store.save(KEY, record(now), "a")  # fetched before the record kept: not written
     assert (await waiting) is True  # told to claim again, which answers with what is kept
     assert (await redis_store.claim(KEY, "b", now + 6, 30)) == (Claim.ACQUIRED, newer)
@@ -847,7 +846,7 @@ async def test_a_waiter_is_told_without_a_record_when_a_newer_one_is_kept(redis_
 async def test_a_waiter_is_told_when_the_holder_lets_the_lock_go(redis_store: Any) -> None:
     assert (await redis_store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
     waiters = [redis_store.wait_saved(KEY, 30) for _ in range(3)]  # three origins' requests, one subscription
-    await until(lambda: _waiting(redis_store, KEY))
+    await _waiting(redis_store, KEY)
     await redis_store.release(KEY, "a")
     assert [await w for w in waiters] == [True, True, True]
     assert (await redis_store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
@@ -873,13 +872,13 @@ async def test_waiters_are_woken_when_the_subscription_is_lost_and_subscribe_aga
     try:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         waiting = store.wait_saved(KEY, 30)
-        await until(lambda: _waiting(store, KEY))
+        await _waiting(store, KEY)
         client = redis.Redis.from_url(redis_url)
         assert client.client_kill_filter(_type="pubsub") == 1  # the subscribing connection, cut
         assert (await waiting) is True  # woken to claim again (still busy)
         assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
         waiting = store.wait_saved(KEY, 30)
-        await until(lambda: _waiting(store, KEY))  # on a new connection
+        await _waiting(store, KEY)  # on a new connection
         saved = record(time.time())
         await store.save(KEY, saved, "a")
         assert (await waiting) == saved
@@ -947,7 +946,7 @@ async def test_a_process_waiting_for_another_uses_the_record_the_save_told_witho
         got = await deferred_from_coro(fetcher.obtain(origin, None))
         assert got.state is None and got.lease is not None  # the fetch lock
         waiting = deferred_from_coro(waiter.obtain(origin, None))
-        await until(lambda: _waiting(Awaitable(waiter.store), str(origin)))
+        await _waiting(Awaitable(waiter.store), str(origin))
         assert not waiting.called
         body = b"User-agent: *\nDisallow: /private\n"
         state = OriginState.initial(FetchOutcome(Access.PARSED, origin.robots_url, 200, body), time.time(),
