@@ -832,14 +832,14 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
 @pytest_twisted.ensureDeferred
 async def test_a_waiter_is_told_without_a_record_when_a_newer_one_is_kept(redis_store: Any) -> None:
     now = time.time()
-    newer = record(now + 5, ttl=-10, keep=1000)  # expired: the next claim takes the lock
+    newer = record(now - 5, ttl=-1, keep=1000)  # expired: the next claim takes the lock
     await redis_store.save(KEY, newer)
-    assert (await redis_store.claim(KEY, "a", now + 6, 30))[0] is Claim.ACQUIRED
+    assert (await redis_store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
     waiting = redis_store.wait_saved(KEY, 30)
     await _waiting(redis_store, KEY)
-    assert not await redis_store.save(KEY, record(now), "a")  # fetched before the record kept: not written
+    assert not await redis_store.save(KEY, record(now - 10), "a")  # fetched before the record kept: not written
     assert (await waiting) is True  # told to claim again, which answers with what is kept
-    assert (await redis_store.claim(KEY, "b", now + 6, 30)) == (Claim.ACQUIRED, newer)
+    assert (await redis_store.claim(KEY, "b", now, 30)) == (Claim.ACQUIRED, newer)
 
 
 @pytest_twisted.ensureDeferred

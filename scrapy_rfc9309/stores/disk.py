@@ -17,6 +17,7 @@ that open a new file at once wait for the first one to set it up (``SETUP_ATTEMP
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sqlite3
 import time
@@ -25,8 +26,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..exceptions import RobotsTxtConfigError
-from ..record import Record
-from .base import Claim, Store
+from ..record import CLOCK_TOLERANCE, Record, Unreadable
+from .base import Claim, Store, fresh, replaces
 
 __all__ = ["DiskStore"]
 
@@ -202,32 +203,35 @@ class DiskStore(Store):
     def save(self, key: str, record: Record, owner: str | None = None) -> bool:
         def save(db: sqlite3.Connection) -> bool:
             with self._transaction():
-                cursor = db.execute(
-                    "INSERT INTO states (origin, fetched_at, expires_at, keep_until, meta, body)"
-                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO UPDATE SET"
-                    " fetched_at = excluded.fetched_at, expires_at = excluded.expires_at,"
-                    " keep_until = excluded.keep_until, meta = excluded.meta, body = excluded.body"
-                    " WHERE excluded.fetched_at >= states.fetched_at",
-                    (key, record.fetched_at, record.expires_at, record.keep_until, record.meta,
-                     sqlite3.Binary(record.body)),
-                )
+                written = replaces(record, _load(db, key), time.time())
+                if written:
+                    db.execute(
+                        "INSERT OR REPLACE INTO states (origin, fetched_at, expires_at, keep_until, meta, body)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (key, record.fetched_at, record.expires_at, record.keep_until, record.meta,
+                         sqlite3.Binary(record.body)),
+                    )
                 if owner is not None:
                     db.execute("DELETE FROM locks WHERE origin = ? AND owner = ?", (key, owner))
             self._saves += 1
             if self._saves % PURGE_EVERY == 0:
                 self._purge(db)
-            return cursor.rowcount > 0
+            return written
 
         return self._run(save)
 
-    def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
+    def claim(self, key: str, owner: str, now: float, lock_ttl: float,
+              fetched_after: float | None = None) -> tuple[Claim, Record | None]:
         def claim(db: sqlite3.Connection) -> tuple[Claim, Record | None]:
             with self._transaction():
                 record = _load(db, key)
-                if record is not None and record.expires_at > now:
+                if record is not None and fresh(record, now, fetched_after):
                     return Claim.FRESH, record
                 lock = db.execute("SELECT owner, until FROM locks WHERE origin = ?", (key,)).fetchone()
-                if lock is not None and lock[0] != owner and lock[1] > now:
+                # A lock row of the wrong types is no lock: it is replaced.
+                if lock is not None and lock[0] != owner and _finite(lock[1]) and lock[1] > now:
+                    if lock[1] > now + lock_ttl + CLOCK_TOLERANCE:  # taken by a process whose clock is ahead
+                        db.execute("UPDATE locks SET until = ? WHERE origin = ?", (now + lock_ttl, key))
                     return Claim.BUSY, None
                 db.execute("INSERT OR REPLACE INTO locks (origin, owner, until) VALUES (?, ?, ?)",
                            (key, owner, now + lock_ttl))
@@ -254,7 +258,22 @@ def _load(db: sqlite3.Connection, key: str) -> Record | None:
     row = db.execute(
         "SELECT fetched_at, expires_at, keep_until, meta, body FROM states WHERE origin = ?", (key,)
     ).fetchone()
-    return None if row is None else Record(row[0], row[1], row[2], row[3], bytes(row[4]))
+    if row is None:
+        return None
+    fetched_at, expires_at, keep_until, meta, body = row
+    if not (_finite(fetched_at) and _finite(expires_at) and _finite(keep_until) and isinstance(meta, str)
+            and isinstance(body, bytes)):
+        return Unreadable.because("a row of the wrong types: " + ", ".join(
+            f"{name} {type(value).__name__} {value!r:.40}" for name, value in zip(_COLUMNS, row, strict=True)))
+    return Record(float(fetched_at), float(expires_at), float(keep_until), meta, body)
+
+
+_COLUMNS = ("fetched_at", "expires_at", "keep_until", "meta", "body")
+
+
+def _finite(value: object) -> bool:
+    """A number SQLite returned (a column's value may be of any type)."""
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _set_up(db: sqlite3.Connection) -> None:
