@@ -18,13 +18,14 @@ import asyncio
 from collections import deque
 from typing import Any
 
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.connection import Connection
 from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scrapy_rfc9309.stores import redis as redis_store
-from scrapy_rfc9309.stores.redis_connection import Pipelined, connection_maker, set_up
+from scrapy_rfc9309.stores.redis_connection import Pipelined, _options, connection_maker, set_up
 
 __all__ = ["HandmadeRedisStore", "PerCallRedisStore"]
 
@@ -51,7 +52,16 @@ class PerCallRedisStore(redis_store.RedisStore):
 
 
 class PerCall(Pipelined):
-    """Each command one ``execute_command``, sent at once, on a connection of the pool."""
+    """Each command one ``execute_command``, sent at once, on a connection of the pool
+    (a ``BlockingConnectionPool``: a command waits for a free connection)."""
+
+    def __init__(self, url: str, *, connect_timeout: float, answer_timeout: float, max_connections: int) -> None:
+        super().__init__(url, connect_timeout=connect_timeout, answer_timeout=answer_timeout,
+                         max_connections=max_connections)
+        self.pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=answer_timeout,
+                                                    socket_timeout=answer_timeout,
+                                                    **_options(url, connect_timeout))
+        self.client = Redis(connection_pool=self.pool)
 
     async def call(self, *args: Any) -> Any:
         try:

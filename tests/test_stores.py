@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 import sqlite3
 import ssl
@@ -23,7 +24,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import defer
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError
-from scrapy_rfc9309.record import Record
+from scrapy_rfc9309.record import CLOCK_TOLERANCE, Record, Unreadable
 from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
 from scrapy_rfc9309.stores.redis import _SCRIPTS, DEFAULT_URL, RedisStore
@@ -143,6 +144,120 @@ async def test_redis_forgets_a_record_when_it_is_no_longer_useful(redis_url: str
     await store.save("https://gone.example", record(now - 10, ttl=5, keep=5))
     assert await store.load("https://gone.example") is None
     await store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_record_dated_ahead_of_the_claimant_is_not_fresh_and_any_save_replaces_it(store: Any) -> None:
+    now = time.time()
+    ahead = record(now + 30 * 86400, body=b"from a clock a month ahead")
+    assert await store.save(KEY, ahead)
+    assert (await store.claim(KEY, "a", now, 30)) == (Claim.ACQUIRED, ahead)  # the lock, to fetch it again
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.BUSY, None)
+    assert await store.save(KEY, record(now - 5, body=b"fetched here"), "a")  # fetched "before" it: written
+    assert (await store.claim(KEY, "b", now, 30))[1].body == b"fetched here"
+    # Within the tolerance the clocks are taken to agree: newest wins.
+    slightly = record(now + CLOCK_TOLERANCE / 2, body=b"slightly ahead")
+    assert await store.save(KEY, slightly)
+    assert not await store.save(KEY, record(now, body=b"older"))
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.FRESH, slightly)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_claim_given_fetched_after_takes_the_lock_over_that_record_not_over_a_newer_one(store: Any):
+    now = time.time()
+    kept = record(now - 10)
+    yield store.save(KEY, kept)
+    assert (yield store.claim(KEY, "a", now, 30)) == (Claim.FRESH, kept)
+    assert (yield store.claim(KEY, "a", now, 30, kept.fetched_at)) == (Claim.ACQUIRED, kept)
+    assert (yield store.claim(KEY, "b", now, 30, kept.fetched_at)) == (Claim.BUSY, None)
+    newer = record(now - 1)
+    yield store.save(KEY, newer, "a")
+    assert (yield store.claim(KEY, "b", now, 30, kept.fetched_at)) == (Claim.FRESH, newer)
+
+
+def _unreadable_kept(store: Any, how: str) -> None:
+    """Damage the record ``store`` keeps for ``KEY`` (a real SQLite row, a real Redis key)."""
+    inner = store.store
+    if isinstance(inner, DiskStore):
+        columns = {"types": "fetched_at = 'yesterday', body = 'text'", "numbers": "expires_at = 'never'"}[how]
+        with sqlite3.connect(inner.path) as db:
+            db.execute(f"UPDATE states SET {columns} WHERE origin = ?", (KEY,))
+        return
+    from redis.cluster import RedisCluster
+
+    client = (RedisCluster if inner.cluster else redis.Redis).from_url(inner.url)
+    state = inner.keys(KEY)[0]
+    if how == "types":
+        client.delete(state)
+        client.set(state, "a string")
+    else:
+        client.hset(state, "expires_at", "0x10")  # Lua would read it as 16, Python not at all
+    client.close()
+
+
+@pytest.mark.parametrize("how", ["types", "numbers"])
+@pytest_twisted.ensureDeferred
+async def test_an_unreadable_record_is_returned_as_such_and_the_next_save_replaces_it(store: Any, how: str) -> None:
+    now = time.time()
+    await store.save(KEY, record(now + 0.5))  # fetched after the save below, within the clock tolerance
+    _unreadable_kept(store, how)
+    claim, kept = await store.claim(KEY, "a", now, 30)
+    assert claim is Claim.ACQUIRED and isinstance(kept, Unreadable) and kept.reason
+    assert isinstance(await store.load(KEY), Unreadable)
+    assert await store.save(KEY, record(now), "a")
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.FRESH, record(now))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_redis_lock_of_another_type_is_no_lock(redis_url: str) -> None:
+    store = Awaitable(RedisStore(redis_url, prefix="t"))
+    await store.open()
+    client = redis.Redis.from_url(redis_url)
+    client.hset(store.keys(KEY)[1], "owner", "nobody")
+    assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+    assert await store.renew(KEY, "a", 30)
+    assert await store.save(KEY, record(time.time()), "a")
+    assert client.exists(store.keys(KEY)[1]) == 0
+    client.close()
+    await store.close()
+
+
+def test_a_disk_lock_of_a_process_whose_clock_is_ahead_is_held_for_the_lock_ttl_at_most(tmp_path: Path) -> None:
+    store = DiskStore(str(tmp_path))
+    now = time.time()
+    assert store.claim(KEY, "ahead", now + 30 * 86400, 30)[0] is Claim.ACQUIRED  # until a month from now
+    assert store.claim(KEY, "b", now, 0.3)[0] is Claim.BUSY
+    assert store.claim(KEY, "b", now + 0.5, 0.3)[0] is Claim.ACQUIRED  # cut to 0.3 s by the first look
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE locks SET until = 'later' WHERE origin = ?", (KEY,))
+    assert store.claim(KEY, "c", now, 30)[0] is Claim.ACQUIRED  # an unreadable lock is no lock
+    store.close()
+
+
+def test_a_disk_file_this_process_may_only_read_is_used_read_only(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from test_store_records import _read_only
+
+    writer = DiskStore(str(tmp_path))
+    now = time.time()
+    writer.save(KEY, record(now))
+    writer.save("https://expired.example", record(now - 200))
+    writer.close()
+    with _read_only(tmp_path / FILENAME):
+        store = DiskStore(str(tmp_path))
+        store.open()
+        assert store.read_only
+        assert store.claim(KEY, "a", now, 30) == (Claim.FRESH, record(now))
+        # No lock can be taken: every claimant fetches, and nothing is written.
+        assert store.claim("https://expired.example", "a", now, 30) == (Claim.ACQUIRED, record(now - 200))
+        assert store.claim("https://expired.example", "b", now, 30)[0] is Claim.ACQUIRED
+        assert not store.save("https://new.example", record(now), "a")
+        assert store.load("https://new.example") is None
+        assert store.renew("https://expired.example", "a", 30)
+        store.release("https://expired.example", "a")
+        store.close()
+    assert store.set_aside == [] and _aside(tmp_path) == []
+    assert [r.levelno for r in caplog.records if "is read-only" in r.getMessage()] == [logging.WARNING]
 
 
 def test_redis_keys_of_one_origin_share_a_cluster_slot(redis_url: str) -> None:
@@ -609,6 +724,22 @@ async def _a_server_that_stops_answering(proxy: _Proxy, proxied: Any) -> None:
     assert (await proxied.load(KEY)) == saved
     assert (await proxied.claim("https://other.example", "b", now, 30))[0] is Claim.BUSY  # a's claim ran
     assert proxy.accepted == 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_pipelines_in_flight_are_bounded_and_the_calls_made_meanwhile_go_together(
+        proxy: _Proxy, proxied: Any) -> None:
+    from scrapy_rfc9309.stores.redis import MAX_CONNECTIONS
+
+    saved = await _saved(proxied)
+    proxy.holding = True
+    calls = []
+    for _ in range(MAX_CONNECTIONS + 4):
+        calls.append(proxied.load(KEY))
+        await sleep(0.01)  # each made in a turn of its own: a pipeline each, while connections last
+    proxy.holding = False
+    assert await defer.gatherResults(calls) == [saved] * (MAX_CONNECTIONS + 4)
+    assert proxy.accepted == MAX_CONNECTIONS
 
 
 @pytest_twisted.ensureDeferred

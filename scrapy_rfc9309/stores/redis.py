@@ -55,7 +55,7 @@ from ..record import CLOCK_TOLERANCE, Record, Unreadable
 from .base import AsyncStore, Claim
 
 try:
-    from redis.exceptions import NoScriptError
+    from redis.exceptions import NoScriptError, ResponseError
 
     from .redis_connection import Pipelined, connection_maker, set_up
 except ImportError:  # reported when the store is made, with a message naming the setting
@@ -287,7 +287,12 @@ class RedisStore(AsyncStore):
         return _integer(await self._command("PTTL", self.keys(key)[1]), "PTTL", (-2, None))
 
     async def load(self, key: str) -> Record | None:
-        fields = await self._command("HMGET", self.keys(key)[0], *_FIELDS)
+        try:
+            fields = await self._command("HMGET", self.keys(key)[0], *_FIELDS)
+        except ResponseError as exc:
+            if str(exc).startswith("WRONGTYPE"):
+                return Unreadable.because("the key is not a hash")
+            raise
         if not (isinstance(fields, list) and len(fields) == len(_FIELDS)):
             raise UnexpectedReply(f"Redis answered {fields!r:.100} to HMGET")
         return _record(fields)

@@ -2,11 +2,13 @@
 
 :class:`Pipelined` sends the commands that the process makes in one turn of the
 event loop together, as one pipeline (``Redis.pipeline(transaction=False)``) on one
-connection of a pool (``BlockingConnectionPool``). A crawl starting on a thousand
-origins sends its thousand claims in one write, on one connection, instead of one
-round trip each on a pool's few connections; the commands made while a pipeline is
-in flight go as the next one, on another connection of the pool, without waiting for
-the answers of the first. Each command's answer (or error reply) goes to its caller.
+connection of a pool (``ConnectionPool``). A crawl starting on a thousand origins
+sends its thousand claims in one write, on one connection, instead of one round trip
+each on a pool's few connections; the commands made while a pipeline is in flight go
+as the next one, on another connection of the pool, without waiting for the answers
+of the first; with ``max_connections`` pipelines in flight, the commands made
+meanwhile go together as soon as one is answered. Each command's answer (or error
+reply) goes to its caller.
 
 redis-py connects and sets every connection up (TLS, ``AUTH``, ``SELECT``,
 everything a ``redis://``, ``rediss://`` or ``unix://`` URL says). A pipeline whose
@@ -23,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import Connection, parse_url
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -72,15 +74,17 @@ async def set_up(connection: Connection, timeout: float) -> None:
 
 class Pipelined:
     """Every command of a process to the Redis at ``url``, the commands of one turn of
-    the event loop in one pipeline, on up to ``max_connections`` connections."""
+    the event loop in one pipeline, up to ``max_connections`` pipelines at once."""
 
     def __init__(self, url: str, *, connect_timeout: float, answer_timeout: float, max_connections: int) -> None:
-        self.pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=answer_timeout,
-                                                    socket_timeout=answer_timeout,
-                                                    **_options(url, connect_timeout))
+        # Never more connections than pipelines in flight, so the pool never runs out.
+        self.pool = ConnectionPool.from_url(url, max_connections=max_connections, socket_timeout=answer_timeout,
+                                            **_options(url, connect_timeout))
         self.client = Redis(connection_pool=self.pool)
-        #: The commands of this turn of the event loop, with their callers' futures.
+        self.max_in_flight = max_connections
+        #: The commands not sent yet, with their callers' futures.
         self._batch: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._flushing = False
         self._sending: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -88,18 +92,31 @@ class Pipelined:
         """The answer to the command ``args`` (an error reply is raised, as redis-py does)."""
         if self._closed:
             raise RedisConnectionError("the Redis store is closed")
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[Any] = loop.create_future()
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._batch.append((args, answer))
-        if len(self._batch) == 1:
-            loop.call_soon(self._send_batch)
+        self._flush_soon()
         return await answer
 
+    def _flush_soon(self) -> None:
+        """Send the commands not sent yet at the end of this turn of the event loop,
+        when a pipeline may start."""
+        if self._batch and not self._flushing and len(self._sending) < self.max_in_flight:
+            self._flushing = True
+            asyncio.get_running_loop().call_soon(self._send_batch)
+
     def _send_batch(self) -> None:
+        self._flushing = False
         batch, self._batch = self._batch, []
+        if not batch:
+            return
         sending = asyncio.get_running_loop().create_task(self._send(batch))
         self._sending.add(sending)
-        sending.add_done_callback(self._sending.discard)
+        sending.add_done_callback(self._sent)
+
+    def _sent(self, sending: asyncio.Task[None]) -> None:
+        self._sending.discard(sending)
+        if not self._closed:
+            self._flush_soon()
 
     async def _send(self, batch: list[tuple[tuple[Any, ...], asyncio.Future[Any]]]) -> None:
         try:
@@ -132,6 +149,10 @@ class Pipelined:
 
     async def close(self) -> None:
         self._closed = True
+        batch, self._batch = self._batch, []
+        for _, answer in batch:
+            if not answer.done():
+                answer.set_exception(RedisConnectionError("the Redis store is closed"))
         for sending in list(self._sending):
             sending.cancel()
         await asyncio.gather(*self._sending, return_exceptions=True)
