@@ -6,8 +6,9 @@ Keys, per origin (``{...}`` is a Redis Cluster hash tag, so both keys of an orig
 live on one node):
 
 - ``<prefix>:{<origin>}:state``, a hash: ``fetched_at``, ``expires_at``,
-  ``keep_until``, ``meta`` (JSON), ``body`` (the raw robots.txt); it expires at
-  ``keep_until``;
+  ``keep_until``, ``meta`` (JSON), ``body`` (the raw robots.txt); it expires as long
+  after the save as the saving process has to ``keep_until`` (so on Redis's clock,
+  whatever the saving process's clock says);
 - ``<prefix>:{<origin>}:lock``: the fetching process's id, with an expiry
   (``ROBOTSTXT_STORE_LOCK_TTL``, renewed while the fetch runs), so a process that
   dies while fetching blocks the others for that long at most.
