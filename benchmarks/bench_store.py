@@ -42,6 +42,11 @@ Usage::
 
     python benchmarks/bench_store.py [--quick] [--json results.json] [--origins M] [--pages P]
                                      [--processes 1,2,4] [--corpus DIR] [--sample K]
+                                     [--redis-clients] [--configs memory,redis,...]
+
+``--redis-clients`` adds the Redis store with two other ways of talking to Redis
+(``redis_clients.py``: a hand-made connection on redis-py's private stream, and
+redis-py's pool without pipelines) to the fleet runs, in the same rotation.
 
 The script always exits 0 unless it cannot run at all: it measures, it does not
 gate. Every subprocess has a hard time limit; the HTTP server stops by itself, and
@@ -427,16 +432,18 @@ def _problems(run: dict[str, Any]) -> list[str]:
 
 def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: Path, package_root: str,
                 redis: RedisServer | None, previous_root: str | None = None,
-                redis_clients: bool = False) -> dict[str, Any]:
+                redis_clients: bool = False, configs: set[str] | None = None) -> dict[str, Any]:
     """The fleet runs; with ``previous_root`` (the previous release's tree) its
     Redis configuration runs beside ours, in the same rotation, and so do the other
-    Redis clients with ``redis_clients``."""
+    Redis clients with ``redis_clients``; ``configs`` keeps only those."""
     sites = fleet_sites(origins)
     units = [[BUILTIN], [MEMORY, MEMORY], [DISK, DISK]] + ([[REDIS, REDIS]] if redis is not None else [])
     if redis is not None and redis_clients:
         units += [[REDIS_HANDMADE, REDIS_HANDMADE], [REDIS_PER_CALL, REDIS_PER_CALL]]
     if redis is not None and previous_root is not None:
         units.append([PREVIOUS_REDIS, PREVIOUS_REDIS])
+    if configs:
+        units = [unit for unit in units if unit[0] in configs]
 
     def root_of(config: str) -> str:
         return previous_root if config == PREVIOUS_REDIS and previous_root is not None else package_root
@@ -449,7 +456,9 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
             block: list[dict[str, Any]] = []
             if n == fleet[0]:
                 # Warm-up, not counted: byte-compiles every module the crawls import (into the work directory).
-                for config in (BUILTIN, REDIS if redis is not None else DISK):
+                warm = [BUILTIN, REDIS if redis is not None else DISK] + (
+                    [REDIS_HANDMADE] if redis is not None and redis_clients else [])
+                for config in warm:
                     store_dir = workdir / "store-warmup"
                     settings = crawl_settings(config, store_dir, redis_url)
                     run_fleet([{"urls": fleet_urls(bases[:5], 1, 0), "settings": settings}], workdir,
@@ -1024,6 +1033,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-previous", action="store_true", help="do not measure the previous release")
     parser.add_argument("--redis-clients", action="store_true",
                         help="measure the Redis store with the other clients of redis_clients.py beside")
+    parser.add_argument("--configs", help="fleet configurations to run, comma-separated (default all): "
+                        + ", ".join(LABELS))
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "SPEC", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
@@ -1064,8 +1075,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.only in (None, "fleet"):
                 print(f"(1, 2) fleet: {origins} origins x {pages} pages, processes {fleet_sizes}, {reps} repetitions",
                       file=sys.stderr, flush=True)
+                configs = {c.strip() for c in args.configs.split(",")} if args.configs else None
                 fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root,
-                                    args.redis_clients)
+                                    args.redis_clients, configs)
             if args.only in (None, "memory"):
                 if corpus.is_dir():
                     print(f"(3) memory per cached origin: {sample} files of {corpus}", file=sys.stderr, flush=True)

@@ -241,14 +241,14 @@ class StoreClient(Reporting):
             except StoreUnavailable:
                 return Obtained(previous=previous)
             if claim is Claim.FRESH and record is not None:
-                if record != stale:
-                    fresh = self._decoded(key, record, now)
-                    if fresh is not None and fresh.expires_at > now:
-                        return Obtained(state=fresh)
-                    stale, previous = record, _newer(fresh, previous)
+                if record == stale:  # a store that does not take fetched_after: fetched without its lock
+                    return Obtained(previous=previous)
+                fresh = self._decoded(key, record, now)
+                if fresh is not None and fresh.expires_at > now:
+                    return Obtained(state=fresh)
                 # Fresh for the store, not for this process (its lifetime is shorter, the record
                 # is dated ahead of its clock, or cannot be read): claimed again, to fetch it.
-                fetched_after = _after(record)
+                stale, previous, fetched_after = record, _newer(fresh, previous), _after(record)
                 continue
             if claim is Claim.ACQUIRED:
                 # Another process may have fetched since this one's copy: the newer one

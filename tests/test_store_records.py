@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import pytest_twisted
@@ -29,6 +29,7 @@ from twisted.internet import defer
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
 from scrapy_rfc9309.record import Record, decode, encode
+from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
 from scrapy_rfc9309.stores.redis import RedisStore
 
@@ -374,3 +375,39 @@ def test_a_read_only_disk_file_is_used_read_only_not_set_aside(origins, tmp_path
     assert stat(result, "store_saved") == 0
     assert result.logged("is read-only", logging.WARNING)
     assert sorted(result.responses) == sorted(s.url("/v1/page") for s in (known, new))
+
+
+# --------------------------------------------------------------------------- a store of one's own
+
+
+class _OldClaimStore(Store):
+    """A store of one's own whose claim looks at the expiry only (it ignores
+    ``fetched_after``), kept in a class attribute."""
+
+    records: ClassVar[dict[str, Record]] = {}
+
+    def load(self, key: str) -> Record | None:
+        return self.records.get(key)
+
+    def save(self, key: str, record: Record, owner: str | None = None) -> bool:
+        self.records[key] = record
+        return True
+
+    def claim(self, key: str, owner: str, now: float, lock_ttl: float,
+              fetched_after: float | None = None) -> tuple[Claim, Record | None]:
+        record = self.load(key)
+        return (Claim.FRESH if record is not None and record.expires_at > now else Claim.ACQUIRED), record
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_store_that_calls_a_record_fresh_for_longer_than_the_reader_trusts_it_is_fetched_around(origins):
+    (site,) = _sites(origins, 1)
+    _OldClaimStore.records = {site.base: _state(site, V1, time.time() - 10, Policy())}  # 24 h from 10 s ago
+    settings = mw_settings(ROBOTSTXT_STORE=f"{__name__}._OldClaimStore", ROBOTSTXT_CACHE_TTL=5,
+                           ROBOTSTXT_CACHE_MIN_TTL=0)
+
+    result = yield run_crawl([site.url("/v1/page"), site.url("/v2/page")], settings)
+
+    assert len(robots_hits(site)) == 1  # fetched here, though the store keeps calling its record fresh
+    assert result.responses == [site.url("/v1/page")]
+    assert _OldClaimStore.records[site.base].body == V2.encode()  # and saved
