@@ -24,6 +24,7 @@ import redis
 from crawl import run_crawl
 from middleware_support import mw_settings, robots_hits, stat
 from scrapy.utils.defer import deferred_from_coro
+from test_stores_crawl import _settings
 from twisted.internet import defer
 
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
@@ -38,17 +39,11 @@ V2 = "User-agent: *\nDisallow: /v2\n"  # what it serves now
 MONTH = 30 * 86400.0
 
 
-def _settings(kind: str, where: str, **extra: Any) -> dict[str, Any]:
-    location = {"ROBOTSTXT_STORE_PATH": where} if kind == "disk" else {"ROBOTSTXT_REDIS_URL": where}
-    return mw_settings(ROBOTSTXT_STORE=kind, **location, **extra)
-
-
 @pytest.fixture(params=["disk", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """``(ROBOTSTXT_STORE, where)`` for each persistent store."""
-    if request.param == "disk":
-        return "disk", str(tmp_path / "store")
-    return "redis", request.getfixturevalue("redis_url")
+    where = str(tmp_path / "store") if request.param == "disk" else request.getfixturevalue("redis_url")
+    return request.param, where
 
 
 def _sites(origins: Any, count: int, rules: str = V2) -> list[Any]:
