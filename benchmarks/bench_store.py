@@ -496,6 +496,90 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
 
 
 # --------------------------------------------------------------------------------------
+# (4): the Redis clients alone (--redis-clients)
+# --------------------------------------------------------------------------------------
+CLIENTS = {REDIS: "scrapy_rfc9309.stores.redis.RedisStore", REDIS_HANDMADE: "redis_clients.HandmadeRedisStore",
+           REDIS_PER_CALL: "redis_clients.PerCallRedisStore"}
+BUSY_TURN = 0.002  # s the event loop is held per turn by the stand-in for a crawl
+CLIENT_TIMEOUT = 60.0  # s a client's claims (or saves) may take before the run counts as failed
+
+
+def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]:
+    """In this process, per Redis client: ``origins`` claims made at once (a crawl's
+    start), then as many saves made at once, the event loop held ``BUSY_TURN`` s per
+    turn meanwhile by a task standing in for a crawl (what makes a turn slow on a
+    crawling process); ms from making them to the last answer. The clients in
+    rotation, ``reps`` runs each."""
+    import asyncio
+    from importlib import import_module
+
+    from scrapy_rfc9309.record import Record
+
+    def store_class(path: str) -> Any:
+        module, _, name = path.rpartition(".")
+        return getattr(import_module(module), name)
+
+    async def busy() -> None:
+        while True:
+            until = time.perf_counter() + BUSY_TURN
+            while time.perf_counter() < until:
+                pass
+            await asyncio.sleep(0)
+
+    async def run(config: str, rep: int) -> tuple[float, float]:
+        store = store_class(CLIENTS[config])(redis.url, prefix=f"bench-{config}-{rep}")
+        await store.open()
+        keys = [f"https://site{n}.example" for n in range(origins)]
+        crawl = asyncio.ensure_future(busy())
+        nan = float("nan")
+        try:
+            now = time.time()
+            started = time.perf_counter()
+            await asyncio.wait_for(asyncio.gather(*(store.claim(key, "me", now, 30.0) for key in keys)),
+                                   CLIENT_TIMEOUT)
+            claimed = time.perf_counter()
+            record = Record(now, now + 3600, now + 7200, '{"v":1}', b"User-agent: *\nDisallow: /x\n")
+            await asyncio.wait_for(asyncio.gather(*(store.save(key, record, "me") for key in keys)), CLIENT_TIMEOUT)
+            saved = time.perf_counter()
+        except Exception as exc:  # counted as a failed run (nan), with what failed
+            print(f"    ! {LABELS[config]} run {rep + 1}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            return nan, nan
+        finally:
+            crawl.cancel()
+            await asyncio.gather(crawl, return_exceptions=True)
+            await store.close()
+        return (claimed - started) * 1000, (saved - claimed) * 1000
+
+    results: dict[str, dict[str, list[float]]] = {c: {"claims_ms": [], "saves_ms": []} for c in CLIENTS}
+    order = list(CLIENTS)
+    for rep in range(reps):
+        for config in order[rep % len(order):] + order[: rep % len(order)]:
+            claims_ms, saves_ms = asyncio.run(run(config, rep))
+            results[config]["claims_ms"].append(claims_ms)
+            results[config]["saves_ms"].append(saves_ms)
+        redis.flush()
+    print(f"  clients: {reps} runs of {origins} claims and saves each", file=sys.stderr, flush=True)
+    return {"origins": origins, "reps": reps, "busy_turn_s": BUSY_TURN, "results": results}
+
+
+def clients_table(clients: dict[str, Any]) -> str:
+    rows = []
+    for config, values in clients["results"].items():
+        rows.append([LABELS[config], _spread(values["claims_ms"]), _spread(values["saves_ms"])])
+    n = clients["origins"]
+    return bm._table(["client", f"ms for {n} claims made at once (median, min-max)",
+                      f"ms for {n} saves made at once (median, min-max)"], rows)
+
+
+def _spread(values: list[float]) -> str:
+    done = [v for v in values if v == v]
+    failed = f", {len(values) - len(done)} of {len(values)} runs failed" if len(done) < len(values) else ""
+    if not done:
+        return f"failed ({len(values)} runs)"
+    return f"{_median(done):.1f} ({min(done):.1f}-{max(done):.1f}){failed}"
+
+
+# --------------------------------------------------------------------------------------
 # (3): memory per cached origin (subprocess mode --measure KIND SPEC OUT)
 # --------------------------------------------------------------------------------------
 def corpus_sample(corpus: Path, k: int) -> list[tuple[str, str]]:
@@ -1027,7 +1111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
                         help=f"directory of robots.txt files named after hosts (default {DEFAULT_CORPUS})")
     parser.add_argument("--sample", type=int, help="robots.txt files for the memory figures (default 2000, quick 300)")
-    parser.add_argument("--only", choices=("fleet", "memory"), help="run only one part")
+    parser.add_argument("--only", choices=("fleet", "memory", "clients"), help="run only one part")
     parser.add_argument("--previous", metavar="REF", default=DEFAULT_REF,
                         help=f"git commit of the previous release, measured beside (default {DEFAULT_REF})")
     parser.add_argument("--no-previous", action="store_true", help="do not measure the previous release")
@@ -1047,7 +1131,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = args.sample or (300 if args.quick else 2000)
     corpus = args.corpus.resolve()
     started = time.perf_counter()
-    fleet = memory = None
+    fleet = memory = clients = None
     redis_version = ""
     out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
@@ -1078,6 +1162,10 @@ def main(argv: list[str] | None = None) -> int:
                 configs = {c.strip() for c in args.configs.split(",")} if args.configs else None
                 fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root,
                                     args.redis_clients, configs)
+            if redis is not None and args.redis_clients and args.only in (None, "clients"):
+                print("(4) the Redis clients alone", file=sys.stderr, flush=True)
+                sys.path.insert(0, str(Path(__file__).resolve().parent))  # redis_clients.py
+                clients = bench_clients(redis, 1000, max(reps, 9))
             if args.only in (None, "memory"):
                 if corpus.is_dir():
                     print(f"(3) memory per cached origin: {sample} files of {corpus}", file=sys.stderr, flush=True)
@@ -1092,11 +1180,15 @@ def main(argv: list[str] | None = None) -> int:
     if fleet is not None:
         out += ["", "### Fleet runs, one row per run", "", fleet_details(fleet), ""]
     out.append(summary_md(fleet, memory, env))
+    if clients is not None:
+        out += ["", f"**The Redis clients alone** (one process; the event loop held {BUSY_TURN * 1000:.0f} ms per "
+                "turn by a stand-in for a crawl; the clients in rotation, "
+                f"{clients['reps']} runs each):", "", clients_table(clients)]
     print("\n".join(out))
     elapsed = time.perf_counter() - started
     print(f"\n(total benchmark time {elapsed:.0f} s)", file=sys.stderr)
     if args.json:
-        results = {"fleet": fleet, "memory": memory, "environment": env, "elapsed_s": elapsed,
+        results = {"fleet": fleet, "memory": memory, "clients": clients, "environment": env, "elapsed_s": elapsed,
                    "package": fingerprint, "package_at_end": fingerprint_end}
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
