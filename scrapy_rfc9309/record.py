@@ -37,7 +37,8 @@ class RecordError(ValueError):
 class Record:
     """One origin's state as a store keeps it.
 
-    ``fetched_at`` orders records (a store keeps the newest); ``expires_at`` is
+    ``fetched_at`` orders records (a store keeps the newest, unless it is dated
+    ahead of the saver's clock: see :data:`CLOCK_TOLERANCE`); ``expires_at`` is
     when it must be fetched again (for an unreachable origin, the next retry);
     ``keep_until`` is when the store may forget it. ``meta`` is JSON text and
     ``body`` the robots.txt that applies (at most ``ROBOTSTXT_MAX_SIZE`` bytes)."""
