@@ -502,13 +502,16 @@ CLIENTS = {REDIS: "scrapy_rfc9309.stores.redis.RedisStore", REDIS_HANDMADE: "red
            REDIS_PER_CALL: "redis_clients.PerCallRedisStore"}
 BUSY_TURN = 0.002  # s the event loop is held per turn by the stand-in for a crawl
 CLIENT_TIMEOUT = 60.0  # s a client's claims (or saves) may take before the run counts as failed
+TRICKLE = 200  # claims made one per turn (and ten per turn), timed one by one
 
 
 def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]:
-    """In this process, per Redis client: ``origins`` claims made at once (a crawl's
-    start), then as many saves made at once, the event loop held ``BUSY_TURN`` s per
-    turn meanwhile by a task standing in for a crawl (what makes a turn slow on a
-    crawling process); ms from making them to the last answer. The clients in
+    """In this process, per Redis client, the event loop held ``BUSY_TURN`` s per turn
+    by a task standing in for a crawl (what makes a turn slow on a crawling process):
+    ``origins`` claims made at once (a crawl's start), then as many saves made at once
+    (ms from making them to the last answer); then ``TRICKLE`` claims made one per
+    turn, and as many ten per turn (ms from making each to its answer: what a claim,
+    a save or a look at a lock costs the origin that waits for it). The clients in
     rotation, ``reps`` runs each."""
     import asyncio
     from importlib import import_module
@@ -526,7 +529,7 @@ def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]
                 pass
             await asyncio.sleep(0)
 
-    async def run(config: str, rep: int) -> tuple[float, float]:
+    async def run(config: str, rep: int) -> tuple[float, float, dict[int, list[float]]]:
         store = store_class(CLIENTS[config])(redis.url, prefix=f"bench-{config}-{rep}")
         await store.open()
         keys = [f"https://site{n}.example" for n in range(origins)]
@@ -541,22 +544,41 @@ def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]
             record = Record(now, now + 3600, now + 7200, '{"v":1}', b"User-agent: *\nDisallow: /x\n")
             await asyncio.wait_for(asyncio.gather(*(store.save(key, record, "me") for key in keys)), CLIENT_TIMEOUT)
             saved = time.perf_counter()
+            latencies = {}
+            for per_turn in (1, 10):
+                waited: list[float] = []
+
+                async def claim(key: str, waited: list[float] = waited) -> None:
+                    made = time.perf_counter()
+                    await store.claim(key, "me", time.time(), 30.0)
+                    waited.append((time.perf_counter() - made) * 1000)
+
+                claims = []
+                for n in range(TRICKLE):
+                    claims.append(asyncio.ensure_future(claim(f"https://trickle{per_turn}-{n}.example")))
+                    if n % per_turn == per_turn - 1:
+                        await asyncio.sleep(0)
+                await asyncio.wait_for(asyncio.gather(*claims), CLIENT_TIMEOUT)
+                latencies[per_turn] = waited
         except Exception as exc:  # counted as a failed run (nan), with what failed
             print(f"    ! {LABELS[config]} run {rep + 1}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            return nan, nan
+            return nan, nan, {1: [nan], 10: [nan]}
         finally:
             crawl.cancel()
             await asyncio.gather(crawl, return_exceptions=True)
             await store.close()
-        return (claimed - started) * 1000, (saved - claimed) * 1000
+        return (claimed - started) * 1000, (saved - claimed) * 1000, latencies
 
-    results: dict[str, dict[str, list[float]]] = {c: {"claims_ms": [], "saves_ms": []} for c in CLIENTS}
+    results: dict[str, dict[str, list[float]]] = {
+        c: {"claims_ms": [], "saves_ms": [], "claim_1_ms": [], "claim_10_ms": []} for c in CLIENTS}
     order = list(CLIENTS)
     for rep in range(reps):
         for config in order[rep % len(order):] + order[: rep % len(order)]:
-            claims_ms, saves_ms = asyncio.run(run(config, rep))
+            claims_ms, saves_ms, latencies = asyncio.run(run(config, rep))
             results[config]["claims_ms"].append(claims_ms)
             results[config]["saves_ms"].append(saves_ms)
+            results[config]["claim_1_ms"] += latencies[1]
+            results[config]["claim_10_ms"] += latencies[10]
         redis.flush()
     print(f"  clients: {reps} runs of {origins} claims and saves each", file=sys.stderr, flush=True)
     return {"origins": origins, "reps": reps, "busy_turn_s": BUSY_TURN, "results": results}
@@ -565,10 +587,18 @@ def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]
 def clients_table(clients: dict[str, Any]) -> str:
     rows = []
     for config, values in clients["results"].items():
-        rows.append([LABELS[config], _spread(values["claims_ms"]), _spread(values["saves_ms"])])
+        rows.append([LABELS[config], _spread(values["claims_ms"]), _spread(values["saves_ms"]),
+                     _percentiles(values["claim_1_ms"]), _percentiles(values["claim_10_ms"])])
     n = clients["origins"]
     return bm._table(["client", f"ms for {n} claims made at once (median, min-max)",
-                      f"ms for {n} saves made at once (median, min-max)"], rows)
+                      f"ms for {n} saves made at once (median, min-max)",
+                      "ms from a claim to its answer, one made per turn (median, 90th percentile)",
+                      "the same, ten made per turn"], rows)
+
+
+def _percentiles(values: list[float]) -> str:
+    done = sorted(v for v in values if v == v)
+    return f"{_median(done):.1f}, {done[int(len(done) * 0.9)]:.1f}" if done else "failed"
 
 
 def _spread(values: list[float]) -> str:
