@@ -1,28 +1,38 @@
 # Two commands do everything on a fresh machine with Python 3 and make:
-#   make demo   runs the example crawl (offline, against a local demo site)
-#   make test   creates .venv, installs the package with its dev extras (tests, mypy, build, twine, Sphinx), runs the suite
+#   make demo   creates .venv with the package and Scrapy only, runs the example crawl
+#               (offline, against a local demo site)
+#   make test   adds the dev extras (tests, mypy, build, twine, Sphinx) to .venv, runs the suite
 #   make docs   builds the Sphinx site into docs/_build/html, warnings as errors
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-CORPUS ?= ../shared/corpus/robots
+# The robots.txt files the benchmarks read: the sample committed in benchmarks/corpus, or
+# a larger corpus of your own (make bench CORPUS=/path/to/robots).
+CORPUS ?= benchmarks/corpus
 
-.PHONY: demo test docs test-min test-latest lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: demo test docs test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # tox finds Python 3.10 and 3.13 on PATH; with pyenv, every installed version's bin is put there.
 PYENV_BINS := $(shell command -v pyenv >/dev/null 2>&1 && for v in $$(pyenv versions --bare 2>/dev/null | grep -v /); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)
 TOX := PATH="$(PYENV_BINS)$$PATH" $(BIN)/tox
 
-$(BIN)/.installed: pyproject.toml
+# The package (editable, its C accelerator built in place) and its runtime dependencies:
+# what the demo needs.
+$(BIN)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# The dev extras, added to the same venv: what every other target needs.
+$(BIN)/.installed: $(BIN)/.runtime
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
 venv: $(BIN)/.installed
 
 # The example project runs from its own directory, as `scrapy crawl` does.
-demo: venv
+demo: $(BIN)/.runtime
 	cd example_project && ../$(BIN)/python -m example_project.demo
 
 test: venv
@@ -39,6 +49,10 @@ test-min: venv
 
 test-latest: venv
 	$(TOX) -e latest
+
+# The suite on the newest Scrapy (Python 3.13) without a Twisted reactor (TWISTED_REACTOR_ENABLED = False).
+test-reactorless: venv
+	$(TOX) -e reactorless
 
 # mypy on the package, then the C accelerator's stub checked against the built module.
 typecheck: venv
@@ -66,5 +80,5 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info docs/_build
 
 # Try the example project's spider against real sites (needs network).
-crawl-real: venv
+crawl-real: $(BIN)/.runtime
 	cd example_project && ../$(BIN)/scrapy crawl real_sites

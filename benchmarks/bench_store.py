@@ -24,7 +24,9 @@ it receives; all traffic stays on 127.0.0.0/8.
     fetch nothing. The memory configuration run again (it fetches everything
     again) is the reference.
 (3) **Memory per cached origin**, from K real robots.txt files of a corpus
-    directory (one file per host, named after it; default 2,000 files): (a) in
+    directory (one file per host, named after it; default 2,000 files; the
+    sample in ``benchmarks/corpus`` unless ``--corpus`` names another, its 32
+    files gone through again under other host names up to K): (a) in
     memory, the RSS growth per origin of a fresh subprocess after putting K
     ``OriginState``s into ``MemoryStore``, beside one ``ProtegoRobotParser`` per
     origin in a dict (what Scrapy's built-in middleware keeps), each also measured
@@ -82,7 +84,7 @@ from scrapy_rfc9309 import testing
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "robots"
+DEFAULT_CORPUS = ROOT / "benchmarks" / "corpus"  # the committed sample; --corpus for a larger one
 
 BUILTIN = "builtin"
 MEMORY = "memory"
@@ -614,7 +616,8 @@ def _spread(values: list[float]) -> str:
 # --------------------------------------------------------------------------------------
 def corpus_sample(corpus: Path, k: int) -> list[tuple[str, str]]:
     """(origin URL, file) for K files of the corpus, one per origin, chosen at random
-    (fixed seed). A file named ``host_port`` is the origin ``https://host:port``."""
+    (fixed seed). A file named ``host_port`` is the origin ``https://host:port``.
+    With fewer than K files, each is used again for more origins."""
     files = sorted(p for p in corpus.iterdir() if p.is_file())
     seen: set[tuple[str, int]] = set()
     entries = []
@@ -630,6 +633,13 @@ def corpus_sample(corpus: Path, k: int) -> list[tuple[str, str]]:
                 seen.add(key)
                 entries.append((url, str(path)))
     random.Random(9309).shuffle(entries)
+    # A corpus smaller than K (the committed sample) is gone through again, each file
+    # then the robots.txt of another origin, so that the memory figures are K origins.
+    distinct = len(entries)
+    for n in range(distinct, k if distinct else 0):
+        url, path = entries[n % distinct]
+        scheme, _, netloc = url.partition("://")
+        entries.append((f"{scheme}://copy{n // distinct}.{netloc}", path))
     return entries[:k]
 
 
@@ -828,7 +838,8 @@ def bench_memory(corpus: Path, k: int, workdir: Path, package_root: str, redis: 
     measurement importing that tree)."""
     entries = corpus_sample(corpus, k)
     sizes = [os.path.getsize(p) for _, p in entries]
-    out: dict[str, Any] = {"corpus": str(corpus), "k": len(entries), "results": {}}
+    out: dict[str, Any] = {"corpus": str(corpus), "k": len(entries), "files": len({p for _, p in entries}),
+                           "results": {}}
     kinds = ["rss-protego", "rss-ours", "traced-protego", "traced-ours", "disk"] + (["redis"] if redis else [])
     if previous_root is not None:
         kinds += ["rss-previous", "traced-previous"]
@@ -1010,7 +1021,9 @@ def memory_table(memory: dict[str, Any]) -> str:
 def memory_notes(memory: dict[str, Any]) -> list[str]:
     res = memory["results"]
     notes = [
-        f"Sample: {memory['k']} robots.txt files of the corpus (one per host, fixed random choice): mean raw size "
+        f"Sample: {memory['k']} robots.txt files of {memory['corpus']} (one per host, fixed random choice"
+        + (f"; its {memory['files']} files, each used for several origins" if memory["files"] < memory["k"] else "")
+        + f"): mean raw size "
         f"{memory['raw_mean']:,.0f} bytes, median {memory['raw_median']:,.0f}, largest {memory['raw_max']:,}; "
         f"{memory['raw_empty']} empty; {memory['raw_over_max']} over ROBOTSTXT_MAX_SIZE ({memory['max_size']:,} "
         f"bytes), which scrapy-rfc9309 cuts to it (mean kept {memory['raw_kept_mean']:,.0f} bytes, the 'x mean "

@@ -2,20 +2,38 @@
 difference between the Scrapy releases it supports (2.13 to the latest), in one
 place, found by feature detection rather than by version numbers.
 
+Timers, looping calls, sleeps and thread hand-offs go through this module too:
+Scrapy 2.14 and later run them on the asyncio loop when there is one (the asyncio
+reactor, or no reactor at all: ``TWISTED_REACTOR_ENABLED = False``, Scrapy 2.15
+and later), where importing ``twisted.internet.reactor`` is an error; Scrapy 2.13
+always has a reactor.
+
 :func:`missing` lists what the installed Scrapy lacks; a test asserts it is empty,
 so a release that removes one of these fails the suite instead of a crawl.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+import sys
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import scrapy
 from scrapy import signals
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
+from twisted.internet.defer import Deferred
+from twisted.internet.defer import TimeoutError as TimeoutError_
+from twisted.python.failure import Failure
+
+try:  # Scrapy 2.14 and later: mode-neutral timers (asyncio loop or reactor)
+    from scrapy.utils.asyncio import call_later as _call_later
+    from scrapy.utils.asyncio import create_looping_call as _create_looping_call
+    from scrapy.utils.asyncio import is_asyncio_available as _is_asyncio_available
+except ImportError:  # Scrapy 2.13: always a reactor
+    _call_later = _create_looping_call = _is_asyncio_available = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -23,26 +41,41 @@ if TYPE_CHECKING:
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
+    from scrapy.settings import BaseSettings, Settings
 
 __all__ = [
     "BUILTIN_MIDDLEWARE",
     "ROBOTS_PARSED",
     "SCRAPY_VERSION",
+    "Timer",
+    "asyncio_available",
+    "builtin_middleware_enabled",
     "caching_resolver",
+    "call_from_thread",
+    "call_later",
+    "cannot_request_errors",
     "direct_http_handler",
     "disable_builtin_middleware",
     "dns_cached",
     "download",
     "download_slot",
     "engine_closing",
+    "looping_call",
     "missing",
     "network_errors",
+    "no_host_errors",
+    "reactor_enabled",
+    "refused_errors",
     "resolver_host_name",
+    "running_loop",
+    "scheduler_persists",
     "send_signal",
     "set_slot_jitter",
+    "settings_with_addons",
+    "sleep",
     "slot_jitter",
     "widen_concurrency",
+    "within",
 ]
 
 SCRAPY_VERSION: tuple[int, ...] = tuple(int(part) for part in scrapy.__version__.split(".")[:2] if part.isdigit())
@@ -52,6 +85,159 @@ BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware
 
 #: Scrapy's ``robots_parsed`` signal (Scrapy 2.18 and later), or None.
 ROBOTS_PARSED: object | None = getattr(signals, "robots_parsed", None)
+
+
+class Timer(Protocol):
+    """A call scheduled by :func:`call_later` or :func:`looping_call`; cancelling
+    (stopping) one that already ran or was cancelled does nothing."""
+
+    def cancel(self) -> None: ...
+
+
+def reactor_enabled(settings: BaseSettings) -> bool:
+    """Whether the crawl runs on a Twisted reactor (``TWISTED_REACTOR_ENABLED``,
+    Scrapy 2.15 and later; always before)."""
+    return settings.getbool("TWISTED_REACTOR_ENABLED", True)
+
+
+def asyncio_available() -> bool:
+    """Whether asyncio futures can be awaited here: a running asyncio loop, or the
+    asyncio reactor installed (``scrapy.utils.asyncio.is_asyncio_available``)."""
+    if _is_asyncio_available is not None:
+        return bool(_is_asyncio_available())
+    from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+    return is_asyncio_reactor_installed()
+
+
+def call_later(delay: float, func: Callable[..., Any], *args: Any) -> Timer:
+    """Call ``func(*args)`` in ``delay`` seconds, on the asyncio loop when there is
+    one, else through the reactor (``scrapy.utils.asyncio.call_later``)."""
+    if _call_later is not None:
+        return _call_later(delay, func, *args)  # type: ignore[no-any-return]
+    from twisted.internet import reactor
+
+    return _DelayedCall(reactor.callLater(delay, func, *args))  # type: ignore[attr-defined]
+
+
+class _DelayedCall:
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def cancel(self) -> None:
+        if self._call.active():
+            self._call.cancel()
+
+
+class _Looping:
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def cancel(self) -> None:
+        if self._call.running:
+            self._call.stop()
+
+
+def looping_call(interval: float, func: Callable[..., Any], *args: Any) -> Timer:
+    """Call ``func(*args)`` every ``interval`` seconds, the first time after one
+    interval, until cancelled (``scrapy.utils.asyncio.create_looping_call``). An
+    exception from ``func`` is logged and stops the calls."""
+    if _create_looping_call is not None:
+        call = _create_looping_call(func, *args)
+    else:
+        from twisted.internet.task import LoopingCall
+
+        call = LoopingCall(func, *args)
+    started = call.start(interval, now=False)
+    if started is not None:  # Twisted's LoopingCall: its Deferred fails when func raises
+        started.addErrback(_log_looping_failure)
+    return _Looping(call)
+
+
+def _log_looping_failure(failure: Any) -> None:
+    import logging
+
+    logging.getLogger(__name__).error("Error in a looping call", exc_info=(failure.type, failure.value,
+                                                                           failure.getTracebackObject()))
+
+
+async def sleep(seconds: float) -> None:
+    """Sleep ``seconds`` in a coroutine of the crawl (``scrapy.utils.asyncio.sleep``
+    from Scrapy 2.18; the same choice of asyncio or reactor before)."""
+    if asyncio_available():
+        await asyncio.sleep(seconds)
+        return
+    from twisted.internet import reactor
+    from twisted.internet.task import deferLater
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))  # type: ignore[arg-type]
+
+
+async def within(awaitable: Coroutine[Any, Any, Any] | Deferred[Any], timeout: float) -> Any:
+    """Await ``awaitable`` (a coroutine or a Deferred), cancelling it and raising
+    the built-in :exc:`TimeoutError` after ``timeout`` seconds. In an asyncio task
+    (the asyncio reactor, or no reactor) it is awaited in place, so its answer
+    reaches the caller in the loop turn it arrives in."""
+    if _in_asyncio_task():
+        future = awaitable.asFuture(asyncio.get_running_loop()) if isinstance(awaitable, Deferred) else awaitable
+        try:
+            return await _wait_for(future, timeout)
+        except asyncio.TimeoutError:  # not the built-in TimeoutError before Python 3.11
+            raise TimeoutError(f"no answer in {timeout:g} s") from None
+    from twisted.internet import reactor
+
+    running = awaitable if isinstance(awaitable, Deferred) else deferred_from_coro(awaitable)
+    # A coroutine run as an asyncio task ends in asyncio's CancelledError (a
+    # BaseException) when the timeout cancels it, not in Twisted's, which
+    # addTimeout's default translation expects: translate whatever it ends in.
+    running.addTimeout(timeout, reactor, onTimeoutCancel=_timed_out)  # type: ignore[arg-type]
+    try:
+        return await maybe_deferred_to_future(running)
+    except TimeoutError_:
+        raise TimeoutError(f"no answer in {timeout:g} s") from None
+
+
+def _timed_out(result: Any, timeout: float) -> Failure:
+    return Failure(TimeoutError_(f"no answer in {timeout:g} s"))
+
+
+def _in_asyncio_task() -> bool:
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no running loop: another reactor
+        return False
+
+
+if sys.version_info >= (3, 11):
+
+    async def _wait_for(awaitable: Any, timeout: float) -> Any:
+        async with asyncio.timeout(timeout):
+            return await awaitable
+
+else:
+
+    async def _wait_for(awaitable: Any, timeout: float) -> Any:
+        return await asyncio.wait_for(awaitable, timeout)
+
+
+def call_from_thread(loop: asyncio.AbstractEventLoop | None, func: Callable[..., Any], *args: Any) -> None:
+    """From a worker thread, call ``func(*args)`` in the crawl's thread: on
+    ``loop`` (the asyncio loop the caller ran in, None without one), else
+    through the reactor."""
+    if loop is not None:
+        loop.call_soon_threadsafe(func, *args)
+        return
+    from twisted.internet import reactor
+
+    reactor.callFromThread(func, *args)  # type: ignore[attr-defined]
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None (another reactor, or called outside one)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:
@@ -84,6 +270,23 @@ def engine_closing(engine: ExecutionEngine | None) -> bool:
         return True
     slot = getattr(engine, "_slot", None)
     return slot is None or getattr(slot, "closing", None) is not None
+
+
+def scheduler_persists(engine: ExecutionEngine | None) -> bool:
+    """Whether the crawl's scheduler keeps the requests it holds when the spider
+    closes, so that a resumed crawl gets them: Scrapy's with a ``JOBDIR`` (its disk
+    queues), or one with a true ``persist`` attribute (scrapy-redis's, with
+    ``SCHEDULER_PERSIST``). The scheduler is ``engine.scheduler`` from Scrapy 2.19,
+    the engine's private slot's before."""
+    if engine is None:
+        return False
+    scheduler = getattr(engine, "scheduler", None)
+    if scheduler is None:
+        slot = getattr(engine, "_slot", None)
+        scheduler = getattr(slot, "scheduler", None)
+    if scheduler is None:
+        return False
+    return getattr(scheduler, "dqs", None) is not None or bool(getattr(scheduler, "persist", False))
 
 
 def widen_concurrency(engine: ExecutionEngine | None, count: int) -> bool:
@@ -142,6 +345,41 @@ def disable_builtin_middleware(settings: BaseSettings) -> None:
     settings.set("DOWNLOADER_MIDDLEWARES", middlewares, settings.getpriority("DOWNLOADER_MIDDLEWARES") or "addon")
 
 
+def builtin_middleware_enabled(settings: BaseSettings) -> bool:
+    """Whether Scrapy's built-in robots.txt middleware (or a subclass of it) is in
+    the downloader middlewares Scrapy builds from ``DOWNLOADER_MIDDLEWARES`` and
+    its base, read as Scrapy's middleware manager reads them."""
+    from scrapy.utils.conf import build_component_list
+
+    builtin = load_object(BUILTIN_MIDDLEWARE)
+    # Scrapy 2.15 and later merge a class key with the path key of the same class.
+    with_base = getattr(settings, "get_component_priority_dict_with_base", settings.getwithbase)
+    for entry in build_component_list(with_base("DOWNLOADER_MIDDLEWARES")):
+        try:
+            cls = load_object(entry) if isinstance(entry, str) else entry
+        except (ImportError, NameError, ValueError, AttributeError):
+            continue  # Scrapy reports a middleware it cannot load
+        if isinstance(cls, type) and issubclass(cls, builtin):
+            return True
+    return False
+
+
+def settings_with_addons(settings: Settings) -> Settings:
+    """A copy of ``settings`` as a crawl gets them, once the add-ons of ``ADDONS``
+    have changed them (``update_pre_crawler_settings``, then ``update_settings``,
+    as ``CrawlerProcess`` and ``Crawler`` call them); the add-ons see a crawler
+    that does not crawl."""
+    from scrapy import Spider
+    from scrapy.addons import AddonManager
+    from scrapy.crawler import Crawler
+
+    copy = settings.copy()
+    AddonManager.load_pre_crawler_settings(copy)
+    crawler = Crawler(Spider, copy)
+    crawler.addons.load_settings(crawler.settings)
+    return crawler.settings
+
+
 def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
     """The exceptions that mean the network failed (Scrapy's ``RETRY_EXCEPTIONS``,
     and the transport errors of Twisted's HTTP client), as opposed to a bug or an
@@ -168,6 +406,45 @@ def network_errors(settings: BaseSettings) -> tuple[type[BaseException], ...]:
         if isinstance(cls, type) and issubclass(cls, BaseException):
             found.append(cls)
     return tuple(dict.fromkeys(found))
+
+
+def no_host_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download whose host name does not resolve
+    (``CannotResolveHostError`` from Scrapy 2.15, Twisted's before)."""
+    import socket
+
+    from twisted.internet.error import DNSLookupError
+
+    found: list[type[BaseException]] = [DNSLookupError, socket.gaierror]
+    return _with_scrapy(found, "CannotResolveHostError")
+
+
+def refused_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download whose connection was refused
+    (``DownloadConnectionRefusedError`` from Scrapy 2.15, Twisted's before)."""
+    from twisted.internet.error import ConnectionRefusedError as TxConnectionRefusedError
+
+    found: list[type[BaseException]] = [TxConnectionRefusedError, ConnectionRefusedError]
+    return _with_scrapy(found, "DownloadConnectionRefusedError")
+
+
+def cannot_request_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a download Scrapy cannot make at all: no download handler
+    for the scheme (or one that failed to load), a URL its HTTP client refuses
+    (Twisted's ``ValueError: Invalid URI``; ``UnsupportedURLSchemeError`` from
+    Scrapy 2.15)."""
+    from scrapy.exceptions import NotSupported
+    from twisted.web.error import SchemeNotSupported
+
+    found: list[type[BaseException]] = [NotSupported, SchemeNotSupported, ValueError]
+    return _with_scrapy(found, "UnsupportedURLSchemeError")
+
+
+def _with_scrapy(found: list[type[BaseException]], name: str) -> tuple[type[BaseException], ...]:
+    extra = getattr(scrapy.exceptions, name, None)
+    if isinstance(extra, type):
+        found.append(extra)
+    return tuple(found)
 
 
 #: Scrapy's download handlers that connect to the origin themselves, resolving its

@@ -16,6 +16,7 @@ from .robotstxt import RobotsTxt
 
 __all__ = [
     "Access",
+    "Cause",
     "Decision",
     "FetchOutcome",
     "OriginState",
@@ -36,6 +37,29 @@ class Access(enum.Enum):
     UNREACHABLE = "unreachable"  # 429, 5xx, network error: complete disallow
 
 
+class Cause(enum.Enum):
+    """Why a fetch found the origin unreachable, which says whether waiting for the
+    robots.txt can help the requests that need it."""
+
+    TRANSIENT = "transient"  # 429, 5xx, a timeout, a reset, a body cut short: held up to max_wait
+    REFUSED = "refused"  # the connection was refused: held up to max_wait_refused
+    NO_HOST = "no_host"  # the host name does not resolve: requests dropped at once
+    CANNOT_REQUEST = "cannot_request"  # Scrapy cannot make the request: dropped at once, not retried
+
+    @property
+    def words(self) -> str:
+        return _CAUSE_WORDS[self]
+
+
+#: The cause, as said of origins ("2 refusing connections").
+_CAUSE_WORDS = {
+    Cause.TRANSIENT: "unreachable",
+    Cause.REFUSED: "refusing connections",
+    Cause.NO_HOST: "whose host name does not resolve",
+    Cause.CANNOT_REQUEST: "that Scrapy cannot request",
+}
+
+
 class Decision(enum.Enum):
     RULES = "rules"  # judge by the parsed file
     ALLOW_ALL = "allow_all"
@@ -53,6 +77,7 @@ class Policy:
     retry_max_delay: float = 600.0
     keep_cached: float = 30 * DAY
     max_wait: float = 900.0
+    max_wait_refused: float = 30.0
     max_size: int = DEFAULT_MAX_BYTES  # bytes of a file that are parsed
 
     @property
@@ -65,6 +90,17 @@ class Policy:
         """Delay before the next fetch after ``failures`` consecutive failures
         (1, 2, ...): ``retry_delay`` doubling up to ``retry_max_delay``."""
         return min(self.retry_max_delay, self.retry_delay * 2 ** min(max(failures - 1, 0), 40))
+
+    def max_wait_for(self, cause: Cause) -> float:
+        """How long requests are held for an origin unreachable for ``cause``
+        (counted from its first failed fetch in a row): waiting helps while a server
+        answers with errors, little while it refuses connections, not at all when
+        its name does not resolve or Scrapy cannot make the request."""
+        if cause is Cause.TRANSIENT:
+            return self.max_wait
+        if cause is Cause.REFUSED:
+            return min(self.max_wait_refused, self.max_wait)
+        return 0.0
 
     def lifetime(self, max_age: float | None) -> float:
         """How long a fetched result holds: ``ttl``, or the shorter lifetime the
@@ -163,6 +199,8 @@ class FetchOutcome:
     error: str | None = None
     truncated: bool = False
     reason: str = ""
+    #: For an unreachable result: why (see :class:`Cause`).
+    cause: Cause = Cause.TRANSIENT
 
     @property
     def detail(self) -> str:
@@ -212,7 +250,8 @@ class OriginState:
         if outcome.access is Access.UNAVAILABLE:
             return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
         failures = (previous.failures if previous else 0) + 1
-        retry_at = now + policy.retry_after(failures)
+        # A request Scrapy cannot make stays so while the crawl's settings hold: not retried within a lifetime.
+        retry_at = now + (policy.ttl if outcome.cause is Cause.CANNOT_REQUEST else policy.retry_after(failures))
         since = now
         if previous is not None and previous.access is Access.UNREACHABLE and previous.unreachable_since is not None:
             since = min(previous.unreachable_since, now)
@@ -242,12 +281,30 @@ class OriginState:
             return Decision.RULES
         return Decision.HOLD
 
+    @property
+    def detail(self) -> str:
+        """What the last fetch gave, in words (its error or reason, or its status)."""
+        outcome = self.outcome
+        if outcome is None:
+            return "unknown"
+        return outcome.detail or f"status {outcome.status}"
+
+    @property
+    def cause(self) -> Cause:
+        """Why the last fetch found the origin unreachable."""
+        return self.outcome.cause if self.outcome is not None else Cause.TRANSIENT
+
+    def give_up_at(self, policy: Policy) -> float:
+        """When an unreachable origin's requests stop being held: its first failed
+        fetch in a row plus :meth:`Policy.max_wait_for` the last failure's cause."""
+        since = self.unreachable_since if self.unreachable_since is not None else self.fetched_at
+        return since + policy.max_wait_for(self.cause)
+
     def waited_too_long(self, now: float, policy: Policy) -> bool:
         """Whether the origin has been unreachable, with no good copy standing in,
-        for ``Policy.max_wait`` since its first failed fetch: its requests are
-        dropped instead of held, until a fetch succeeds."""
-        since = self.unreachable_since if self.unreachable_since is not None else self.fetched_at
-        return self.decision(now, policy) is Decision.HOLD and now - since >= policy.max_wait
+        past :meth:`give_up_at`: its requests are dropped instead of held, until a
+        fetch succeeds."""
+        return self.decision(now, policy) is Decision.HOLD and now >= self.give_up_at(policy)
 
     def keep_until(self, policy: Policy) -> float:
         """Until when the state is worth keeping: its lifetime, or longer while its

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 from . import _compat
+from .config import DEFAULTS
 from .middleware import RobotsTxtMiddleware
 
 if TYPE_CHECKING:
@@ -16,9 +18,15 @@ __all__ = ["Addon"]
 class Addon:
     """Replaces Scrapy's built-in robots.txt middleware with this one (at the same
     place, 100) and turns ``ROBOTSTXT_OBEY`` on at add-on priority, so a project or
-    command-line ``ROBOTSTXT_OBEY = False`` still wins."""
+    command-line ``ROBOTSTXT_OBEY = False`` still wins. Every ``ROBOTSTXT_*``
+    setting with a default gets it at Scrapy's ``default`` priority, below any
+    other, so that ``crawler.settings`` and ``scrapy settings --get`` show the value
+    in force."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         _compat.disable_builtin_middleware(settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100)
         settings.set("ROBOTSTXT_OBEY", True, "addon")
+        for name, value in DEFAULTS.items():
+            if value is not None:
+                settings.set(name, copy.copy(value), "default")

@@ -1,4 +1,7 @@
-"""``scrapy robotstxt URL [--agent TOKEN] [--file PATH]``: explain a verdict.
+"""The plugin's Scrapy commands: ``scrapy robotstxt`` explains a verdict, and
+``scrapy settings`` shows the settings with the add-ons' changes.
+
+``scrapy robotstxt URL [--agent TOKEN] [--file PATH]``: explain a verdict.
 
 Fetches the URL's robots.txt through the same code path as the middleware (the
 engine, the downloader middlewares, the RFC's status, redirect and size rules) and
@@ -9,11 +12,19 @@ The exit status is the verdict, for scripts: 0 allowed, 1 disallowed (or held:
 the robots.txt is unreachable), 2 a usage error (no URL, a URL that cannot be
 parsed, an unreadable ``--file``), 3 no verdict (the check itself failed; see the
 log).
+
+``scrapy settings [--get NAME ...]`` is Scrapy's command, with the settings as a
+crawl gets them: after the project's add-ons (``ADDONS``) have changed them. Up to
+Scrapy 2.19 Scrapy's own command prints them before any add-on runs (Scrapy issue
+7010), so that with ``ADDONS = {"scrapy_rfc9309.Addon": 0}`` it would print
+``ROBOTSTXT_OBEY = False`` and no ``ROBOTSTXT_*`` default. A Scrapy whose command
+applies the add-ons itself (it then has a ``--spider`` option) runs unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -22,19 +33,29 @@ from urllib.parse import urlsplit
 
 from scrapy import Spider
 from scrapy.commands import ScrapyCommand
+from scrapy.commands.settings import Command as ScrapySettingsCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import BaseSettings
 from scrapy.utils.url import add_http_if_no_scheme
 
-from . import matcher_in_use
-from .access import Access, OriginState
+from . import _compat, matcher_in_use
+from .access import Access, Cause, OriginState
 from .agent import product_token
 from .middleware import RobotsTxtMiddleware
 from .origin import Origin
 from .robotstxt import RobotsTxt, parse
 
-__all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "exit_status", "explain",
-           "url_problem"]
+__all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "SettingsCommand", "exit_status",
+           "explain", "url_problem"]
 
+#: Why an unreachable robots.txt disallows, and what becomes of the origin's requests.
+_UNREACHABLE_VERDICT = {
+    Cause.TRANSIENT: "robots.txt unreachable: complete disallow, requests are held",
+    Cause.REFUSED: "robots.txt unreachable, connections refused: complete disallow, requests are held for up to "
+                   "ROBOTSTXT_MAX_WAIT_REFUSED",
+    Cause.NO_HOST: "the host name does not resolve: requests are dropped",
+    Cause.CANNOT_REQUEST: "Scrapy cannot make the robots.txt request with these settings: requests are dropped",
+}
 #: Exit statuses of the command.
 ALLOWED, DISALLOWED, USAGE_ERROR, NO_VERDICT = 0, 1, 2, 3
 
@@ -89,7 +110,7 @@ def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState |
         lines.append(f"{label} {lifetime:.0f} s")
     if robots is None:
         if state is not None and state.access is Access.UNREACHABLE:
-            lines.append("Verdict:    disallowed (robots.txt unreachable: complete disallow, requests are held)")
+            lines.append(f"Verdict:    disallowed ({_UNREACHABLE_VERDICT[state.cause]})")
         else:
             lines.append("Verdict:    allowed (no robots.txt applies)")
         return lines
@@ -192,3 +213,25 @@ class RobotstxtCommand(ScrapyCommand):
             return
         print("\n".join([*lines, matcher_line]))
         self.exitcode = status[0] if status else NO_VERDICT
+
+
+class SettingsCommand(ScrapySettingsCommand):
+    """``scrapy settings``, with the changes of the project's add-ons."""
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if "spider" in vars(opts):  # Scrapy's own command applies the add-ons (and a spider's settings)
+            super().run(args, opts)
+            return
+        assert self.settings is not None
+        settings = _compat.settings_with_addons(self.settings)
+        if opts.get:
+            value = settings.get(opts.get)
+            print(json.dumps(value.copy_to_dict()) if isinstance(value, BaseSettings) else value)
+        elif opts.getbool:
+            print(settings.getbool(opts.getbool))
+        elif opts.getint:
+            print(settings.getint(opts.getint))
+        elif opts.getfloat:
+            print(settings.getfloat(opts.getfloat))
+        elif opts.getlist:
+            print(settings.getlist(opts.getlist))

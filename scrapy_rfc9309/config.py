@@ -69,6 +69,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_MAX_WAIT", 900.0, "float",
             "seconds an origin may stay unreachable (from its first failed fetch) before its requests are dropped",
             0, MAX_SECONDS, above=True, example=3600),
+    Setting("ROBOTSTXT_MAX_WAIT_REFUSED", 30.0, "float",
+            "seconds an origin that refuses connections may stay unreachable before its requests are dropped "
+            "(never more than `ROBOTSTXT_MAX_WAIT`)", 0, MAX_SECONDS, example=120),
     Setting("ROBOTSTXT_KEEP_CACHED", 30 * DAY, "float",
             "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS,
             example=604_800),
@@ -77,10 +80,13 @@ SETTINGS: tuple[Setting, ...] = (
             example=10),
     Setting("ROBOTSTXT_USAGE_DENY", [], "list",
             "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request", example=["train-ai"]),
-    Setting("ROBOTSTXT_MAX_WAITING", 10_000, "int",
-            "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place; beyond, "
-            "waiting requests take places again, so the scheduler stops handing out more", 0, 10_000_000,
-            example=50_000),
+    Setting("ROBOTSTXT_MAX_WAITING", 100_000, "int",
+            "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place (most of them "
+            "parked outside the downloader, about 1 KB each); beyond, waiting requests take places again, so the "
+            "scheduler stops handing out more", 0, 10_000_000, example=500_000),
+    Setting("ROBOTSTXT_CONCURRENT_FETCHES", None, "int",
+            "robots.txt downloads in flight at once; more wait for a free place (default: `CONCURRENT_REQUESTS`, "
+            "16 when that is 0)", 1, 100_000, example=32),
     Setting("ROBOTSTXT_STORE", "memory", "object",
             "where origin states are kept: `\"memory\"`, `\"disk\"`, `\"redis\"`, or the dotted path of a "
             "`scrapy_rfc9309.stores.Store` or `AsyncStore` subclass", example="redis"),
@@ -138,6 +144,13 @@ def _number(settings: BaseSettings, name: str) -> Any:
     return value
 
 
+def _concurrent_fetches(settings: BaseSettings) -> int:
+    if settings.get("ROBOTSTXT_CONCURRENT_FETCHES") not in (None, ""):
+        return int(_number(settings, "ROBOTSTXT_CONCURRENT_FETCHES"))
+    concurrency = settings.getint("CONCURRENT_REQUESTS", 16)
+    return concurrency if concurrency > 0 else 16
+
+
 def flag(settings: BaseSettings, name: str) -> bool:
     """A boolean setting (``True``/``False``, ``1``/``0``, ``"true"``/``"false"``)."""
     try:
@@ -162,7 +175,8 @@ class Config:
     crawl_delay: bool = False
     crawl_delay_max: float = 60.0
     usage_deny: tuple[str, ...] = ()
-    max_waiting: int = 10_000
+    max_waiting: int = 100_000
+    concurrent_fetches: int = 16
     store: Any = "memory"
     store_lock_ttl: float = 30.0
     store_retry_delay: float = 5.0
@@ -186,6 +200,7 @@ class Config:
             retry_max_delay=retry_max,
             keep_cached=_number(settings, "ROBOTSTXT_KEEP_CACHED"),
             max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT"),
+            max_wait_refused=_number(settings, "ROBOTSTXT_MAX_WAIT_REFUSED"),
             max_size=max_size,
         )
         deny = settings.get("ROBOTSTXT_USAGE_DENY") or []
@@ -202,6 +217,7 @@ class Config:
             crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX"),
             usage_deny=tuple(item.lower() for item in deny),
             max_waiting=_number(settings, "ROBOTSTXT_MAX_WAITING"),
+            concurrent_fetches=_concurrent_fetches(settings),
             store=settings.get("ROBOTSTXT_STORE", DEFAULTS["ROBOTSTXT_STORE"]),
             store_lock_ttl=_number(settings, "ROBOTSTXT_STORE_LOCK_TTL"),
             store_retry_delay=_number(settings, "ROBOTSTXT_STORE_RETRY_DELAY"),

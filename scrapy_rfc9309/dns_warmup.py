@@ -20,7 +20,6 @@ that the crawl sends through the proxy, and gain nothing.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import TYPE_CHECKING, Any
 from urllib.request import getproxies, proxy_bypass
 
@@ -58,10 +57,10 @@ class DnsWarmup(Reporting):
         self._direct: bool | None = None
         #: Whether the reactor resolves through a caching resolver of Scrapy's: None until asked.
         self._caching: bool | None = None
-        #: (host, port): Scrapy's ``CachingHostnameResolver`` kept the looked-up port in
-        #: its cache before Scrapy 2.18, so the lookup is made with the origin's.
-        self._queue: deque[tuple[str, int]] = deque()
-        self._queued: set[tuple[str, int]] = set()
+        #: (host, port) -> the origin waited for, in the order the waits began.
+        #: Scrapy's ``CachingHostnameResolver`` kept the looked-up port in its cache
+        #: before Scrapy 2.18, so the lookup is made with the origin's.
+        self._queue: dict[tuple[str, int], Origin] = {}
         self._in_flight = 0
         self._running = False
 
@@ -76,11 +75,23 @@ class DnsWarmup(Reporting):
             return
         host = _compat.resolver_host_name(origin.host)
         key = (host, origin.port)
-        if key in self._queued or len(self._queue) >= MAX_QUEUED or _compat.dns_cached(host):
+        if key in self._queue or len(self._queue) >= MAX_QUEUED or _compat.dns_cached(host):
             return
-        self._queue.append(key)
-        self._queued.add(key)
+        self._queue[key] = origin
         self._run()
+
+    def done(self, origin: Origin) -> None:
+        """The wait for ``origin`` ended: a lookup not started yet would help no
+        more (its released requests resolve the host themselves), and lookups of
+        hosts whose waits ended must not queue ahead of the others'."""
+        if self._queue:
+            self._queue.pop((_compat.resolver_host_name(origin.host), origin.port), None)
+
+    def close(self) -> None:
+        """The spider closes: no more lookups (those running end on their own, a
+        few at most, so the process is not held up joining resolver threads)."""
+        self._direct = False
+        self._forget()
 
     def route_seen(self, request: Request) -> None:
         """One of this process's robots.txt requests reached the downloader, after
@@ -117,8 +128,8 @@ class DnsWarmup(Reporting):
         self._running = True
         try:
             while self._queue and self._in_flight < MAX_IN_FLIGHT:
-                host, port = self._queue.popleft()
-                self._queued.discard((host, port))
+                host, port = key = next(iter(self._queue))
+                del self._queue[key]
                 if _compat.dns_cached(host):
                     continue
                 self._in_flight += 1
@@ -133,7 +144,6 @@ class DnsWarmup(Reporting):
 
     def _forget(self) -> None:
         self._queue.clear()
-        self._queued.clear()
 
     def _done(self) -> None:
         self._in_flight -= 1

@@ -33,9 +33,13 @@ class RobotsTxtForbidden(IgnoreRequest):
 
 
 class RobotsTxtUnreachable(IgnoreRequest):
-    """The origin's robots.txt stayed unreachable (RFC 9309, 2.3.1.4: complete
-    disallow) for longer than ``ROBOTSTXT_MAX_WAIT``, or the spider closed while
-    the request was held."""
+    """The origin's robots.txt is unreachable (RFC 9309, 2.3.1.4: complete
+    disallow) and waiting cannot help the request. ``reason`` says why:
+    ``"max_wait"`` (unreachable for longer than ``ROBOTSTXT_MAX_WAIT``, or
+    ``ROBOTSTXT_MAX_WAIT_REFUSED`` for refused connections), ``"no_host"`` (its
+    host name does not resolve), ``"cannot_request"`` (Scrapy cannot make the
+    robots.txt request with the crawl's settings) or ``"closing"`` (the spider
+    closed while the request was held)."""
 
     def __init__(self, message: str, robots_url: str, reason: str) -> None:
         super().__init__(message)

@@ -9,6 +9,7 @@ middlewares are told to leave it alone.
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
@@ -17,7 +18,7 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
 from . import _compat
-from .access import Access, FetchOutcome, Policy, classify_status, max_age_of
+from .access import Access, Cause, FetchOutcome, Policy, classify_status, max_age_of
 from .content_coding import UnsupportedCoding, decode_body
 from .reporting import Reporting
 
@@ -39,6 +40,10 @@ _SIZE_META = "_robotstxt_rfc9309_bytes"
 #: Where the response's Content-Encoding is moved, out of HttpCompressionMiddleware's sight.
 CODING_HEADER = b"X-Robotstxt-Content-Encoding"
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+#: What an HTTP client accepts as a URL once Scrapy has escaped it (Twisted's check).
+_URI_CHARS = re.compile(r"[\x21-\x7e]+").fullmatch
+#: Distinct exceptions whose traceback is logged (beyond, each is logged at DEBUG).
+_MAX_LOGGED_CAUSES = 100
 
 
 class RobotsFetcher(Reporting):
@@ -54,6 +59,11 @@ class RobotsFetcher(Reporting):
         self.route_seen = route_seen
         self._in_flight = 0
         self._network_errors = _compat.network_errors(crawler.settings)
+        self._no_host = _compat.no_host_errors()
+        self._refused = _compat.refused_errors()
+        self._cannot_request = _compat.cannot_request_errors()
+        self._config_errors_logged: set[tuple[type, str]] = set()
+        self._component_errors_logged: set[tuple[type, str]] = set()
 
     # -- size and content coding, through the download signals --------------------------------
     def _headers_received(self, headers: Any, body_length: Any, request: Request, spider: Any = None) -> None:
@@ -114,6 +124,10 @@ class RobotsFetcher(Reporting):
                 "allow_offsite": True,
                 # A body cut short by the server is a network error, not a file.
                 "download_fail_on_dataloss": True,
+                # The size limit is applied by cutting the body (bytes_received): no
+                # DOWNLOAD_MAXSIZE may cancel a large robots.txt. Set here too, because
+                # some download handlers (aiohttp, httpx) read it before headers_received.
+                "download_maxsize": 0,
             },
         )
 
@@ -139,18 +153,18 @@ class RobotsFetcher(Reporting):
                                extra=self._log_extra)
                 return FetchOutcome(Access.UNAVAILABLE, url, redirects=tuple(redirects),
                                     error=f"ignored: {exc}", reason="request ignored")
+            except self._cannot_request as exc:
+                return self._cannot_make(exc, url, origin, redirects)
             except self._network_errors as exc:
                 self._inc(f"exception_count/{type(exc)}")
-                logger.info("robots.txt of %s unreachable: %s: %s", origin, type(exc).__name__, exc,
-                            extra=self._log_extra)
+                cause = self._cause(exc)
+                logger.debug("robots.txt of %s: %s: %s", origin, type(exc).__name__, exc, extra=self._log_extra)
                 return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
-                                    error=f"{type(exc).__name__}: {exc}", reason="network error")
+                                    error=f"{type(exc).__name__}: {exc}", reason="network error", cause=cause)
             except Exception as exc:
                 # Not the network: a downloader middleware or handler of the crawl raised.
                 self._inc(f"exception_count/{type(exc)}")
-                logger.error("robots.txt request %s failed in a downloader middleware or handler: %s: %s; "
-                             "counted as a failed fetch, retried later", url, type(exc).__name__, exc,
-                             exc_info=True, extra=self._log_extra)
+                self._component_error(exc, url)
                 return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
                                     error=f"{type(exc).__name__}: {exc}", reason="error in the crawl's components")
             finally:
@@ -184,6 +198,59 @@ class RobotsFetcher(Reporting):
             return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
                                 reason=f"status {status}")
 
+    def _cause(self, exc: BaseException) -> Cause:
+        if isinstance(exc, self._no_host):
+            return Cause.NO_HOST
+        if isinstance(exc, self._refused):
+            return Cause.REFUSED
+        return Cause.TRANSIENT
+
+    def _cannot_make(self, exc: BaseException, url: str, origin: Origin, redirects: list[str]) -> FetchOutcome:
+        """The outcome of a robots.txt request Scrapy cannot make at all. A redirect
+        to such a URL leads to no usable file (unavailable: allow all, as Google
+        treats one); the origin's own URL means the crawl cannot download this
+        origin with its settings: logged once per cause, naming the fix."""
+        self._inc(f"exception_count/{type(exc)}")
+        error = f"{type(exc).__name__}: {exc}"
+        if redirects:
+            # A Location the site got wrong is the site's business; a scheme the crawl cannot download is not.
+            if not isinstance(exc, ValueError):
+                self._config_error(exc, url, error, urlsplit(url).scheme, "the redirected robots.txt is unavailable")
+            self._inc("redirect_failed")
+            logger.debug("robots.txt of %s: redirect to %s, which Scrapy cannot request (%s): unavailable", origin,
+                         url, error, extra=self._log_extra)
+            return FetchOutcome(Access.UNAVAILABLE, url, redirects=tuple(redirects), error=error,
+                                reason="redirect to a URL Scrapy cannot request")
+        self._config_error(exc, url, error, origin.scheme,
+                           "requests of the origins this affects are dropped (robotstxt/dropped_cannot_request) "
+                           "and their robots.txt is not fetched again in this crawl")
+        return FetchOutcome(Access.UNREACHABLE, url, error=error, reason="Scrapy cannot make the request",
+                            cause=Cause.CANNOT_REQUEST)
+
+    def _config_error(self, exc: BaseException, url: str, error: str, scheme: str, consequence: str) -> None:
+        cause = (type(exc), str(exc))
+        if cause in self._config_errors_logged:
+            return
+        if len(self._config_errors_logged) < _MAX_LOGGED_CAUSES:
+            self._config_errors_logged.add(cause)
+        logger.error("Scrapy cannot request %s: %s. %s This is logged once; %s.", url, error,
+                     _fix_for(exc, scheme), consequence, extra=self._log_extra)
+
+    def _component_error(self, exc: BaseException, url: str) -> None:
+        """Log a downloader middleware's or handler's exception: its traceback once
+        per kind and message, a line at DEBUG after that (it is retried on the
+        backoff)."""
+        cause = (type(exc), str(exc))
+        if cause in self._component_errors_logged:
+            logger.debug("robots.txt request %s failed again: %s: %s", url, type(exc).__name__, exc,
+                         extra=self._log_extra)
+            return
+        if len(self._component_errors_logged) < _MAX_LOGGED_CAUSES:
+            self._component_errors_logged.add(cause)
+        logger.error("robots.txt request %s failed in a downloader middleware or handler: %s: %s; counted as a "
+                     "failed fetch, retried later (logged once)", url, type(exc).__name__, exc, exc_info=exc,
+                     extra=self._log_extra)
+
     def _redirect_target(self, response: Response, url: str, origin: Origin,
                          redirects: list[str]) -> tuple[str | None, str]:
         """The URL a redirect leads to, or None and why it is not followed. A
@@ -198,7 +265,8 @@ class RobotsFetcher(Reporting):
             parts.port  # noqa: B018 (raises ValueError for a port out of range)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ValueError("not an absolute http(s) URL")
-            self.request_for(target, origin)
+            if not _URI_CHARS(self.request_for(target, origin).url):
+                raise ValueError("a URL Scrapy's HTTP clients refuse (a space or a control character)")
         except ValueError as exc:
             return None, f"redirect to an unusable Location {location[:200]!r} ({exc})"
         if target == url or target in redirects or target == origin.robots_url:
@@ -241,3 +309,12 @@ def _is_html(response: Response) -> bool:
         return True
     head = response.body[:512].lstrip().lower()
     return head.startswith((b"<!doctype html", b"<html"))
+
+
+def _fix_for(exc: BaseException, scheme: str) -> str:
+    """What to change so that Scrapy can make the request ``exc`` refused."""
+    if isinstance(exc, ValueError):
+        return ("Its URL, or what a downloader middleware made of it (a proxy, a rewritten URL), is one Scrapy's "
+                "HTTP client refuses.")
+    return (f"Check the download handler for {scheme!r} URLs (DOWNLOAD_HANDLERS[{scheme!r}]) and install what it "
+            "needs; Scrapy logs why it could not load it when the crawl starts.")

@@ -11,22 +11,29 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
-from . import ACCELERATED, matcher_in_use
+from . import ACCELERATED, _compat, matcher_in_use
 from . import signals as rfc_signals
-from .access import Decision, OriginState
+from .access import Cause, Decision, OriginState
 from .agent import agent_note, product_token
 from .config import Config
 from .crawl_delay import CrawlDelay
 from .dns_warmup import DnsWarmup
-from .exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable, RobotsTxtUsageDenied
+from .exceptions import (
+    RobotsTxtConfigError,
+    RobotsTxtForbidden,
+    RobotsTxtMetaError,
+    RobotsTxtUnreachable,
+    RobotsTxtUsageDenied,
+)
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .origin_states import Closing, OriginStates
+from .parking import KEEPER_META
 from .reporting import Reporting
 from .store_client import StoreClient
 from .stores import store_class
@@ -45,6 +52,15 @@ logger = logging.getLogger(__name__)
 AGENT_META = "robotstxt_user_agent"
 #: Request (and so response) meta key set to the applicable usage preference.
 USAGE_META = "robotstxt_usage"
+#: The stat counting the requests dropped for each ``RobotsTxtUnreachable.reason``.
+DROP_STATS = {
+    "max_wait": "dropped_unreachable",
+    "no_host": "dropped_no_host",
+    "cannot_request": "dropped_cannot_request",
+    "closing": "held_released_on_close",
+}
+#: This middleware's path in ``DOWNLOADER_MIDDLEWARES``.
+MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
 
 class RobotsTxtMiddleware(Reporting):
@@ -54,27 +70,48 @@ class RobotsTxtMiddleware(Reporting):
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
         self.crawler = crawler
+        if _compat.builtin_middleware_enabled(crawler.settings):
+            raise RobotsTxtConfigError(
+                f"Scrapy's built-in robots.txt middleware is enabled beside {MIDDLEWARE_PATH}: both would fetch "
+                "every robots.txt, and the built-in one would judge each request first. Add "
+                f"'{_compat.BUILTIN_MIDDLEWARE}': None to DOWNLOADER_MIDDLEWARES, or enable this plugin with "
+                "ADDONS = {'scrapy_rfc9309.Addon': 0}, which does it for you"
+            )
         self.config = Config.from_settings(crawler.settings)
         self.policy = self.config.policy
-        if note := agent_note(self.config.user_agent or crawler.settings.get("USER_AGENT"),
-                              "ROBOTSTXT_USER_AGENT" if self.config.user_agent else "USER_AGENT"):
+        self._agents_logged: set[str | bytes] = set()
+        self._default_agent, source = self._configured_agent()
+        if note := agent_note(self._default_agent, source):
             logger.warning(note)
+        self._log_agent(self._default_agent, source)
         logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
         store = warmup = None
         store_cls = store_class(self.config.store)
         if store_cls is not None:
             store = StoreClient(store_cls.from_crawler(crawler), crawler, self.config)
-            warmup = DnsWarmup(crawler) if self.config.dns_warmup else None
+            warmup = DnsWarmup(crawler) if self._dns_warmup_possible() else None
         self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size,
                                      warmup.route_seen if warmup is not None else None)
-        self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup)
+        self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup, self._origin_of)
         self.crawl_delay = CrawlDelay(crawler, self.config.crawl_delay_max) if self.config.crawl_delay else None
-        self._default_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._origins: dict[str, Origin | None] = {}
-        self._agents_logged: set[str | bytes] = set()
         self._meta_errors_logged: set[type] = set()
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    def _dns_warmup_possible(self) -> bool:
+        """``ROBOTSTXT_DNS_WARMUP``, unless the crawl runs without a reactor: the
+        lookups go through Twisted's resolver into Scrapy's DNS cache, which such a
+        crawl does not use (its download handler resolves names itself)."""
+        if not self.config.dns_warmup:
+            return False
+        settings = self.crawler.settings
+        if _compat.reactor_enabled(settings):
+            return True
+        if (settings.getpriority("ROBOTSTXT_DNS_WARMUP") or 0) > 0:
+            logger.warning("ROBOTSTXT_DNS_WARMUP is off: it needs a Twisted reactor (TWISTED_REACTOR_ENABLED is "
+                           "False). Set ROBOTSTXT_DNS_WARMUP to False to remove this warning.")
+        return False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -86,11 +123,14 @@ class RobotsTxtMiddleware(Reporting):
         return self.states.cache
 
     # -- the downloader hook --------------------------------------------------------------
-    def process_request(self, request: Request, spider: Any = None) -> Coroutine[Any, Any, None] | None:
+    def process_request(self, request: Request,
+                        spider: Any = None) -> Request | Coroutine[Any, Any, Request | None] | None:
         """Judge ``request``. A request of an origin whose robots.txt is cached and
         fresh is judged at once; otherwise a coroutine waits for the fetch (Scrapy
         awaits what ``process_request`` returns)."""
         meta = request.meta
+        if KEEPER_META in meta:
+            return self.states.parking.keeper()
         if FETCH_META in meta or meta.get("dont_obey_robotstxt") or request.url.startswith(("data:", "file:")):
             return None
         origin = self._origin_of(request.url)
@@ -103,47 +143,88 @@ class RobotsTxtMiddleware(Reporting):
         if state is not None:
             self._judge(request, origin, state, agent)
             return None
+        parked = self.states.park(origin, request)
+        if parked is not None:
+            return parked  # Scrapy schedules a returned request: it is parked on the way (see parking)
         return self._process_waiting(request, origin, agent)
 
-    async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> None:
+    async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> Request | None:
         held = False
         try:
+            state = await self.states.current(origin, request)
             while True:
-                state = await self.states.current(origin, request)
                 now = time.time()
                 if state.decision(now, self.policy) is not Decision.HOLD:
                     break
                 if state.waited_too_long(now, self.policy):
-                    self.states.give_up(origin)
-                    self._drop(request, origin, f"unreachable for {self.policy.max_wait:g} s", "max_wait")
+                    self._give_up(request, origin, state)
                 if not held:
                     held = True
                     self._inc("held")
                     logger.debug("Holding %s: robots.txt of %s is unreachable (%s)", request, origin,
-                                 _why(state), extra=self._log_extra)
-                since = state.unreachable_since if state.unreachable_since is not None else state.fetched_at
-                await self.states.wait(origin, request, since + self.policy.max_wait - now)
+                                 state.detail, extra=self._log_extra)
+                fetched = await self.states.wait(origin, request, state.give_up_at(self.policy) - now)
+                # Woken by a fetch's state, or at the deadline (a retry still running then serves nobody).
+                state = fetched or self.states.cache.get(origin) or await self.states.current(origin, request)
         except Closing:
+            if _compat.scheduler_persists(self.crawler.engine):
+                return self._requeue(request, origin)
             self._drop(request, origin, "was not known when the spider closed", "closing")
         if held:
             self._inc("released")
         self._judge(request, origin, state, agent)
+        return None
+
+    def _requeue(self, request: Request, origin: Origin) -> Request:
+        """A request still waiting when the spider closes, handed back to a scheduler
+        that keeps it (``JOBDIR``, a persistent scrapy-redis queue): a resumed crawl
+        judges it then. The copy is not filtered as a duplicate: the original was
+        seen already, and it is taken out of the queue once, so it is crawled once."""
+        self._inc("requeued_on_close")
+        self.states.requeued()
+        logger.debug("Put back in the scheduler: %s (robots.txt of %s was not known when the spider closed)",
+                     request, origin, extra=self._log_extra)
+        return request.replace(dont_filter=True)
+
+    def _give_up(self, request: Request, origin: Origin, state: OriginState) -> None:
+        """Drop a request of an origin that waiting cannot help, or no longer helps."""
+        self.states.give_up(origin)
+        cause = state.cause
+        if cause is Cause.NO_HOST:
+            self._drop(request, origin, f"cannot be fetched: its host name does not resolve ({state.detail})",
+                       "no_host")
+        if cause is Cause.CANNOT_REQUEST:
+            self._drop(request, origin, f"cannot be fetched: Scrapy cannot make the request ({state.detail})",
+                       "cannot_request")
+        waited = self.policy.max_wait_for(cause)
+        self._drop(request, origin, f"unreachable for {waited:g} s ({state.detail})", "max_wait")
 
     # -- the agent ------------------------------------------------------------------------
+    def _configured_agent(self) -> tuple[str, str]:
+        """The agent obeyed for a request that names none of its own, and where it is
+        set: ``ROBOTSTXT_USER_AGENT``, else what Scrapy sends: ``USER_AGENT``, or the
+        spider's ``user_agent`` attribute, which Scrapy sends instead (deprecated in
+        Scrapy 2.19, which warns about it)."""
+        if self.config.user_agent:
+            return self.config.user_agent, "ROBOTSTXT_USER_AGENT"
+        spider_agent = getattr(self.crawler.spider, "user_agent", None)
+        if isinstance(spider_agent, str) and spider_agent:
+            return spider_agent, "the spider's user_agent attribute"
+        return self.crawler.settings.get("USER_AGENT") or "", "USER_AGENT"
+
     def user_agent_for(self, request: Request) -> str | bytes:
         """The string whose product token is obeyed for ``request``: the request's
         ``robotstxt_user_agent`` meta key, ``ROBOTSTXT_USER_AGENT``, the request's
-        User-Agent header, the spider's ``user_agent`` attribute, ``USER_AGENT``."""
+        User-Agent header, ``USER_AGENT``."""
         agent = request.meta.get(AGENT_META)
         if agent is not None and not isinstance(agent, (str, bytes)):
             self._bad_meta(request, agent)
-        agent = agent or self.config.user_agent
         if not agent:
-            agent = request.headers.get(b"User-Agent")
-        if not agent:
-            agent = getattr(self.crawler.spider, "user_agent", None) or self._default_agent
-        if agent not in self._agents_logged:
-            self._log_agent(agent)
+            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
+            if agent not in self._agents_logged:
+                self._log_agent(agent, "a request's User-Agent header")
+        elif agent not in self._agents_logged:
+            self._log_agent(agent, f"a request's {AGENT_META!r} meta key")
         return agent
 
     def _bad_meta(self, request: Request, value: object) -> None:
@@ -156,12 +237,12 @@ class RobotsTxtMiddleware(Reporting):
             logger.error(message, extra=self._log_extra)
         raise RobotsTxtMetaError(message, AGENT_META)
 
-    def _log_agent(self, agent: str | bytes) -> None:
+    def _log_agent(self, agent: str | bytes, source: str) -> None:
         self._agents_logged.add(agent)
         text = agent.decode("latin-1") if isinstance(agent, bytes) else agent
         token = product_token(agent)
         logger.info(
-            "robots.txt: obeying the groups for product token %r (from %r)%s", token or "*", text,
+            "robots.txt: obeying the groups for product token %r (from %s %r)%s", token or "*", source, text,
             "" if token else "; it names no token, so only the '*' group applies", extra=self._log_extra,
         )
 
@@ -186,10 +267,14 @@ class RobotsTxtMiddleware(Reporting):
         self._inc("forbidden")
         raise RobotsTxtForbidden(f"Forbidden by robots.txt: {request} ({reason})", verdict, origin.robots_url)
 
-    def _drop(self, request: Request, origin: Origin, why: str, reason: str) -> None:
-        self._inc("dropped_unreachable" if reason == "max_wait" else "held_released_on_close")
+    def _drop(self, request: Request, origin: Origin, why: str, reason: str) -> NoReturn:
+        """Raise :class:`RobotsTxtUnreachable` for ``request``, counted under
+        ``reason`` (its stat and the close summary; the origin's state change is
+        logged once, by :class:`OriginStates`)."""
+        self._inc(DROP_STATS[reason])
+        self.states.dropped(origin, reason)
         message = f"Dropped: robots.txt of {origin} {why}: {request}"
-        logger.info(message, extra=self._log_extra)
+        logger.debug(message, extra=self._log_extra)
         raise RobotsTxtUnreachable(message, origin.robots_url, reason)
 
     def _apply_usage(self, request: Request, origin: Origin, robots: RobotsTxt, agent: str | bytes) -> None:
@@ -256,13 +341,10 @@ class RobotsTxtMiddleware(Reporting):
         self.states.close()
         if self.states.store is not None:
             await self.states.store.close()  # after the saves still running
+        summary = self.states.summary()
+        if summary is not None:
+            logger.warning("robots.txt: %s", summary, extra=self._log_extra)
 
-
-def _why(state: OriginState) -> str:
-    outcome = state.outcome
-    if outcome is None:
-        return "unknown"
-    return outcome.detail or f"status {outcome.status}"
 
 
 def _rule_text(verdict: Verdict) -> str:

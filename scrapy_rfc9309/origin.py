@@ -13,7 +13,11 @@ DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 class Origin(NamedTuple):
     """``scheme://host:port`` with the scheme and host case-folded, the host in
     IDNA (punycode) form and the port always explicit, so that ``http://H``,
-    ``http://h:80`` and ``http://h/`` are one origin and ``https://h`` another."""
+    ``http://h:80`` and ``http://h/`` are one origin and ``https://h`` another.
+
+    A trailing dot is kept: ``http://h./`` is an origin of its own, because Scrapy
+    sends its requests to ``h.`` (its ``Host`` header, its download slot), and the
+    robots.txt that applies to them is the one that authority serves."""
 
     scheme: str
     host: str
@@ -54,7 +58,7 @@ class Origin(NamedTuple):
 
 
 def _idna(host: str) -> str:
-    host = host.rstrip(".").lower()
+    host = host.lower()
     if host.isascii():
         return host
     try:

@@ -17,23 +17,26 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import defer, task
+from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from . import _compat
 from . import signals as rfc_signals
-from .access import Access, Decision, FetchOutcome, OriginState
+from .access import Access, Cause, Decision, FetchOutcome, OriginState
+from .origin import Origin
+from .parking import Parking
 from .reporting import Reporting
 from .scrapy_parser import RobotParser
 from .stores import MemoryStore
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
 
     from .config import Config
     from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
-    from .origin import Origin
     from .store_client import StoreClient
 
 __all__ = ["Closing", "OriginStates"]
@@ -46,6 +49,14 @@ WAKE_BATCH = 200
 #: ``EVICTION_WARN_AFTER`` of them, were of origins evicted from the cache while fresh.
 EVICTION_WARN_SHARE, EVICTION_WARN_AFTER = 0.5, 100
 _CLOSE_POLL = 0.2
+#: Origins named per cause in the summary at close.
+_SUMMARY_ORIGINS = 5
+_DROP_WORDS = {
+    "max_wait": "held too long",
+    "no_host": "for a host name that does not resolve",
+    "cannot_request": "that Scrapy cannot make",
+    "closing": "held when the spider closed",
+}
 
 
 class Closing(Exception):
@@ -56,10 +67,19 @@ class OriginStates(Reporting):
     """The robots.txt states of the origins one crawl uses."""
 
     def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
-                 store: StoreClient | None = None, warmup: DnsWarmup | None = None) -> None:
+                 store: StoreClient | None = None, warmup: DnsWarmup | None = None,
+                 origin_of: Callable[[str], Origin | None] | None = None) -> None:
         self.crawler = crawler
         self.policy = config.policy
         self.max_waiting = config.max_waiting
+        #: Requests of one origin that wait for its fetch in the downloader, and of all origins
+        #: (for each robots.txt fetch in flight, as many): more are parked.
+        self.in_downloader = max(1, crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8))
+        self.in_downloader_max = self.in_downloader * config.concurrent_fetches
+        #: robots.txt downloads in flight at once (``ROBOTSTXT_CONCURRENT_FETCHES``).
+        self._fetch_slots = defer.DeferredSemaphore(config.concurrent_fetches)
+        #: Requests kept out of the downloader while their robots.txt is not known.
+        self.parking = Parking(crawler, origin_of or Origin.from_url, self._held, self._room)
         self.fetcher = fetcher
         self.store = store
         #: Resolves the host of an origin whose robots.txt another process is fetching.
@@ -69,16 +89,21 @@ class OriginStates(Reporting):
         self.closing = False
         self._fetches: dict[Origin, defer.Deferred[Any]] = {}
         self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
-        self._retries: dict[Origin, Any] = {}
-        self._deadlines: dict[Origin, tuple[float, Any]] = {}
+        self._retries: dict[Origin, _compat.Timer] = {}
+        self._deadlines: dict[Origin, tuple[float, _compat.Timer]] = {}
         self._triggers: dict[Origin, Request] = {}
         self._waiting = 0
-        self._close_watch: task.LoopingCall | None = None
+        self._close_watch: _compat.Timer | None = None
         self._cache_hits = 0
         self._evictions_counted = 0
         self._fetches_made = 0
         self._refetches_evicted = 0
         self._eviction_warned = False
+        self._given_up: dict[Cause, list[str]] = {}
+        self._given_up_count: dict[Cause, int] = {}
+        self._dropped: dict[str, int] = {}
+        self._requeued = 0
+        self._discarded = 0
 
     # -- what the middleware asks ---------------------------------------------------------
     def cached(self, origin: Origin, now: float) -> OriginState | None:
@@ -90,6 +115,49 @@ class OriginStates(Reporting):
         self._hit()
         return state
 
+    def park(self, origin: Origin, request: Request) -> Request | None:
+        """Park ``request`` (see :mod:`.parking`) when it would wait: its origin is
+        held (unreachable, no good copy, not given up), or it waits for a fetch
+        while ``CONCURRENT_REQUESTS_PER_DOMAIN`` requests of its origin, or
+        :attr:`in_downloader_max` in all, wait for theirs in the downloader already.
+        Returns what ``process_request`` returns then, or None: the request waits
+        in the downloader (:meth:`current`), or is judged there."""
+        if self.closing or not self._room():
+            return None
+        now = time.time()
+        state = self.cache.get(origin)
+        held = False
+        if state is not None and state.access is Access.UNREACHABLE:
+            if state.decision(now, self.policy) is not Decision.HOLD:
+                return None  # judged by its good copy
+            if not state.waited_too_long(now, self.policy):
+                held = True
+                self._schedule_retry(origin, request)
+                self._wake_at(origin, state.give_up_at(self.policy))
+            elif not state.expired(now):
+                return None  # given up, its next fetch not due: dropped at once
+        if not held:  # it waits for a fetch
+            if self._waiting < self.in_downloader_max and (
+                    origin not in self._fetches or len(self._waiters.get(origin, ())) < self.in_downloader):
+                return None
+            self._start_fetch(origin, request)
+        parked = self.parking.park(origin, request, held)
+        if parked is not None:
+            self._watch_close()
+            if held:
+                self._inc("held")
+        return parked
+
+    def _room(self) -> bool:
+        """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS``
+        place (``ROBOTSTXT_MAX_WAITING``, for the requests waiting in the downloader
+        and those parked)."""
+        return self._waiting + self.parking.count < self.max_waiting
+
+    def _held(self, origin: Origin) -> bool:
+        state = self.cache.get(origin)
+        return state is not None and state.decision(time.time(), self.policy) is Decision.HOLD
+
     async def current(self, origin: Origin, request: Request) -> OriginState:
         """The origin's state, fetched (and waited for) when there is none or it
         expired. For an unreachable origin, the state at hand, with its retry
@@ -100,7 +168,8 @@ class OriginStates(Reporting):
                 self._hit()
                 return state
             self._start_fetch(origin, request)
-            if state is not None and state.access is Access.UNREACHABLE:
+            if (state is not None and state.access is Access.UNREACHABLE
+                    and not state.waited_too_long(time.time(), self.policy)):
                 return state  # judged by its good copy, or held, while the retry runs
             fetched = await self.wait(origin, request, None)
             if fetched is not None:
@@ -118,7 +187,7 @@ class OriginStates(Reporting):
         self._waiters.setdefault(origin, []).append(waiter)
         if timeout is not None:
             self._wake_at(origin, time.time() + timeout)
-        widened = self._waiting < self.max_waiting and _compat.widen_concurrency(self.crawler.engine, 1)
+        widened = self._room() and _compat.widen_concurrency(self.crawler.engine, 1)
         self._waiting += 1
         self._watch_close()
         try:
@@ -141,10 +210,10 @@ class OriginStates(Reporting):
         still in flight serves nobody, and its download would keep the spider open
         until ``DOWNLOAD_TIMEOUT``. It is cancelled; the origin keeps its unreachable
         state, and the next request of it fetches again."""
-        if self._waiters.get(origin):
+        if self._waiters.get(origin) or origin in self.parking:
             return
         retry = self._retries.pop(origin, None)
-        if retry is not None and retry.active():
+        if retry is not None:
             retry.cancel()
         state = self.cache.get(origin)
         fetching = self._fetches.get(origin)
@@ -153,7 +222,8 @@ class OriginStates(Reporting):
 
     @property
     def waiting(self) -> int:
-        return self._waiting
+        """Requests waiting for a robots.txt: in the downloader, and parked."""
+        return self._waiting + self.parking.count
 
     # -- fetching ---------------------------------------------------------------------------
     def _start_fetch(self, origin: Origin, request: Request) -> None:
@@ -180,7 +250,11 @@ class OriginStates(Reporting):
         lease = None
         try:
             if self.store is not None:
-                found = await self.store.obtain(origin, previous, self._waiting_for_store)
+                try:
+                    found = await self.store.obtain(origin, previous, self._waiting_for_store)
+                finally:
+                    if self.warmup is not None:
+                        self.warmup.done(origin)
                 if found.state is not None:
                     state = found.state
                     self._inc("store_hit")
@@ -196,7 +270,7 @@ class OriginStates(Reporting):
             if previous is not None:
                 self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
             self._fetching(origin)
-            outcome = await self.fetcher.fetch(origin)
+            outcome = await self._download(origin)
             state = self._next(previous, outcome)
         except (defer.CancelledError, Closing):
             raise
@@ -212,17 +286,38 @@ class OriginStates(Reporting):
                 if self.store is not None:
                     self.store.release(lease)
                 self._fetches.pop(origin, None)
-                self._notify(origin, Closing())
+                # Cancelled: at close, or a retry that served nobody (its waiters look again).
+                self._notify(origin, Closing() if self.closing else None)
         if self.store is not None:
-            self.store.save(origin, state, lease)
+            if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
+                self.store.release(lease)  # this process's settings, not the origin's state: not shared
+            else:
+                self.store.save(origin, state, lease)
         self._put(origin, state)
         try:
-            await self._report(origin, state)
+            await self._report(origin, state, previous)
         except Exception:
             logger.error("robots.txt of %s: error while reporting the fetch", origin, exc_info=True,
                          extra=self._log_extra)
         finally:
             self._settle(origin, state)
+
+    async def _download(self, origin: Origin) -> FetchOutcome:
+        """Fetch the robots.txt when one of the ``ROBOTSTXT_CONCURRENT_FETCHES``
+        places is free: a broad crawl sends them at the pace of its concurrency,
+        not all at once, and their name lookups do not queue for the resolver's
+        threads until they time out."""
+        slot = self._fetch_slots.acquire()
+        acquired = False
+        try:
+            if not slot.called:
+                self._inc("fetch_queued")
+            await maybe_deferred_to_future(slot)
+            acquired = True
+            return await self.fetcher.fetch(origin)
+        finally:
+            if acquired:
+                self._fetch_slots.release()
 
     def _waiting_for_store(self, origin: Origin) -> None:
         if self.warmup is not None:
@@ -265,11 +360,23 @@ class OriginStates(Reporting):
         """Cache the state, end the fetch and wake the requests waiting for it."""
         self._fetches.pop(origin, None)
         self._put(origin, state)
-        if state.decision(time.time(), self.policy) is not Decision.HOLD:
+        now = time.time()
+        decision = state.decision(now, self.policy)
+        if decision is not Decision.HOLD:
             self._triggers.pop(origin, None)
         self._notify(origin, state)
+        if origin not in self.parking:
+            return
+        if decision is not Decision.HOLD:
+            self._inc("released", self.parking.release(origin))
+        elif state.waited_too_long(now, self.policy):
+            self.parking.release(origin)  # dropped as they come back
+        else:  # held: the next retry and the deadline, for the parked requests
+            self._inc("held", self.parking.hold(origin))
+            self._schedule_retry(origin, self._triggers.get(origin) or Request(origin.robots_url))
+            self._wake_at(origin, state.give_up_at(self.policy))
 
-    async def _report(self, origin: Origin, state: OriginState) -> None:
+    async def _report(self, origin: Origin, state: OriginState, previous: OriginState | None) -> None:
         outcome = state.outcome
         assert outcome is not None
         self._inc(outcome.access.value)
@@ -277,15 +384,42 @@ class OriginStates(Reporting):
         await _compat.send_signal(self.crawler, rfc_signals.robotstxt_fetched, origin=origin, state=state,
                                   request=self._triggers.get(origin))
         await self._announce(origin, state)
-        now = time.time()
         if outcome.access is Access.UNREACHABLE and state.robots is not None:
             self._inc("stale_used")
-            logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago",
-                           origin, outcome.detail or f"status {outcome.status}", now - (state.good_at or now),
-                           extra=self._log_extra)
-        elif outcome.access is Access.UNREACHABLE:
-            logger.warning("robots.txt of %s unreachable (%s): complete disallow, retrying in %.1f s",
-                           origin, outcome.detail or f"status {outcome.status}", state.expires_at - now,
+        self._log_change(origin, state, previous)
+
+    def _log_change(self, origin: Origin, state: OriginState, previous: OriginState | None) -> None:
+        """One line per origin when its state changes (it became unreachable, or
+        reachable again); a failed retry of an unreachable origin is logged at DEBUG.
+        Giving up is logged when it happens (:meth:`_deadline`)."""
+        now = time.time()
+        was_unreachable = previous is not None and previous.access is Access.UNREACHABLE
+        detail = state.detail
+        if state.access is not Access.UNREACHABLE:
+            if was_unreachable:
+                assert previous is not None
+                since = previous.unreachable_since or previous.fetched_at
+                logger.info("robots.txt of %s is reachable again (%s) after %d failed fetches over %.0f s", origin,
+                            state.access.value, previous.failures, now - since, extra=self._log_extra)
+            return
+        retry = state.expires_at - now
+        cause = state.cause
+        if cause is Cause.CANNOT_REQUEST and not was_unreachable:
+            self._gave_up(origin, cause)
+        if was_unreachable or cause is Cause.CANNOT_REQUEST:  # the cause was logged once, by the fetcher
+            logger.debug("robots.txt of %s still unreachable (%s), failure %d, next fetch in %.1f s", origin,
+                         detail, state.failures, retry, extra=self._log_extra)
+        elif state.robots is not None:
+            logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago, retrying in "
+                           "%.1f s", origin, detail, now - (state.good_at or now), retry, extra=self._log_extra)
+        elif cause is Cause.NO_HOST:
+            self._gave_up(origin, cause)
+            logger.warning("robots.txt of %s cannot be fetched: its host name does not resolve (%s). Its requests are "
+                           "dropped (robotstxt/dropped_no_host); fetched again in %.0f s if more come", origin, detail,
+                           retry, extra=self._log_extra)
+        else:
+            logger.warning("robots.txt of %s unreachable (%s): complete disallow. Its requests are held for up to "
+                           "%.0f s, retrying in %.1f s", origin, detail, self.policy.max_wait_for(cause), retry,
                            extra=self._log_extra)
 
     async def _announce(self, origin: Origin, state: OriginState) -> None:
@@ -308,17 +442,15 @@ class OriginStates(Reporting):
         state = self.cache.get(origin)
         if state is None or state.access is not Access.UNREACHABLE:
             return
-        from twisted.internet import reactor
-
         self._triggers.setdefault(origin, request)
 
         def retry() -> None:
             self._retries.pop(origin, None)
-            if self._waiters.get(origin) and not self.closing:
+            if (self._waiters.get(origin) or origin in self.parking) and not self.closing:
                 self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
 
         delay = max(0.0, state.expires_at - time.time())
-        self._retries[origin] = reactor.callLater(delay, retry)  # type: ignore[attr-defined,arg-type,unused-ignore]
+        self._retries[origin] = _compat.call_later(delay, retry)
 
     # -- waking -------------------------------------------------------------------------
     def _wake_at(self, origin: Origin, when: float) -> None:
@@ -327,20 +459,26 @@ class OriginStates(Reporting):
         reaching ``ROBOTSTXT_MAX_WAIT`` together are not all dropped in one reactor
         turn. A waiter woken before its own time waits again."""
         current = self._deadlines.get(origin)
-        if current is not None:
-            if current[0] <= when and current[1].active():
+        if current is not None:  # a timer still to run (``_deadline`` removes it)
+            if current[0] <= when:
                 return
-            if current[1].active():
-                current[1].cancel()
-        from twisted.internet import reactor
-
+            current[1].cancel()
         delay = max(0.0, when - time.time())
-        call = reactor.callLater(delay, self._deadline, origin)  # type: ignore[attr-defined,arg-type,unused-ignore]
-        self._deadlines[origin] = (when, call)
+        self._deadlines[origin] = (when, _compat.call_later(delay, self._deadline, origin))
 
     def _deadline(self, origin: Origin) -> None:
         self._deadlines.pop(origin, None)
+        state = self.cache.get(origin)
+        given_up = state is not None and state.waited_too_long(time.time(), self.policy)
+        if given_up and (self._waiters.get(origin) or origin in self.parking):
+            assert state is not None
+            self._gave_up(origin, state.cause)
+            logger.warning("robots.txt of %s unreachable for %.0f s (%s): its held requests, and new ones until a "
+                           "fetch succeeds, are dropped (robotstxt/dropped_unreachable)", origin,
+                           self.policy.max_wait_for(state.cause), state.detail, extra=self._log_extra)
         self._notify(origin, None)
+        if given_up:
+            self.parking.release(origin)  # dropped as they come back
 
     def _notify(self, origin: Origin, value: Any) -> None:
         waiters = self._waiters.pop(origin, [])
@@ -355,44 +493,81 @@ class OriginStates(Reporting):
             if not waiter.called:
                 waiter.callback(value)
         if rest:
-            from twisted.internet import reactor
-
-            reactor.callLater(0, self._wake, rest, value)  # type: ignore[attr-defined,arg-type,unused-ignore]
+            _compat.call_later(0, self._wake, rest, value)
 
     # -- closing ------------------------------------------------------------------------
     def _watch_close(self) -> None:
-        if self._close_watch is None or not self._close_watch.running:
-            self._close_watch = task.LoopingCall(self._check_closing)
-            self._close_watch.start(_CLOSE_POLL, now=False)
+        if self._close_watch is None:
+            self._close_watch = _compat.looping_call(_CLOSE_POLL, self._check_closing)
 
     def _check_closing(self) -> None:
         closing = _compat.engine_closing(self.crawler.engine)
         if closing:
             self.close()
-        if (closing or not (self._waiting or self._fetches)) and self._close_watch is not None \
-                and self._close_watch.running:
-            self._close_watch.stop()
+        if (closing or not (self._waiting or self._fetches or self.parking.count)) and self._close_watch is not None:
+            self._close_watch.cancel()
+            self._close_watch = None
 
     def close(self) -> None:
         """Release every waiting request (they are dropped) and cancel the fetches
         in flight: Scrapy's close waits for downloads in progress, and a stalled
         robots.txt must not keep the crawl open until ``DOWNLOAD_TIMEOUT``."""
         self.closing = True
+        if self.warmup is not None:
+            self.warmup.close()
+        requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine))
+        self._requeued += requeued
+        self._discarded += discarded
+        self._inc("requeued_on_close", requeued)
+        self._inc("discarded_on_close", discarded)
         for call in self._retries.values():
-            if call.active():
-                call.cancel()
+            call.cancel()
         self._retries.clear()
         for _, call in self._deadlines.values():
-            if call.active():
-                call.cancel()
+            call.cancel()
         self._deadlines.clear()
         for origin in list(self._waiters):
             self._notify(origin, Closing())
         for fetching in list(self._fetches.values()):
             fetching.cancel()
-        if self._close_watch is not None and self._close_watch.running:
-            self._close_watch.stop()
+        if self._close_watch is not None:
+            self._close_watch.cancel()
+            self._close_watch = None
         self._flush_stats()
+
+    # -- what was given up, for the summary at close --------------------------------------
+    def _gave_up(self, origin: Origin, cause: Cause) -> None:
+        names = self._given_up.setdefault(cause, [])
+        if len(names) < _SUMMARY_ORIGINS:
+            names.append(str(origin))
+        self._given_up_count[cause] = self._given_up_count.get(cause, 0) + 1
+
+    def dropped(self, origin: Origin, reason: str) -> None:
+        """Count a request dropped for ``reason`` (a ``RobotsTxtUnreachable.reason``)."""
+        self._dropped[reason] = self._dropped.get(reason, 0) + 1
+
+    def requeued(self) -> None:
+        """Count a waiting request handed back to the scheduler at close."""
+        self._requeued += 1
+
+    def summary(self) -> str | None:
+        """The origins given up and the requests dropped in this crawl, and why, in
+        one line (None when there were none)."""
+        if not self._dropped and not self._given_up_count and not self._requeued and not self._discarded:
+            return None
+        parts = []
+        for cause, count in self._given_up_count.items():
+            names = self._given_up[cause]
+            more = f" and {count - len(names)} more" if count > len(names) else ""
+            parts.append(f"{count} {cause.words} ({', '.join(names)}{more})")
+        origins = "; ".join(parts) or "none"
+        requests = ", ".join(f"{count} {_DROP_WORDS.get(reason, reason)}" for reason, count in self._dropped.items())
+        back = (f". Put back in the scheduler for the next run: {self._requeued} requests that waited for a robots.txt"
+                if self._requeued else "")
+        if self._discarded:
+            back += (f". Not crawled: {self._discarded} requests that waited for a robots.txt outside the downloader "
+                     "when the spider closed (a JOBDIR keeps them for a resumed crawl)")
+        return f"origins given up: {origins}. Requests dropped: {requests or 'none'}{back}"
 
     # -- stats --------------------------------------------------------------------------
     def _hit(self) -> None:
@@ -404,3 +579,4 @@ class OriginStates(Reporting):
         if self._cache_hits and self.crawler.stats is not None:
             self.crawler.stats.inc_value("robotstxt/cache_hit", self._cache_hits)
             self._cache_hits = 0
+

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .access import Access, FetchOutcome, OriginState, Policy
+from .access import Access, Cause, FetchOutcome, OriginState, Policy
 from .robotstxt import RobotsTxt
 
 __all__ = ["CLOCK_TOLERANCE", "FORMAT", "Record", "RecordError", "Unreadable", "dated_ahead", "decode", "encode"]
@@ -90,6 +90,8 @@ def encode(state: OriginState, policy: Policy) -> Record:
             url=outcome.url, status=outcome.status, max_age=outcome.max_age, redirects=list(outcome.redirects),
             error=outcome.error, truncated=outcome.truncated, reason=outcome.reason,
         )
+        if outcome.cause is not Cause.TRANSIENT:
+            meta["cause"] = outcome.cause.value
     body = state.good_body if state.good_at is not None else b""
     return Record(state.fetched_at, state.expires_at, state.keep_until(policy),
                   json.dumps(meta, separators=(",", ":")), body)
@@ -156,6 +158,7 @@ def decode(record: Record, policy: Policy, now: float | None = None) -> OriginSt
         _text(meta, "error"),
         bool(meta.get("truncated", False)),
         _text(meta, "reason") or "",
+        _cause(meta),
     )
     good_url = _text(meta, "good_url") or outcome.url or None
     robots = RobotsTxt(body, policy.parse_limit, url=good_url) if good_at is not None else None
@@ -170,6 +173,15 @@ def _number(meta: dict[str, Any], name: str, optional: bool = False) -> Any:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         raise RecordError(f"bad {name} {value!r}")
     return float(value)
+
+
+def _cause(meta: dict[str, Any]) -> Cause:
+    """The cause of an unreachable result; one this version does not know (a newer
+    writer's) is read as transient, which holds the requests as before it existed."""
+    try:
+        return Cause(meta.get("cause", Cause.TRANSIENT.value))
+    except (ValueError, TypeError):
+        return Cause.TRANSIENT
 
 
 def _text(meta: dict[str, Any], name: str) -> str | None:

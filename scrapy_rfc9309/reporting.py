@@ -17,7 +17,7 @@ class Reporting:
     crawler: Crawler
 
     def _inc(self, key: str, count: int = 1) -> None:
-        if self.crawler.stats is not None:
+        if count and self.crawler.stats is not None:
             self.crawler.stats.inc_value(f"robotstxt/{key}", count)
 
     @property

@@ -13,22 +13,20 @@ at once, except one probe every ``ROBOTSTXT_STORE_RETRY_DELAY``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
 import socket
-import sys
 import time
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from scrapy.utils.reactor import is_asyncio_reactor_installed
-from twisted.internet import defer, task
+from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from . import _compat
 from .access import OriginState
 from .exceptions import RobotsTxtConfigError
 from .record import Record, RecordError, dated_ahead, decode, encode
@@ -69,7 +67,7 @@ class Lease:
     """The fetch lock of one origin, renewed while the fetch runs."""
 
     key: str
-    renewer: task.LoopingCall | None = None
+    renewer: _compat.Timer | None = None
     done: bool = False
 
 
@@ -90,10 +88,11 @@ class StoreClient(Reporting):
 
     def __init__(self, store: Store | AsyncStore, crawler: Crawler, config: Config) -> None:
         self.name = type(store).__name__
-        if isinstance(store, AsyncStore) and not is_asyncio_reactor_installed():
+        if isinstance(store, AsyncStore) and not _compat.asyncio_available():
             raise RobotsTxtConfigError(
-                f"ROBOTSTXT_STORE ({self.name}) needs Scrapy's asyncio reactor: set TWISTED_REACTOR to "
-                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default)"
+                f"ROBOTSTXT_STORE ({self.name}) needs asyncio: set TWISTED_REACTOR to "
+                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), or run without a "
+                "reactor (TWISTED_REACTOR_ENABLED = False)"
             )
         self.store = as_async(store)
         self.crawler = crawler
@@ -150,22 +149,9 @@ class StoreClient(Reporting):
         return value
 
     async def _timed(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        if _in_asyncio_task():
-            # Awaited in place: no Deferred between the store and its caller, so an
-            # answer reaches the caller in the loop turn it arrives in, not turns later
-            # (each turn is milliseconds on a busy crawler).
-            try:
-                return await _within(coroutine, self.timeout)
-            except asyncio.TimeoutError:
-                raise TimeoutError(f"no answer in {self.timeout:g} s (ROBOTSTXT_STORE_TIMEOUT)") from None
-        running = deferred_from_coro(coroutine)
-        # A coroutine run as an asyncio task ends in asyncio's CancelledError (a
-        # BaseException) when the timeout cancels it, not in Twisted's, which
-        # addTimeout's default translation expects: translate whatever it ends in.
-        running.addTimeout(self.timeout, _reactor(), onTimeoutCancel=_timed_out)
         try:
-            return await maybe_deferred_to_future(running)
-        except defer.TimeoutError:
+            return await _compat.within(coroutine, self.timeout)
+        except TimeoutError:
             raise TimeoutError(f"no answer in {self.timeout:g} s (ROBOTSTXT_STORE_TIMEOUT)") from None
 
     async def _open(self) -> None:
@@ -287,7 +273,7 @@ class StoreClient(Reporting):
                     continue
                 self._inc("store_poll")
                 if told is None:  # the store cannot tell: poll
-                    await maybe_deferred_to_future(_sleep(min(delay, max(give_up - time.time(), 0.0))))
+                    await _compat.sleep(min(delay, max(give_up - time.time(), 0.0)))
                     delay = min(delay * _POLL_GROWTH, _POLL_MAX)
 
     def _decoded(self, key: str, record: Record | None, now: float) -> OriginState | None:
@@ -315,9 +301,7 @@ class StoreClient(Reporting):
 
     def _lease(self, key: str) -> Lease:
         lease = Lease(key)
-        renewer = task.LoopingCall(self._renew, lease)
-        renewer.start(max(self.lock_ttl / 3, 0.05), now=False).addErrback(lambda _: None)
-        lease.renewer = renewer
+        lease.renewer = _compat.looping_call(max(self.lock_ttl / 3, 0.05), self._renew, lease)
         return lease
 
     def _renew(self, lease: Lease) -> None:
@@ -328,8 +312,8 @@ class StoreClient(Reporting):
         if lease is None or lease.done:
             return False
         lease.done = True
-        if lease.renewer is not None and lease.renewer.running:
-            lease.renewer.stop()
+        if lease.renewer is not None:
+            lease.renewer.cancel()
         return True
 
     def save(self, origin: Origin, state: OriginState, lease: Lease | None) -> None:
@@ -359,10 +343,9 @@ class StoreClient(Reporting):
             return
         if self._pending:
             waiting = defer.DeferredList(list(self._pending), consumeErrors=True)
-            waiting.addTimeout(_CLOSE_TIMEOUT, _reactor())
             try:
-                await maybe_deferred_to_future(waiting)
-            except defer.TimeoutError:
+                await _compat.within(waiting, _CLOSE_TIMEOUT)
+            except TimeoutError:
                 logger.warning("robots.txt store %s: saves still running at close were abandoned", self.name,
                                extra=self._log_extra)
         self._closed = True
@@ -387,38 +370,3 @@ def _newer(stored: OriginState | None, previous: OriginState | None) -> OriginSt
     if stored is not None and (previous is None or stored.fetched_at > previous.fetched_at):
         return stored
     return previous
-
-
-def _in_asyncio_task() -> bool:
-    """The caller runs as an asyncio task (a coroutine of the middleware under
-    Scrapy's asyncio reactor), where asyncio futures can be awaited directly."""
-    try:
-        return asyncio.current_task() is not None
-    except RuntimeError:  # no running loop: another reactor
-        return False
-
-
-if sys.version_info >= (3, 11):
-
-    async def _within(coroutine: Coroutine[Any, Any, Any], timeout: float) -> Any:
-        async with asyncio.timeout(timeout):
-            return await coroutine
-
-else:
-
-    async def _within(coroutine: Coroutine[Any, Any, Any], timeout: float) -> Any:
-        return await asyncio.wait_for(coroutine, timeout)
-
-
-def _timed_out(result: Any, timeout: float) -> Failure:
-    return Failure(defer.TimeoutError(f"no answer in {timeout:g} s"))
-
-
-def _reactor() -> Any:
-    from twisted.internet import reactor  # the installed one, not at import time
-
-    return reactor
-
-
-def _sleep(seconds: float) -> defer.Deferred[None]:
-    return task.deferLater(_reactor(), seconds, lambda: None)

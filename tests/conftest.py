@@ -4,10 +4,64 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import pytest_twisted
+import reactorless
 from twisted.internet import defer
 
 from scrapy_rfc9309.testing import Origin
+from scrapy_rfc9309.testing.loopback import loopback_problem
+
+#: The highest loopback address a test serves on (127.0.0.1 to 127.0.0.<LAST_LOOPBACK>).
+LAST_LOOPBACK = 64
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop at once, with the fix, on a machine where the tests' loopback addresses do not work (macOS)."""
+    if problem := loopback_problem(LAST_LOOPBACK):
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+
+# ---------------------------------------------------------------------------------------- run modes
+# On the asyncio reactor (pyproject's addopts: --reactor=asyncio), pytest-twisted runs the tests.
+# Reactorless (-p no:twisted --reactor=none, `make test-reactorless`), tests/reactorless.py does.
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    if pluginmanager.hasplugin("twisted"):
+        return  # pytest-twisted's --reactor
+    parser.addoption("--reactor", default="none", choices=["asyncio", "default", "none"],
+                     help="none: run without a Twisted reactor (Scrapy's reactorless mode)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requires_reactor(reason): the test needs a Twisted reactor; "
+                                       "skipped in the reactorless run")
+    if config.pluginmanager.hasplugin("twisted"):
+        return
+    if config.getoption("--reactor") != "none":
+        raise pytest.UsageError("without pytest-twisted (-p no:twisted) the suite runs reactorless: "
+                                "pass --reactor=none")
+    reactorless.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    reactorless.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    if not reactorless.is_reactorless() or getattr(pyfuncitem.obj, "hypothesis", None) is not None:
+        return None  # pytest-twisted's hook, or a plain call (Hypothesis drives its own test)
+    reactorless.run_test(pyfuncitem)
+    return True
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    marker = item.get_closest_marker("requires_reactor")
+    if marker is not None and reactorless.is_reactorless():
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+        pytest.skip(f"needs a Twisted reactor: {reason}" if reason else "needs a Twisted reactor")
+
+
+# ---------------------------------------------------------------------------------------- servers
 
 
 @pytest.fixture
@@ -26,11 +80,9 @@ def origins() -> Iterator[Callable[..., Origin]]:
 
     yield make
     if started:
-        from twisted.internet import reactor  # not at import time: pytest-twisted installs it later
-
         stopping = defer.gatherResults([o.stop() for o in started], consumeErrors=True)
         # A connection that would not close fails the teardown instead of hanging the run.
-        pytest_twisted.blockon(stopping.addTimeout(5, reactor))
+        reactorless.blockon(stopping.addTimeout(5, started[0].reactor))
 
 
 @pytest.fixture(scope="session")

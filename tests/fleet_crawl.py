@@ -5,7 +5,8 @@
 ``SPEC`` gives ``settings``, ``kind`` (``"list"``: crawl ``urls``; ``"scrapy_redis"``:
 a scrapy-redis ``RedisSpider`` that reads its start URLs from Redis and follows
 links) and ``start_at`` (a wall-clock time to wait for before crawling, so that
-processes start together). Prints one JSON line: the stats, the URLs that reached
+processes start together). With ``reactorless`` it crawls without a Twisted reactor
+(``AsyncCrawlerProcess``, ``TWISTED_REACTOR_ENABLED = False``). Prints one JSON line: the stats, the URLs that reached
 a callback, the errors and the warnings logged.
 """
 
@@ -84,7 +85,12 @@ def main(spec_path: str) -> int:
         spider_cls = FleetSpider
 
     _wait(spec.get("start_at"))
-    process = CrawlerProcess(settings, install_root_handler=True)
+    if spec.get("reactorless"):
+        from scrapy.crawler import AsyncCrawlerProcess  # Scrapy 2.14 and later
+
+        process: Any = AsyncCrawlerProcess({**settings, "TWISTED_REACTOR_ENABLED": False}, install_root_handler=True)
+    else:
+        process = CrawlerProcess(settings, install_root_handler=True)
     crawler = process.create_crawler(spider_cls)
     process.crawl(crawler)
     process.start()

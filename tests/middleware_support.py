@@ -14,7 +14,7 @@ from twisted.internet import defer
 from twisted.internet.task import deferLater
 
 from scrapy_rfc9309.record import Record
-from scrapy_rfc9309.testing import Hit, Origin, Static
+from scrapy_rfc9309.testing import Hit, Origin, Static, server_reactor
 
 __all__ = [
     "BUILTIN",
@@ -64,9 +64,9 @@ def text(body: str | bytes, status: int = 200, **headers: str) -> Static:
 
 
 def sleep(seconds: float) -> defer.Deferred[None]:
-    from twisted.internet import reactor
-
-    return deferLater(reactor, seconds, lambda: None)
+    """A Deferred that fires after ``seconds``, in the servers' reactor (the installed one, or the
+    private one on the loop of a reactorless run)."""
+    return deferLater(server_reactor(), seconds, lambda: None)
 
 
 def _pause(seconds: float) -> Any:

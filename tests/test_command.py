@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from reactorless import command_options
 
 from scrapy_rfc9309.testing import ThreadedOrigin
 
@@ -49,10 +50,12 @@ def _env(columns: int = 200) -> dict[str, str]:
 
 
 def scrapy(cwd: Path, *args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
-    """``python -m scrapy ARGS`` in ``cwd`` (a directory without scrapy.cfg)."""
+    """``python -m scrapy ARGS`` in ``cwd`` (a directory without scrapy.cfg); a command, not
+    ``scrapy -h``, runs without a reactor in the reactorless run."""
     assert not (cwd / "scrapy.cfg").exists()
+    mode = command_options() if args[:1] == ("robotstxt",) else []
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args],
+        [sys.executable, "-m", "scrapy", *args, *mode],
         cwd=cwd,
         env=_env(columns),
         capture_output=True,
@@ -332,7 +335,17 @@ def test_fetch_mode_connection_refused_is_unreachable(tmp_path):
 
     assert run.returncode == 1, run.stderr
     assert "Access:     unreachable (status -" in run.stdout
-    assert field(run.stdout, "Verdict").startswith("disallowed")
+    assert field(run.stdout, "Verdict") == (
+        "disallowed (robots.txt unreachable, connections refused: complete disallow, requests are held for up to "
+        "ROBOTSTXT_MAX_WAIT_REFUSED)")
+
+
+def test_fetch_mode_a_host_that_does_not_resolve_is_dropped_not_held(tmp_path):
+    run = scrapy(tmp_path, "robotstxt", "http://nonexistent-host.invalid/x")
+
+    assert run.returncode == 1, run.stderr
+    assert "Access:     unreachable (status -" in run.stdout
+    assert field(run.stdout, "Verdict") == "disallowed (the host name does not resolve: requests are dropped)"
 
 
 def test_fetch_mode_a_url_without_a_scheme_is_not_reported_allowed(tmp_path, http_server):

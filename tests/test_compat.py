@@ -68,8 +68,6 @@ def test_download_slot_and_widening_in_a_real_crawl(origins):
     class Probe:
         def process_request(self, request, spider=None):
             if "probe" not in seen:
-                from twisted.internet import reactor  # noqa: F401
-
                 crawler = Probe.crawler
                 engine = crawler.engine
                 key, slot = _compat.download_slot(engine.downloader, request, crawler.spider)

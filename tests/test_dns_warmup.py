@@ -39,6 +39,11 @@ from scrapy_rfc9309.stores import Claim
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
+# The lookups go through the reactor's resolver into Scrapy's DNS cache, and the tests install
+# Scrapy's caching resolvers on the reactor; without a reactor the warm-up is off
+# (test_reactorless.py, and the fleet tests' dns_warmup counts in the reactorless run).
+pytestmark = pytest.mark.requires_reactor("DNS warm-up needs the reactor's resolver")
+
 
 @pytest.fixture(params=["threaded", "hostname"])
 def caching_resolver(request: pytest.FixtureRequest) -> Iterator[str]:
@@ -292,6 +297,35 @@ def test_lookups_run_a_few_at_a_time_and_all_end(caching_resolver):
 
     assert warmup._in_flight == 0
     assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") == len(hosts)
+
+
+@pytest_twisted.inlineCallbacks
+def test_lookups_of_waits_that_ended_or_of_a_closed_spider_are_not_made(caching_resolver):
+    """Queued lookups do not wait behind each other past their use: the one of an origin
+    whose wait ended is dropped, and at close every queued one (only those running end)."""
+    warmup = _warmup()
+    warmup.route_seen(_robots_request())
+    hosts = [f"127.0.2.{n}" for n in range(1, 3 * MAX_IN_FLIGHT + 1)]
+    for host in hosts:
+        warmup.waiting(Origin("http", host, 80), Request(f"http://{host}/page"))
+    ended = hosts[MAX_IN_FLIGHT]  # queued: its wait ends before a place frees up
+    assert (ended, 80) in warmup._queue
+    warmup.done(Origin("http", ended, 80))
+    others = [h for h in hosts if h != ended]
+    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in others), "the others resolved", limit=5.0))
+    assert not dns_cached(ended)
+
+    later = [f"127.0.3.{n}" for n in range(1, 3 * MAX_IN_FLIGHT + 1)]
+    for host in later:
+        warmup.waiting(Origin("http", host, 80), Request(f"http://{host}/page"))
+    running = [h for h in later if (h, 80) not in warmup._queue]
+    warmup.close()  # the spider closes: nothing queued is looked up any more
+    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the running lookups ended", limit=5.0))
+    yield sleep(0.1)
+
+    assert len(running) == MAX_IN_FLIGHT and all(dns_cached(h) for h in running)
+    assert not any(dns_cached(h) for h in later if h not in running)
+    assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") == len(others) + MAX_IN_FLIGHT
 
 
 @pytest_twisted.inlineCallbacks

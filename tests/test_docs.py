@@ -62,7 +62,7 @@ def test_every_example_is_a_value_config_accepts():
 
 def test_the_readme_links_to_the_settings_page_and_states_no_defaults_of_its_own():
     text = README.read_text(encoding="utf-8")
-    assert "settings.html" in text
+    assert "(docs/settings.md)" in text
     # The defaults are stated once, on the generated page: the README names no setting's default.
     assert not re.search(r"\| `ROBOTSTXT_\w+` \|", text)
 
@@ -108,6 +108,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_RETRY_DELAY": policy.retry_delay,
         "ROBOTSTXT_RETRY_MAX_DELAY": policy.retry_max_delay,
         "ROBOTSTXT_MAX_WAIT": policy.max_wait,
+        "ROBOTSTXT_MAX_WAIT_REFUSED": policy.max_wait_refused,
         "ROBOTSTXT_KEEP_CACHED": policy.keep_cached,
         "ROBOTSTXT_CRAWL_DELAY": config.crawl_delay,
         "ROBOTSTXT_CRAWL_DELAY_MAX": config.crawl_delay_max,
@@ -121,9 +122,12 @@ def test_config_defaults_are_the_table_defaults():
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name
+    # Unset, ROBOTSTXT_CONCURRENT_FETCHES is CONCURRENT_REQUESTS (16 by default).
+    assert DEFAULTS["ROBOTSTXT_CONCURRENT_FETCHES"] is None and config.concurrent_fetches == 16
     # The store's own settings are read by the stores (disk path, Redis URL and prefix).
     assert set(DEFAULTS) - set(read) == {
         "ROBOTSTXT_STORE_PATH", "ROBOTSTXT_REDIS_URL", "ROBOTSTXT_REDIS_PREFIX", "ROBOTSTXT_REDIS_CLUSTER",
+        "ROBOTSTXT_CONCURRENT_FETCHES",
     }
 
 
@@ -133,3 +137,57 @@ def test_every_setting_can_be_changed():
     }
     config = Config.from_settings(Settings(changed))
     assert (config.policy.ttl, config.policy.max_wait, config.store_timeout, config.cache_size) == (120, 7, 3, 5)
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading (lower case, punctuation dropped, spaces to hyphens)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    return {_slug(match) for match in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def _relative_links(text: str) -> list[str]:
+    """The targets of the Markdown links of ``text`` that are not URLs (no scheme, no ``//``)."""
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    return [t for t in targets if not re.match(r"[a-z][a-z0-9+.-]*:|//", t, re.I)]
+
+
+def _broken_links(text: str) -> list[str]:
+    """The relative links of ``text`` (a page at the root of the checkout) that lead to no file
+    of the checkout, or to no heading of the page they name."""
+    broken = []
+    for target in _relative_links(text):
+        path, _, anchor = target.partition("#")
+        page = (ROOT / path).resolve() if path else README
+        if not page.exists() or ROOT not in page.parents:
+            broken.append(f"{target}: no {path} in the checkout")
+        elif anchor and (page.is_dir() or anchor not in _anchors(page)):
+            broken.append(f"{target}: no heading #{anchor} in {path}")
+    return broken
+
+
+def test_every_relative_link_of_the_readme_leads_to_a_file_and_heading_of_the_checkout():
+    assert _broken_links(README.read_text(encoding="utf-8")) == []
+
+
+def test_the_readme_links_to_every_page_of_the_documentation():
+    text = README.read_text(encoding="utf-8")
+    pages = set(re.findall(r"^(\w+)$", (DOCS / "index.md").read_text(encoding="utf-8"), re.M))
+    assert {"quickstart", "troubleshooting", "changelog"} <= pages
+    linked = {Path(t.partition("#")[0]).stem for t in _relative_links(text) if t.startswith("docs/")}
+    assert pages <= linked, sorted(pages - linked)
+
+
+def test_a_broken_relative_link_is_found():
+    text = ("[a](docs/quickstart.md) [b](docs/no-such-page.md) [c](docs/troubleshooting.md#run-modes) "
+            "[d](docs/troubleshooting.md#no-such-heading) [e](https://example.com/docs/x.md) [f](../outside.md) "
+            "[g](docs/) [h](#license) [i](#nowhere)")
+    assert _broken_links(text) == [
+        "docs/no-such-page.md: no docs/no-such-page.md in the checkout",
+        "docs/troubleshooting.md#no-such-heading: no heading #no-such-heading in docs/troubleshooting.md",
+        "../outside.md: no ../outside.md in the checkout",
+        "#nowhere: no heading #nowhere in ",
+    ]

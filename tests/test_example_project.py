@@ -21,18 +21,21 @@ PROJECT = Path(__file__).resolve().parent.parent / "example_project"
 SCRAPY = Path(sys.executable).with_name("scrapy" + (".exe" if os.name == "nt" else ""))
 
 
-def _env() -> dict[str, str]:
-    """This environment without PYTHONPATH, a project from SCRAPY_* variables or a proxy."""
-    return {
+def _env(**extra: str) -> dict[str, str]:
+    """This environment without PYTHONPATH, a project from SCRAPY_* variables, a proxy or
+    DEMO_ONE_ADDRESS, plus ``extra``."""
+    env = {
         key: value
         for key, value in os.environ.items()
-        if key != "PYTHONPATH" and not key.startswith("SCRAPY_") and not key.lower().endswith("_proxy")
+        if key not in ("PYTHONPATH", "DEMO_ONE_ADDRESS") and not key.startswith("SCRAPY_")
+        and not key.lower().endswith("_proxy")
     }
+    return {**env, **extra}
 
 
-def _start(*args: str | Path) -> subprocess.Popen[str]:
+def _start(*args: str | Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(arg) for arg in args], cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [str(arg) for arg in args], cwd=PROJECT, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )
 
@@ -46,13 +49,26 @@ def _finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
+#: The demo site's layouts: an address per origin (127.0.0.1 to 127.0.0.8), and what a machine
+#: that listens on 127.0.0.1 alone (macOS) gets, forced with DEMO_ONE_ADDRESS: a port per origin.
+LAYOUTS = {"addresses": {}, "one-address": {"DEMO_ONE_ADDRESS": "1"}}
+#: A demo origin's base URL, in either layout.
+BASE = r"http://127\.0\.0\.\d+:\d+"
+
+
+@pytest.fixture(scope="module", params=list(LAYOUTS))
+def layout(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
+def runs(layout: str,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
     """``python -m example_project.demo`` and ``scrapy crawl demo -O pages.jsonl``, run side
     by side (each serves its own demo site on free ports)."""
     items = tmp_path_factory.mktemp("crawl") / "pages.jsonl"
-    demo = _start(sys.executable, "-m", "example_project.demo")
-    crawl = _start(SCRAPY, "crawl", "demo", "-O", items, "-L", "INFO")
+    demo = _start(sys.executable, "-m", "example_project.demo", **LAYOUTS[layout])
+    crawl = _start(SCRAPY, "crawl", "demo", "-O", items, "-L", "INFO", **LAYOUTS[layout])
     done = {"demo": _finish(demo), "crawl": _finish(crawl)}
     done["crawl"].stdout = items.read_text() if items.exists() else ""
     yield done
@@ -100,6 +116,15 @@ def test_project_has_the_startproject_layout() -> None:
     assert listed.stdout.split() == ["demo", "real_sites"]
 
 
+def test_each_demo_origin_is_an_origin_of_its_own(layout: str, sections: dict[str, str]) -> None:
+    """One loopback address per origin, or (where only 127.0.0.1 works) one port per origin."""
+    bases = {name: re.search(r"origin: (http://\S+)", text).group(1)  # type: ignore[union-attr]
+             for name, text in sections.items() if name != "stats"}
+    assert len(set(bases.values())) == len(bases) == 8
+    hosts = {base.rsplit(":", 1)[0] for base in bases.values()}
+    assert hosts == ({"http://127.0.0.1"} if layout == "one-address" else {f"http://127.0.0.{n}" for n in range(1, 9)})
+
+
 def test_demo_runs_offline_and_quickly(demo: subprocess.CompletedProcess[str], sections: dict[str, str]) -> None:
     assert "Traceback" not in demo.stderr, demo.stderr
     elapsed = float(re.search(r"crawl finished in ([\d.]+) s \(finished\)", demo.stdout).group(1))  # type: ignore[union-attr]
@@ -123,7 +148,7 @@ def test_ordinary_rules_block_with_their_line(sections: dict[str, str]) -> None:
     }
     # Allow: /private/press/ is longer than Disallow: /private/, so it wins.
     assert fetched(ordinary) == {"/", "/about.html", "/docs/", "/docs/manual.html", "/private/press/kit.html"}
-    assert re.search(r"sitemaps: http://127\.0\.0\.1:\d+/sitemap\.xml", ordinary)
+    assert re.search(r"sitemaps: http://127\.0\.0\.1:\d+/sitemap\.xml", ordinary)  # the first origin is on .1
     assert "held: none" in ordinary
 
 
@@ -146,8 +171,8 @@ def test_recovering_requests_are_held_then_released(sections: dict[str, str]) ->
 
 def test_redirected_rules_apply_to_the_initial_origin(sections: dict[str, str]) -> None:
     redirected = sections["redirected"]
-    assert re.search(r"robots\.txt served: 301 -> /old/robots\.txt, 302 -> http://127\.0\.0\.5:\d+/shared/robots\.txt",
-                     redirected)
+    rules_host = re.search(r"origin: (\S+)", sections["rules-host"]).group(1)  # type: ignore[union-attr]
+    assert f"robots.txt served: 301 -> /old/robots.txt, 302 -> {rules_host}/shared/robots.txt" in redirected
     assert "redirects followed: 2" in redirected
     assert blocked(redirected) == {
         "/members/": "Disallow: /members/, line 2",
@@ -192,15 +217,17 @@ def test_scrapy_crawl_demo_serves_the_demo_site_itself(runs: dict[str, subproces
     log = crawl.stderr
     assert crawl.returncode == 0, log
     assert "Traceback" not in log and "No module named" not in log, log
-    assert "Serving the demo site: ordinary http://127.0.0.1:" in log
+    serving = re.search(rf"Serving the demo site: ordinary ({BASE}), missing {BASE}, recovering ({BASE})", log)
+    assert serving, log
+    ordinary, recovering = serving.groups()
     assert "'finish_reason': 'finished'" in log
     # The demo's own settings apply: the recovering origin is retried after 0.5 s, not the project's 5 s.
-    assert re.search(r"robots\.txt of http://127\.0\.0\.3:\d+ unreachable \(status 503\): complete disallow, "
-                     r"retrying in 0\.5 s", log)
-    assert re.search(r"Blocked by Disallow: /private/, line 6 of http://127\.0\.0\.1:\d+/robots\.txt: "
-                     r"http://127\.0\.0\.1:\d+/private/salaries\.html", log)
+    assert re.search(re.escape(f"robots.txt of {recovering} unreachable (status 503): complete disallow. ")
+                     + r"Its requests are held for up to \d+ s, retrying in 0\.5 s", log)
+    assert (f"Blocked by Disallow: /private/, line 6 of {ordinary}/robots.txt: {ordinary}/private/salaries.html"
+            in log)
     pages = [json.loads(line) for line in crawl.stdout.splitlines()]
-    paths = {re.sub(r"^http://127\.0\.0\.1:\d+", "", page["url"]) for page in pages if "//127.0.0.1:" in page["url"]}
+    paths = {page["url"].removeprefix(ordinary) for page in pages if page["url"].startswith(ordinary + "/")}
     assert paths == {"/", "/about.html", "/docs/", "/docs/manual.html", "/private/press/kit.html"}
     assert len(pages) == 22
     assert "Demo site stopped. 22 pages fetched, 9 requests blocked by robots.txt" in log

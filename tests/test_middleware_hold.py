@@ -8,11 +8,13 @@ import time
 import pytest
 import pytest_twisted
 from crawl import run_crawl
-from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text
+from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text, until
+from reactorless import is_reactorless
+from twisted.internet import defer
 
-from scrapy_rfc9309 import _compat
+from scrapy_rfc9309 import RobotsTxtMiddleware, _compat
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
-from scrapy_rfc9309.testing import Drop, Gate, Sequence, Stall, Static
+from scrapy_rfc9309.testing import Delay, Drop, Gate, Page, Sequence, Stall, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
@@ -187,6 +189,9 @@ def test_held_requests_are_released_when_the_spider_closes(origins):
     assert stat(result, "dropped_unreachable") == 0
 
 
+@pytest.mark.skipif(is_reactorless(), reason=(
+    "Scrapy's aiohttp download handler (the default without a reactor) opens at most CONCURRENT_REQUESTS "
+    "connections: a robots.txt download that hangs holds one of them (docs/troubleshooting.md, run modes)"))
 @pytest_twisted.inlineCallbacks
 def test_a_pending_robots_txt_does_not_take_a_concurrent_requests_place(origins):
     """With CONCURRENT_REQUESTS=1, an origin whose robots.txt is still being fetched (and the requests
@@ -197,7 +202,8 @@ def test_a_pending_robots_txt_does_not_take_a_concurrent_requests_place(origins)
     slow["/robots.txt"] = gate
     urls = [slow.url(f"/page/{i}") for i in range(5)] + [fast.url(f"/page/{i}") for i in range(5)]
 
-    crawl = run_crawl(urls, mw_settings(CONCURRENT_REQUESTS=1))
+    # Two robots.txt downloads may run at once (by default, as many as CONCURRENT_REQUESTS).
+    crawl = run_crawl(urls, mw_settings(CONCURRENT_REQUESTS=1, ROBOTSTXT_CONCURRENT_FETCHES=2))
     yield slow.wait_for("/robots.txt")
     # Every page of the other origin arrives while robots.txt is still held back (in whatever order
     # the scheduler hands them out: LIFO before Scrapy 2.14).
@@ -212,6 +218,39 @@ def test_a_pending_robots_txt_does_not_take_a_concurrent_requests_place(origins)
     assert sorted(h.path for h in page_hits(slow)) == sorted(f"/page/{i}" for i in range(5))
     assert len(result.responses) == 10
     assert stat(result, "request_count") == 2
+
+
+@pytest.mark.parametrize(("setting", "concurrency", "in_flight"), [(None, 3, 3), (2, 16, 2)])
+@pytest_twisted.inlineCallbacks
+def test_robots_txt_downloads_in_flight_are_bounded(origins, setting, concurrency, in_flight):
+    """A broad crawl's robots.txt downloads go ROBOTSTXT_CONCURRENT_FETCHES at a time (by
+    default CONCURRENT_REQUESTS): the others wait for a place, and go as places free up."""
+    sites = [origins(f"127.0.0.{i}") for i in range(2, 10)]
+    gates = []
+    for site in sites:
+        gate = Gate(text(RULES))
+        site["/robots.txt"] = gate
+        gates.append(gate)
+    urls = [site.url(f"/page/{i}") for site in sites for i in range(3)]
+    extra = {} if setting is None else {"ROBOTSTXT_CONCURRENT_FETCHES": setting}
+
+    crawl = run_crawl(urls, mw_settings(CONCURRENT_REQUESTS=concurrency, **extra))
+    yield defer.ensureDeferred(until(lambda: sum(gate.waiting for gate in gates) == in_flight, "fetches"))
+    asked = [site for site in sites if robots_hits(site)]
+    assert len(asked) == in_flight
+    # One answers: one more goes, never more than the bound.
+    gates[sites.index(asked[0])].open()
+    yield defer.ensureDeferred(until(lambda: len([s for s in sites if robots_hits(s)]) == in_flight + 1, "one more"))
+    assert sum(gate.waiting for gate in gates) == in_flight
+    for gate in gates:
+        gate.open()
+    result = yield crawl
+
+    assert len(result.responses) == len(urls)
+    assert all(len(robots_hits(site)) == 1 for site in sites)
+    # The downloads that found every place taken waited (how many depends on when each origin's
+    # first request came: one that came after a place freed up did not wait).
+    assert 1 <= stat(result, "fetch_queued") <= len(sites) - in_flight
 
 
 @pytest.mark.parametrize("stalled", ["first-fetch", "retry"])
@@ -252,11 +291,34 @@ def test_requests_waiting_outside_the_active_set_are_bounded(origins):
     yield sleep(0.5)
     spider = TrackingSpider.latest
     assert spider is not None
-    # 5 wait outside the active set, then 3 fill it (the robots.txt fetch is outside too).
-    assert spider.crawler.stats.get_value("scheduler/dequeued") == 5 + 3
+    # 5 wait without taking a place (in the downloader, or parked), then 3 fill the places (the
+    # robots.txt fetch takes none either); the other 52 stay in the scheduler.
+    states = spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states
+    assert states.waiting == 5 + 3
     gate.open()
     result = yield crawl
 
     assert len(robots_hits(a)) == 1
     assert len(page_hits(a)) == 60
     assert len(result.responses) == 60
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05])
+@pytest_twisted.inlineCallbacks
+def test_requests_parked_as_their_robots_txt_arrives_are_all_crawled_once(origins, delay):
+    """One page links to 1,500 pages of another origin, which the scheduler hands out in a
+    burst while that origin's robots.txt is fetched: all but a few are parked, some still
+    on their way to the parking (returned from process_request, not yet scheduled again)
+    when it arrives and the origin's parked requests are released. Each is crawled once
+    (with the duplicate filter on), and the crawl ends: none stays parked."""
+    a, b = origins("127.0.0.1"), origins("127.0.0.2", links=[])
+    links = [b.url(f"/public/{i}") for i in range(1500)]
+    a["/"] = Page(links)
+    b["/robots.txt"] = Delay(delay, text(RULES))
+    settings = mw_settings(CONCURRENT_REQUESTS=64, CONCURRENT_REQUESTS_PER_DOMAIN=2, CLOSESPIDER_TIMEOUT=60)
+
+    result = yield run_crawl([a.url("/")], settings, follow=True, dont_filter=False)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(h.path for h in page_hits(b)) == sorted(f"/public/{i}" for i in range(1500))
+    assert len(robots_hits(b)) == 1

@@ -14,6 +14,8 @@ from crawl import ListSpider, run_crawl
 from middleware_support import ENABLE, BatchSpider, mw_settings, page_hits, robots_hits, stat, text
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
+from scrapy.settings import Settings
+from scrapy_errors import host_header
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware, _compat
@@ -117,9 +119,73 @@ def test_user_agent_header_form_selects_the_named_product(origins):
     assert robots_hits(a)[0].headers["user-agent"] == EXAMPLE_UA
     # The token in effect is logged once, however many requests use it.
     lines = _agent_log_lines(result)
-    assert len(lines) == 1
-    assert "'examplebot'" in lines[0]
-    assert EXAMPLE_UA in lines[0]
+    assert lines == [f"robots.txt: obeying the groups for product token 'examplebot' (from USER_AGENT {EXAMPLE_UA!r})"]
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_start_up_line_names_the_agent_of_the_settings_before_any_request(origins):
+    """The agent obeyed is logged when the crawl starts, from ROBOTSTXT_USER_AGENT, even
+    when no request is made; a request's own agent (meta or header) gets a line of its
+    own the first time it is seen, never the start-up line's place."""
+    a = origins()
+    a.robots(AGENTS)
+    first = Request(a.url("/example/1"), meta={"robotstxt_user_agent": "OtherBot"})
+    header = Request(a.url("/other/2"), headers={"User-Agent": "Mozilla/5.0 (compatible; ThirdBot/1.0)"})
+
+    idle = yield run_crawl([], mw_settings(ROBOTSTXT_USER_AGENT="ExampleBot"))
+    result = yield run_crawl([first, header, a.url("/example/3")], mw_settings(ROBOTSTXT_USER_AGENT="ExampleBot"))
+
+    at_start = "robots.txt: obeying the groups for product token 'examplebot' (from ROBOTSTXT_USER_AGENT 'ExampleBot')"
+    assert _agent_log_lines(idle) == [at_start]
+    # ROBOTSTXT_USER_AGENT comes before a request's header: only the meta key overrides it.
+    assert _agent_log_lines(result) == [
+        at_start,
+        "robots.txt: obeying the groups for product token 'otherbot' (from a request's 'robotstxt_user_agent' meta "
+        "key 'OtherBot')",
+    ]
+    assert _fetched(a) == ["/example/1", "/other/2"]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_request_header_agent_is_logged_the_first_time_it_is_seen(origins):
+    a = origins()
+    a.robots(AGENTS)
+    header = {"User-Agent": "Mozilla/5.0 (compatible; OtherBot/2.1)"}
+
+    result = yield run_crawl([Request(a.url("/x/1"), headers=header), Request(a.url("/x/2"), headers=header)],
+                             mw_settings(USER_AGENT="ExampleBot/1.0"))
+
+    assert _agent_log_lines(result) == [
+        "robots.txt: obeying the groups for product token 'examplebot' (from USER_AGENT 'ExampleBot/1.0')",
+        "robots.txt: obeying the groups for product token 'otherbot' (from a request's User-Agent header "
+        "'Mozilla/5.0 (compatible; OtherBot/2.1)')",
+    ]
+    assert _fetched(a) == ["/x/1", "/x/2"]
+
+
+class AttributeAgentSpider(ListSpider):
+    """A spider with the ``user_agent`` attribute (deprecated by Scrapy 2.19), which Scrapy
+    still sends as the User-Agent header: its group is obeyed."""
+
+    name = "attribute_agent"
+    user_agent = "Mozilla/5.0 (compatible; OtherBot/2.1)"
+
+
+@pytest.mark.filterwarnings("ignore:The 'user_agent' spider attribute is deprecated")
+@pytest_twisted.inlineCallbacks
+def test_the_spider_user_agent_attribute_scrapy_sends_is_obeyed_and_named(origins):
+    a = origins()
+    a.robots(AGENTS)
+
+    result = yield run_crawl(AttributeAgentSpider, mw_settings(), urls=[a.url(p) for p in PATHS])
+
+    assert robots_hits(a)[0].headers["user-agent"] == AttributeAgentSpider.user_agent
+    assert _fetched(a) == ["/example", "/star"]
+    assert [e.url for e in result.errors] == [a.url("/other")]
+    assert _agent_log_lines(result) == [
+        "robots.txt: obeying the groups for product token 'otherbot' (from the spider's user_agent attribute "
+        f"{AttributeAgentSpider.user_agent!r})"
+    ]
 
 
 @pytest_twisted.inlineCallbacks
@@ -233,6 +299,30 @@ def test_a_page_redirected_to_another_origin_is_checked_against_that_origin(orig
     (error,) = result.errors
     assert isinstance(error.exception, RobotsTxtForbidden)
     assert error.exception.robots_url == b.url("/robots.txt")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_host_with_a_trailing_dot_is_an_origin_of_its_own(origins, monkeypatch):
+    """``http://ex.test./`` is requested as ``ex.test.`` (its Host header, its download slot):
+    its requests are judged by the robots.txt that authority serves, not by ``ex.test``'s.
+    Every request goes through a forward proxy (the environment's, as HttpProxyMiddleware
+    applies it), a loopback origin that answers by the absolute URL it is asked for."""
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = origins()
+    monkeypatch.setenv("http_proxy", proxy.base)
+    proxy["http://ex.test./robots.txt"] = text("User-agent: *\nDisallow: /dotted\n")
+    proxy["http://ex.test/robots.txt"] = text("User-agent: *\nDisallow: /plain\n")
+    urls = ["http://ex.test./dotted", "http://ex.test./plain", "http://ex.test/dotted", "http://ex.test/plain"]
+
+    result = yield run_crawl(urls, mw_settings(HTTPPROXY_ENABLED=True))
+
+    assert sorted(result.responses) == ["http://ex.test./plain", "http://ex.test/dotted"]
+    assert sorted(e.url for e in result.errors) == ["http://ex.test./dotted", "http://ex.test/plain"]
+    asked = [hit.path for hit in proxy.requests]
+    assert asked.count("http://ex.test./robots.txt") == 1 and asked.count("http://ex.test/robots.txt") == 1
+    hosts = {hit.path: hit.headers["host"] for hit in proxy.requests}
+    assert hosts["http://ex.test./robots.txt"] == host_header("ex.test.")
 
 
 @pytest_twisted.inlineCallbacks
@@ -389,6 +479,61 @@ def test_the_parser_works_with_the_builtin_middleware(origins):
 
 
 # --------------------------------------------------------------------------- bad configuration
+
+
+class SubclassedBuiltin(BuiltinRobotsTxtMiddleware):
+    """A project's own variant of the built-in middleware: it judges as the built-in does."""
+
+
+@pytest.mark.parametrize(
+    "middlewares",
+    [
+        {"scrapy_rfc9309.RobotsTxtMiddleware": 100},  # the plugin's line without the None line
+        {RobotsTxtMiddleware: 543},
+        {"scrapy_rfc9309.RobotsTxtMiddleware": 100, f"{__name__}.SubclassedBuiltin": 110},
+    ],
+    ids=["path", "class", "subclass"],
+)
+@pytest_twisted.inlineCallbacks
+def test_the_builtin_middleware_beside_the_plugin_stops_the_crawl_at_start_up(origins, middlewares):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+
+    with pytest.raises(RobotsTxtConfigError) as info:
+        yield run_crawl([a.url("/public"), a.url("/private/1")],
+                        {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": middlewares})
+
+    message = str(info.value)
+    assert f"'{_compat.BUILTIN_MIDDLEWARE}': None to DOWNLOADER_MIDDLEWARES" in message
+    assert "scrapy_rfc9309.Addon" in message
+    assert a.requests == []  # neither robots.txt nor a page was fetched
+
+
+@pytest.mark.parametrize(
+    "middlewares",
+    [
+        {_compat.BUILTIN_MIDDLEWARE: None, "scrapy_rfc9309.RobotsTxtMiddleware": 100},
+        pytest.param({BuiltinRobotsTxtMiddleware: None, RobotsTxtMiddleware: 100}, marks=pytest.mark.skipif(
+            not hasattr(Settings, "get_component_priority_dict_with_base"),
+            reason="before Scrapy 2.15 a class key does not switch off the built-in's path key",
+        )),
+    ],
+    ids=["path", "class"],
+)
+@pytest_twisted.inlineCallbacks
+def test_with_the_none_line_only_the_plugin_judges(origins, middlewares):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+
+    result = yield run_crawl([a.url("/public"), a.url("/private/1")],
+                             {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": middlewares})
+
+    types = _downloader_middleware_types(result)
+    assert RobotsTxtMiddleware in types
+    assert BuiltinRobotsTxtMiddleware not in types
+    assert len(robots_hits(a)) == 1
+    assert _fetched(a) == ["/public"]
+    assert stat(result, "forbidden") == 1
 
 
 @pytest.mark.parametrize(

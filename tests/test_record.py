@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from scrapy_rfc9309.access import Access, Decision, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.access import Access, Cause, Decision, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.parser import DEFAULT_MAX_BYTES
 from scrapy_rfc9309.record import (
     CLOCK_TOLERANCE,
@@ -208,3 +208,33 @@ def test_a_record_without_good_url_joins_with_the_outcome_url() -> None:
     del meta["good_url"]  # as written by a version that did not store it
     back = decode(replace(record, meta=json.dumps(meta)), POLICY, T0)
     assert back.robots is not None and back.robots.sitemaps == ["https://h/s.xml"]
+
+
+@pytest.mark.parametrize("cause", list(Cause))
+def test_the_cause_of_an_unreachable_state_reads_back_with_its_give_up_time(cause: Cause) -> None:
+    outcome = FetchOutcome(Access.UNREACHABLE, "https://h/robots.txt", error="boom", cause=cause)
+    state = OriginState.initial(outcome, T0, POLICY)
+    back = roundtrip(state)
+    assert back.cause is cause
+    assert back.give_up_at(POLICY) == state.give_up_at(POLICY) == T0 + POLICY.max_wait_for(cause)
+    assert back.waited_too_long(T0, POLICY) is (cause in (Cause.NO_HOST, Cause.CANNOT_REQUEST))
+
+
+def test_a_cause_of_a_newer_writer_reads_as_transient() -> None:
+    record = encode(unreachable(None, T0), POLICY)
+    meta = json.loads(record.meta)
+    for unknown in ("melted", ["x"], 7):
+        meta["cause"] = unknown
+        back = decode(replace(record, meta=json.dumps(meta)), POLICY, T0)
+        assert back.cause is Cause.TRANSIENT and not back.waited_too_long(T0 + 1, POLICY)
+
+
+def test_how_long_each_cause_is_held() -> None:
+    policy = Policy(max_wait=900, max_wait_refused=30)
+    assert [policy.max_wait_for(cause) for cause in Cause] == [900, 30, 0, 0]
+    assert Policy(max_wait=10, max_wait_refused=30).max_wait_for(Cause.REFUSED) == 10
+    # A request Scrapy cannot make is not retried within a lifetime; the others on the backoff.
+    cannot = OriginState.initial(FetchOutcome(Access.UNREACHABLE, "u", cause=Cause.CANNOT_REQUEST), T0, policy)
+    no_host = OriginState.initial(FetchOutcome(Access.UNREACHABLE, "u", cause=Cause.NO_HOST), T0, policy)
+    assert cannot.expires_at == T0 + policy.ttl
+    assert no_host.expires_at == T0 + policy.retry_delay

@@ -2,23 +2,38 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 import time
 
 import pytest
 import pytest_twisted
 from crawl import ListSpider, run_crawl
+from reactorless import is_reactorless
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
-from scrapy_errors import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError
-from twisted.internet import defer, reactor
+from scrapy_errors import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError, connection_lost
+from twisted.internet import defer
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.protocol import Protocol
 from twisted.internet.task import deferLater
 
-from scrapy_rfc9309.testing import Delay, Drop, Dynamic, Gate, Huge, Origin, Redirect, Sequence, Stall, Static
+from scrapy_rfc9309.testing import (
+    Delay,
+    Drop,
+    Dynamic,
+    Gate,
+    Huge,
+    Origin,
+    Redirect,
+    Sequence,
+    Stall,
+    Static,
+    server_reactor,
+)
 
 ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"
 
@@ -46,8 +61,22 @@ def _get(origin: Origin, path: str) -> bytes:
 
 
 def _connect(origin: Origin, path: str) -> defer.Deferred[_RawClient]:
-    endpoint = TCP4ClientEndpoint(reactor, origin.host, origin.port, timeout=2)
+    endpoint = TCP4ClientEndpoint(server_reactor(), origin.host, origin.port, timeout=2)
     return connectProtocol(endpoint, _RawClient(_get(origin, path)))
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_run_crawls_in_its_mode_and_the_servers_share_the_crawls_loop(origins):
+    """The reactorless run installs no reactor, so its crawls run without one; either way the
+    servers run on the asyncio loop the test (and so the crawl) runs on."""
+    a = origins()
+    result = yield run_crawl([a.url("/page")])
+
+    assert ("twisted.internet.reactor" in sys.modules) is not is_reactorless()
+    assert result.crawler.settings.getbool("TWISTED_REACTOR_ENABLED", True) is not is_reactorless()
+    assert a.reactor is server_reactor()
+    assert a.reactor._asyncioEventloop is asyncio.get_running_loop()
+    assert result.responses == [a.url("/page")]
 
 
 @pytest_twisted.inlineCallbacks
@@ -104,7 +133,7 @@ def test_a_port_is_bound_to_its_loopback_address_only(origins):
     yield client.closed
     assert b.hits("/hello") == 1
     with pytest.raises(ConnectionRefusedError):
-        yield connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.3", b.port, timeout=2), Protocol())
+        yield connectProtocol(TCP4ClientEndpoint(server_reactor(), "127.0.0.3", b.port, timeout=2), Protocol())
 
 
 @pytest_twisted.inlineCallbacks
@@ -243,7 +272,7 @@ def test_stop_aborts_stalled_and_delayed_connections_and_leaves_no_timers(origin
     a = origins()
     a["/stall"] = Stall()
     a["/later"] = Delay(60, Static(b"too late"))
-    readers_before = set(reactor.getReaders())
+    readers_before = set(server_reactor().getReaders())
 
     stalled = yield _connect(a, "/stall")
     delayed = yield _connect(a, "/later")
@@ -252,21 +281,21 @@ def test_stop_aborts_stalled_and_delayed_connections_and_leaves_no_timers(origin
     assert a.open_connections == 2
     timers = a.pending_calls
     assert len(timers) == 1  # the Delay timer
-    assert set(timers) <= set(reactor.getDelayedCalls())
+    assert set(timers) <= set(server_reactor().getDelayedCalls())
 
-    yield a.stop().addTimeout(3, reactor)
+    yield a.stop().addTimeout(3, server_reactor())
 
     # Server side: all connections are gone when stop() fires. The clients then see the reset.
     assert a.open_connections == 0
-    yield defer.gatherResults([stalled.closed, delayed.closed]).addTimeout(2, reactor)
+    yield defer.gatherResults([stalled.closed, delayed.closed]).addTimeout(2, server_reactor())
     assert stalled.received == delayed.received == b""
     assert not a.running
     assert a.pending_calls == []
     assert not timers[0].active()
-    assert set(timers).isdisjoint(reactor.getDelayedCalls())
-    yield deferLater(reactor, 0, lambda: None)
+    assert set(timers).isdisjoint(server_reactor().getDelayedCalls())
+    yield deferLater(server_reactor(), 0, lambda: None)
     # The listening port and the server side of both connections are gone from the reactor.
-    assert set(reactor.getReaders()) <= readers_before
+    assert set(server_reactor().getReaders()) <= readers_before
     with pytest.raises(ConnectionRefusedError):
         yield _connect(a, "/stall")
     yield a.stop()  # idempotent (the fixture calls it again)
@@ -298,7 +327,7 @@ def test_drop_closes_without_a_response(origins):
     assert result.responses == []
     (error,) = result.errors
     assert isinstance(error.exception, DownloadFailedError)
-    assert "ConnectionLost" in str(error.exception)
+    assert connection_lost(error.exception), error.exception
     assert error.url == a.url("/drop")
 
 
@@ -341,7 +370,7 @@ def test_gate_holds_robots_txt_until_opened(origins):
 
     crawl = run_crawl([a.url("/yes"), a.url("/no")])
     yield a.wait_for("/robots.txt")
-    yield deferLater(reactor, 0.2, lambda: None)
+    yield deferLater(server_reactor(), 0.2, lambda: None)
     # The built-in middleware makes page requests wait for robots.txt.
     assert a.paths() == ["/robots.txt"]
     assert gate.waiting == 1
@@ -366,3 +395,28 @@ def test_list_spider_accepts_requests_and_meta(origins):
     assert a.paths() == ["/anyway"]  # no robots.txt fetch for this request
     assert result.responses == [a.url("/anyway")]
     assert result.items[0]["length"] > 0
+
+
+# --------------------------------------------------------------------------- loopback addresses
+
+
+def test_the_loopback_addresses_the_suite_serves_on_are_usable():
+    from conftest import LAST_LOOPBACK
+
+    from scrapy_rfc9309.testing.loopback import loopback_problem
+
+    assert loopback_problem(LAST_LOOPBACK) is None
+
+
+def test_an_address_that_cannot_be_listened_on_is_named_with_the_fix():
+    """An address of no interface of this machine (192.0.2.1, TEST-NET-1) fails to bind
+    as 127.0.0.2 does on macOS: the message names it, the error and the command to add them."""
+    from scrapy_rfc9309.testing.loopback import loopback_problem, unusable_address
+
+    found = unusable_address(["127.0.0.1", "192.0.2.1", "127.0.0.2"])
+    assert found is not None and found[0] == "192.0.2.1"
+    problem = loopback_problem(8, ["127.0.0.1", "192.0.2.1"])
+    assert problem is not None
+    assert problem.startswith(f"Cannot listen on 192.0.2.1 ({found[1].strerror}). ")
+    assert "127.0.0.1 to 127.0.0.8" in problem
+    assert problem.endswith("for i in $(seq 2 8); do sudo ifconfig lo0 alias 127.0.0.$i up; done")

@@ -21,7 +21,7 @@ from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.access import Access, OriginState
 from scrapy_rfc9309.sitemap import SitemapSpider
-from scrapy_rfc9309.testing import Origin, Redirect, Sequence, Static
+from scrapy_rfc9309.testing import Origin, Redirect, Sequence, Static, server_reactor
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
 BUILTIN_ONLY: dict[str, Any] = {"ROBOTSTXT_OBEY": True}
@@ -159,11 +159,10 @@ class _TwoVisitsSpider(SignalSpider):
 
     async def start(self):  # type: ignore[override]
         from scrapy.utils.defer import maybe_deferred_to_future
-        from twisted.internet import reactor
 
         first, second = self.urls
         yield Request(first, callback=self.parse, errback=self.on_error, dont_filter=True)
-        await maybe_deferred_to_future(deferLater(reactor, self.pause, lambda: None))
+        await maybe_deferred_to_future(deferLater(server_reactor(), self.pause, lambda: None))
         yield Request(second, callback=self.parse, errback=self.on_error, dont_filter=True)
 
 

@@ -20,6 +20,7 @@ import pytest
 import pytest_twisted
 import redis
 from middleware_support import channel_waited, sleep, until
+from reactorless import blockon
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import defer
 
@@ -28,6 +29,7 @@ from scrapy_rfc9309.record import CLOCK_TOLERANCE, Record, Unreadable
 from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
 from scrapy_rfc9309.stores.redis import _SCRIPTS, DEFAULT_URL, RedisStore
+from scrapy_rfc9309.testing import server_reactor
 
 KEY = "https://example.com"
 
@@ -61,9 +63,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_url"), prefix="t"))
     else:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_cluster_url"), prefix="t", cluster=True))
-    pytest_twisted.blockon(made.open())
+    blockon(made.open())
     yield made
-    pytest_twisted.blockon(made.close())
+    blockon(made.close())
 
 
 @pytest_twisted.ensureDeferred
@@ -512,9 +514,9 @@ def redis_store(request: pytest.FixtureRequest) -> Iterator[Any]:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_url"), prefix="t"))
     else:
         made = Awaitable(RedisStore(request.getfixturevalue("redis_cluster_url"), prefix="t", cluster=True))
-    pytest_twisted.blockon(made.open())
+    blockon(made.open())
     yield made
-    pytest_twisted.blockon(made.close())
+    blockon(made.close())
 
 
 def _waiting(store: Any, key: str) -> defer.Deferred[None]:
@@ -655,18 +657,18 @@ class _Proxy:
 def proxy(redis_url: str) -> Iterator[_Proxy]:
     """A proxy to the session's Redis."""
     made = _Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-    pytest_twisted.blockon(deferred_from_coro(made.start()))
+    blockon(deferred_from_coro(made.start()))
     yield made
-    pytest_twisted.blockon(deferred_from_coro(made.close()))
+    blockon(deferred_from_coro(made.close()))
 
 
 @pytest.fixture
 def proxied(proxy: _Proxy) -> Iterator[Any]:
     """A Redis store whose connections go through ``proxy``, open."""
     made = Awaitable(RedisStore(proxy.url(), prefix="t"))
-    pytest_twisted.blockon(made.open())
+    blockon(made.open())
     yield made
-    pytest_twisted.blockon(made.close())
+    blockon(made.close())
 
 
 async def _saved(store: Any) -> Record:
@@ -849,7 +851,8 @@ async def test_a_unix_socket_url(tmp_path: Path) -> None:
 
 
 def _certificates(directory: Path) -> tuple[Path, Path, Path]:
-    """A certificate authority, and a certificate for 127.0.0.1 that it signed: (CA, certificate, key)."""
+    """A certificate authority, and a certificate for 127.0.0.1 that it signed: (CA, certificate, key),
+    with the key identifiers and key usage that Python 3.13's strict verification requires."""
     import datetime
     import ipaddress
 
@@ -864,12 +867,17 @@ def _certificates(directory: Path) -> tuple[Path, Path, Path]:
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
           .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
           .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(2).not_valid_before(now)
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                            critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256()))
     paths = directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
@@ -908,8 +916,6 @@ async def test_a_tls_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest_twisted.ensureDeferred
 async def test_a_server_that_accepts_connections_and_never_answers_fails_them_in_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from twisted.internet import reactor
-
     import scrapy_rfc9309.stores.redis as redis_module
 
     monkeypatch.setattr(redis_module, "CONNECT_TIMEOUT", 0.2)
@@ -921,9 +927,9 @@ async def test_a_server_that_accepts_connections_and_never_answers_fails_them_in
     try:
         started = time.monotonic()
         with pytest.raises(redis.TimeoutError):
-            await store.open().addTimeout(5, reactor)
+            await store.open().addTimeout(5, server_reactor())
         # A waiter cannot subscribe either, and is told to poll instead of waiting for a message.
-        assert (await store.wait_saved(KEY, 30).addTimeout(5, reactor)) is None
+        assert (await store.wait_saved(KEY, 30).addTimeout(5, server_reactor())) is None
         assert time.monotonic() - started < 3
         assert len(accepted) == 2  # the connection for the calls, the one for the subscriptions
     finally:

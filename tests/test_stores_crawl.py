@@ -35,7 +35,7 @@ from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, 
 from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME
-from scrapy_rfc9309.testing import Sequence, Static
+from scrapy_rfc9309.testing import Sequence, SilentListener, Static, server_reactor
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
@@ -262,12 +262,16 @@ def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
     lock = f"robotstxt:{{{site.base}}}:lock"
     ttls: list[int] = []
 
-    from twisted.internet import task
+    reactor = server_reactor()  # the installed reactor, or the loop's when there is none
+    watch: list[Any] = []
 
-    watch = task.LoopingCall(lambda: ttls.append(client.pttl(lock)))
-    watch.start(0.1)
+    def sample() -> None:  # the lock's TTL every 0.1 s
+        ttls.append(client.pttl(lock))
+        watch[:] = [reactor.callLater(0.1, sample)]
+
+    sample()
     result = yield run_crawl([site.url("/public")], _settings("redis", redis_url, ROBOTSTXT_STORE_LOCK_TTL=0.6))
-    watch.stop()
+    watch[0].cancel()
 
     # The lock (0.6 s) would have expired during the 1.5 s fetch had it not been renewed.
     held = [t for t in ttls if t > 0]
@@ -347,18 +351,15 @@ def test_a_redis_that_never_answers_does_not_stop_the_crawl(origins):
 
 @pytest_twisted.inlineCallbacks
 def test_a_redis_that_accepts_connections_and_never_answers_does_not_stall_the_crawl(origins):
-    from twisted.internet import reactor
-    from twisted.internet.protocol import Factory, Protocol
-
     sites = _sites(origins, 3)
-    silent = reactor.listenTCP(0, Factory.forProtocol(Protocol), interface="127.0.0.1")  # accepts, says nothing
-    url = f"redis://127.0.0.1:{silent.getHost().port}/1"
+    silent = SilentListener().start()  # accepts, says nothing
+    url = f"redis://{silent.netloc}/1"
     started = time.monotonic()
     try:
         result = yield run_crawl(_urls(sites), _settings("redis", url, ROBOTSTXT_STORE_TIMEOUT=1,
                                                          ROBOTSTXT_STORE_RETRY_DELAY=0.5))
     finally:
-        yield silent.stopListening()
+        yield silent.stop()
 
     # One store timeout, then every robots.txt fetched here, once, and obeyed.
     assert time.monotonic() - started < 8
@@ -464,9 +465,7 @@ def test_a_newer_copy_fetched_by_another_process_is_the_one_kept_when_the_origin
         now = time.time()
         _store_as_another_process(client, site, b"User-agent: *\nDisallow: /new\n", now - 0.05, now)
 
-    from twisted.internet import reactor
-
-    reactor.callLater(1.2, another_process_refetched)
+    server_reactor().callLater(1.2, another_process_refetched)
     settings = _settings("redis", redis_url, ROBOTSTXT_CACHE_TTL=1, ROBOTSTXT_CACHE_MIN_TTL=0)
     result = yield run_crawl(BatchSpider, settings, batches=[
         (0, [site.url("/old/1")]),
@@ -515,10 +514,11 @@ def test_a_store_that_hangs_costs_one_timeout_per_batch_not_one_per_origin(origi
 
 @pytest_twisted.inlineCallbacks
 def test_the_redis_store_without_the_asyncio_reactor_stops_the_crawl_at_start_up(origins, redis_url, monkeypatch):
-    import scrapy_rfc9309.store_client
+    from scrapy_rfc9309 import _compat
 
     (site,) = _sites(origins, 1)
-    monkeypatch.setattr(scrapy_rfc9309.store_client, "is_asyncio_reactor_installed", lambda: False)
+    # Another reactor than asyncio's cannot be installed beside the test's: the check is told it is.
+    monkeypatch.setattr(_compat, "asyncio_available", lambda: False)
     with pytest.raises(RobotsTxtConfigError, match=r"ROBOTSTXT_STORE.*TWISTED_REACTOR"):
         yield run_crawl([site.url("/public")], _settings("redis", redis_url))
     assert site.requests == []

@@ -7,7 +7,9 @@ with a robots.txt that shows one part of RFC 9309), crawls it with the ``demo``
 spider and the project's settings (``settings.py``), and prints per origin what
 happened: the robots.txt access result, the pages fetched, the pages robots.txt
 blocked and by which rule, and the requests held while a robots.txt was
-unreachable. Everything runs in one process and one reactor, on 127.0.0.x only.
+unreachable. Everything runs in one process and one reactor, on 127.0.0.x only
+(on 127.0.0.1 alone, a port per origin, where the machine has no other loopback
+address: see ``demo_site.demo_addresses``).
 """
 
 from __future__ import annotations
@@ -181,7 +183,8 @@ def summary(site: DemoSite, spider: DemoSpider, observer: Observer, stats: dict[
 
     out = [
         "",
-        f"scrapy-rfc9309 demo: {len(site.origins)} origins on 127.0.0.x, obeying robots.txt as '{agent}'",
+        f"scrapy-rfc9309 demo: {len(site.origins)} origins on "
+        f"{'127.0.0.1, a port each' if site.one_address else '127.0.0.x'}, obeying robots.txt as '{agent}'",
         f"crawl finished in {elapsed:.1f} s ({stats.get('finish_reason')})",
     ]
     for number, origin in enumerate(site.origins, 1):
@@ -253,6 +256,9 @@ def main() -> int:
     observer = Observer(crawler)
     process.crawl(crawler, start_urls=site.home_pages())
     print(f"Demo site: {', '.join(f'{o.name} {o.base}' for o in site.origins)}")
+    if site.one_address:
+        print("(every origin on 127.0.0.1, a port each: this machine cannot listen on 127.0.0.2, or "
+              "DEMO_ONE_ADDRESS is set)")
     print(f"Settings: example_project.settings, with {', '.join(f'{k}={v}' for k, v in RUN_SETTINGS.items())}")
     print("Crawling (log at WARNING level below)...", flush=True)
     started = time.monotonic()

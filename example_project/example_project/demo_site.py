@@ -3,9 +3,13 @@
 Several *origins*, each a ``twisted.web`` server listening on port 0 of its own
 loopback address (``127.0.0.1``, ``127.0.0.2``, ...; Linux routes all of 127/8 to
 ``lo``), so that every origin has its own robots.txt, exactly as distinct hosts on
-the Internet would. Each is a :class:`scrapy_rfc9309.testing.Origin` (the package's
-test support, which the test suite and the benchmarks use too) whose every path is
-answered by this module's routes and pages. The servers run in the reactor of the crawl itself: start the
+the Internet would. Where only ``127.0.0.1`` can be listened on (macOS, unless the
+addresses are added to ``lo0``), or with ``DEMO_ONE_ADDRESS=1`` in the environment,
+every origin listens on ``127.0.0.1``, each on a port of its own: RFC 9309's origin
+is scheme, host and port, so they are still distinct origins. Each is a
+:class:`scrapy_rfc9309.testing.Origin` (the package's test support, which the test
+suite and the benchmarks use too) whose every path is answered by this module's
+routes and pages. The servers run in the reactor of the crawl itself: start the
 site once Scrapy has installed its reactor (``AsyncCrawlerProcess(...)`` does that,
 and a running spider may start it too), before its URLs are requested.
 
@@ -21,14 +25,16 @@ demo can show what really reached the server.
 from __future__ import annotations
 
 import html
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_rfc9309.testing import Behaviour, Origin, respond
+from scrapy_rfc9309.testing.loopback import unusable_address
 
-__all__ = ["BEYOND_LIMIT_RULE", "DEMO_SETTINGS", "DemoOrigin", "DemoSite", "Hit", "build_site"]
+__all__ = ["BEYOND_LIMIT_RULE", "DEMO_SETTINGS", "DemoOrigin", "DemoSite", "Hit", "build_site", "demo_addresses"]
 
 #: What a route returns: (status, headers, body).
 Reply = tuple[int, dict[str, str], bytes]
@@ -153,9 +159,24 @@ class DemoOrigin:
         return [hit for hit in self.hits if not hit.path.endswith("robots.txt")]
 
 
+def demo_addresses(count: int) -> list[str]:
+    """The addresses of ``count`` origins: ``127.0.0.1`` to ``127.0.0.<count>`` where this
+    machine can listen on them all, otherwise (or with ``DEMO_ONE_ADDRESS`` set to
+    anything but ``0`` or nothing) ``127.0.0.1`` for every origin."""
+    addresses = [f"127.0.0.{n}" for n in range(1, count + 1)]
+    if os.environ.get("DEMO_ONE_ADDRESS", "0") not in ("", "0") or unusable_address(addresses) is not None:
+        return ["127.0.0.1"] * count
+    return addresses
+
+
 @dataclass
 class DemoSite:
     origins: list[DemoOrigin] = field(default_factory=list)
+
+    @property
+    def one_address(self) -> bool:
+        """Whether every origin is on the same address (a port each)."""
+        return len({origin.host for origin in self.origins}) == 1
 
     def add(self, name: str, host: str, about: str) -> DemoOrigin:
         origin = DemoOrigin(name, host, about)
@@ -205,8 +226,9 @@ def _oversized_robots(size: int = 700_000, rule_at: int = 600_000) -> tuple[str,
 def build_site() -> DemoSite:
     """The demo origins (not started)."""
     site = DemoSite()
+    address = iter(demo_addresses(8))
 
-    ordinary = site.add("ordinary", "127.0.0.1", "robots.txt with Disallow/Allow rules, a wildcard and a Sitemap")
+    ordinary = site.add("ordinary", next(address), "robots.txt with Disallow/Allow rules, a wildcard and a Sitemap")
     ordinary.robots(lambda: (
         '# robots.txt of the "ordinary" demo origin\n'
         "User-agent: *\n"
@@ -228,14 +250,14 @@ def build_site() -> DemoSite:
     for path in ("/private/", "/private/salaries.html", "/docs/manual.pdf", "/search"):
         ordinary.page(path)  # served if asked for; robots.txt says not to ask
 
-    missing = site.add("missing", "127.0.0.2", "robots.txt is a 404 page whose body says 'Disallow: /'")
+    missing = site.add("missing", next(address), "robots.txt is a 404 page whose body says 'Disallow: /'")
     missing.notes["body"] = "User-agent: *\nDisallow: /\n"
     missing.robots(missing.notes["body"], status=404)
     missing.page("/", "/shop.html", "/private/ledger.html")
     missing.page("/shop.html", "/")
     missing.page("/private/ledger.html", "/")
 
-    recovering = site.add("recovering", "127.0.0.3", "robots.txt answers 503 twice, then 200")
+    recovering = site.add("recovering", next(address), "robots.txt answers 503 twice, then 200")
     recovering.route("/robots.txt", lambda n: (
         (503, TEXT, b"Service Unavailable\n") if n <= 2
         else (200, TEXT, b"User-agent: *\nDisallow: /drafts/\n")
@@ -244,8 +266,8 @@ def build_site() -> DemoSite:
     recovering.page("/news.html", "/")
     recovering.page("/drafts/next-week.html", "/")
 
-    redirected = site.add("redirected", "127.0.0.4", "robots.txt redirects 301 -> 302 -> a file on another origin")
-    rules_host = site.add("rules-host", "127.0.0.5", "serves the file the redirected origin's robots.txt leads to")
+    redirected = site.add("redirected", next(address), "robots.txt redirects 301 -> 302 -> a file on another origin")
+    rules_host = site.add("rules-host", next(address), "serves the file the redirected origin's robots.txt leads to")
     rules_host.crawl = False
     redirected.route("/robots.txt", lambda _n: (301, {**TEXT, "Location": "/old/robots.txt"}, b"Moved\n"))
     redirected.route("/old/robots.txt", lambda _n: (
@@ -255,7 +277,7 @@ def build_site() -> DemoSite:
     redirected.page("/", "/blog.html", "/members/", "/members/profile.html")
     redirected.page("/blog.html", "/")
 
-    oversized = site.add("oversized", "127.0.0.6", "a ~700 KB robots.txt, one rule beyond byte 512000")
+    oversized = site.add("oversized", next(address), "a ~700 KB robots.txt, one rule beyond byte 512000")
     body, offset = _oversized_robots()
     oversized.notes.update(size=len(body), beyond_offset=offset)
     oversized.robots(body)
@@ -264,13 +286,13 @@ def build_site() -> DemoSite:
     oversized.page("/beyond-limit/page.html", "/")
     oversized.page("/top-secret/plans.html", "/")
 
-    slow = site.add("slow-crawl", "127.0.0.7", "robots.txt asks for 'Crawl-delay: 1'")
+    slow = site.add("slow-crawl", next(address), "robots.txt asks for 'Crawl-delay: 1'")
     slow.robots("User-agent: *\nCrawl-delay: 1\nDisallow: /admin/\n")
     slow.page("/", "/p1.html", "/p2.html", "/p3.html", "/admin/")
     for path in ("/p1.html", "/p2.html", "/p3.html", "/admin/"):
         slow.page(path, "/")
 
-    prefs = site.add("ai-prefs", "127.0.0.8", "robots.txt has a 'Content-Usage: train-ai=n' record")
+    prefs = site.add("ai-prefs", next(address), "robots.txt has a 'Content-Usage: train-ai=n' record")
     prefs.robots("User-agent: *\nContent-Usage: train-ai=n\nAllow: /\n")
     prefs.page("/", "/articles/1.html", "/articles/2.html")
     prefs.page("/articles/1.html", "/")

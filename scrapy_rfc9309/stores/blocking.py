@@ -14,13 +14,15 @@ middleware calls every store one way.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from threading import Thread
 from typing import Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import defer, threads
-from twisted.python.failure import Failure
+from twisted.internet import defer
 from twisted.python.threadpool import ThreadPool
 
+from .. import _compat
 from ..record import Record
 from .base import AsyncStore, Claim, Store
 
@@ -86,7 +88,6 @@ class ThreadedStore(_Blocking):
         super().__init__(store)
         self.workers = max(1, store.threads)
         self._pool: ThreadPool | None = None
-        self._shutdown_trigger: Any = None
         self._queue: list[tuple[Callable[..., Any], tuple[Any, ...], defer.Deferred[Any]]] = []
         self._running = 0
 
@@ -102,15 +103,12 @@ class ThreadedStore(_Blocking):
         finally:
             if self._pool is not None:
                 self._pool.stop()
-                _reactor().removeSystemEventTrigger(self._shutdown_trigger)
                 self._pool = None
 
     def _submit(self, method: Callable[..., Any], *args: Any) -> defer.Deferred[tuple[bool, Any]]:
         if self._pool is None:
-            self._pool = ThreadPool(minthreads=0, maxthreads=self.workers, name="robotstxt-store")
+            self._pool = _DaemonPool(minthreads=0, maxthreads=self.workers, name="robotstxt-store")
             self._pool.start()
-            # A crawl that ends without closing the store must not leave the threads running.
-            self._shutdown_trigger = _reactor().addSystemEventTrigger("during", "shutdown", self._pool.stop)
         answer: defer.Deferred[tuple[bool, Any]] = defer.Deferred()
         self._queue.append((method, args, answer))
         self._dispatch()
@@ -122,13 +120,17 @@ class ThreadedStore(_Blocking):
         batch, self._queue = self._queue, []
         self._running += 1
         calls = [(method, args) for method, args, _ in batch]
-        running = threads.deferToThreadPool(_reactor(), self._pool, self._run_batch, calls)
-        running.addBoth(self._batch_done, batch)
+        loop = _compat.running_loop()
 
-    def _batch_done(self, results: Any, batch: list[tuple[Any, Any, defer.Deferred[Any]]]) -> None:
+        def ran(ok: bool, results: Any) -> None:  # in the worker thread; not ok: a Failure
+            _compat.call_from_thread(loop, self._batch_done, results if ok else [(False, results.value)], batch)
+
+        self._pool.callInThreadWithCallback(ran, self._run_batch, calls)
+
+    def _batch_done(self, results: list[tuple[bool, Any]], batch: list[tuple[Any, Any, defer.Deferred[Any]]]) -> None:
         self._running -= 1
-        if isinstance(results, Failure):  # the pool itself failed (stopped)
-            results = [(False, results.value)] + [(False, _SKIPPED)] * (len(batch) - 1)
+        if len(results) < len(batch):  # the batch itself failed
+            results = results[:1] + [(False, _SKIPPED)] * (len(batch) - 1)
         for (_, _, answer), result in zip(batch, results, strict=True):
             if not answer.called:  # not cancelled meanwhile
                 answer.callback(result)
@@ -149,7 +151,8 @@ class ThreadedStore(_Blocking):
         return results
 
 
-def _reactor() -> Any:
-    from twisted.internet import reactor  # the installed one, not at import time
+class _DaemonPool(ThreadPool):
+    """Worker threads that never keep the process alive: a crawl that ends without
+    closing its store (or whose store call hangs) still exits."""
 
-    return reactor
+    threadFactory = partial(Thread, daemon=True)  # type: ignore[assignment]

@@ -17,6 +17,10 @@ that the demo runs from an installed wheel.
 - :class:`RedisServer`: ``redis-server`` on a free loopback port; :class:`RedisCluster`,
   three of them joined in a Redis Cluster.
 
+The servers run in the installed reactor, shared with the crawl; in Scrapy's reactorless
+mode, where no reactor may be installed, in a private one on the running asyncio loop
+(:func:`server_reactor`).
+
 Every server listens on a loopback address only (Linux routes all of 127.0.0.0/8
 to the loopback interface, so ``127.0.0.2`` is a second origin).
 """
@@ -42,6 +46,7 @@ from .origins import (
     respond,
 )
 from .redis_server import RedisCluster, RedisServer, free_port, redis_server_binary
+from .server_reactor import server_reactor
 from .silent import SilentListener
 from .threaded import ThreadedOrigin
 
@@ -68,4 +73,5 @@ __all__ = [
     "free_port",
     "redis_server_binary",
     "respond",
+    "server_reactor",
 ]

@@ -1,4 +1,5 @@
-"""Real HTTP origins, served by twisted.web in the running reactor (the test's, the crawl's).
+"""Real HTTP origins, served by twisted.web in the running reactor (the test's, the crawl's), or, in
+Scrapy's reactorless mode, in a private reactor on the running asyncio loop (:mod:`.server_reactor`).
 
 Each :class:`Origin` listens on ``(host, port 0)`` of a loopback address, so a test can start several
 "sites" (``127.0.0.1``, ``127.0.0.2``, ... all route to ``lo`` on Linux) and crawl them with a real
@@ -32,6 +33,8 @@ from twisted.web.http import Request as TxRequest
 from twisted.web.resource import Resource
 from zope.interface import implementer  # type: ignore[import-untyped]
 
+from .server_reactor import server_reactor
+
 __all__ = [
     "Behaviour",
     "Delay",
@@ -54,13 +57,6 @@ __all__ = [
 
 #: A timer from ``reactor.callLater`` (its interface type does not describe a bound method).
 _Call = Any
-
-
-def _reactor() -> Any:
-    # Imported lazily: this module is imported before Scrapy or pytest-twisted installs the reactor.
-    from twisted.internet import reactor
-
-    return reactor
 
 
 # --------------------------------------------------------------------------- request log
@@ -496,8 +492,9 @@ class _Connection:
 
 
 class _Site(server.Site):
-    def __init__(self, origin: Origin) -> None:
-        super().__init__(_Root(origin), timeout=None)  # type: ignore[no-untyped-call]
+    def __init__(self, origin: Origin, reactor: Any) -> None:
+        # The reactor given, not the global one twisted.web imports by default.
+        super().__init__(_Root(origin), timeout=None, reactor=reactor)  # type: ignore[no-untyped-call]
         self.origin = origin
         self.noisy = False
 
@@ -527,7 +524,7 @@ class _Site(server.Site):
 
 
 class Origin:
-    """An HTTP/1.1 server on ``http://host:port`` in the running reactor.
+    """An HTTP/1.1 server on ``http://host:port`` in the running reactor (:attr:`reactor`).
 
     * ``behaviours``: ``path -> Behaviour`` (``origin[path] = ...`` works too), changeable any time.
       A key with ``?`` matches the exact path-with-query, otherwise the path part. Raw ``bytes``/``str``
@@ -552,6 +549,8 @@ class Origin:
         self.requests: list[Hit] = []
         self._port: Any = None
         self._port_number = 0
+        #: The reactor it runs in (:func:`.server_reactor.server_reactor`), from :meth:`start` on.
+        self.reactor: Any = None
         self._connections: dict[Any, _Connection] = {}
         self._calls: list[_Call] = []
         self._waiters: list[tuple[str, int, defer.Deferred[Hit]]] = []
@@ -563,7 +562,8 @@ class Origin:
     def start(self) -> Origin:
         if self._port is not None:
             raise RuntimeError("already started")
-        self._port = _reactor().listenTCP(self._want_port, _Site(self), interface=self.host)
+        self.reactor = server_reactor()
+        self._port = self.reactor.listenTCP(self._want_port, _Site(self, self.reactor), interface=self.host)
         self._port_number = self._port.getHost().port
         return self
 
@@ -671,7 +671,7 @@ class Origin:
     def call_later(self, seconds: float, fn: Callable[..., Any], *args: Any) -> _Call:
         """``reactor.callLater`` that :meth:`stop` cancels."""
         self._calls = [c for c in self._calls if c.active()]
-        call = _reactor().callLater(seconds, fn, *args)
+        call = self.reactor.callLater(seconds, fn, *args)
         self._calls.append(call)
         return call
 
@@ -699,7 +699,7 @@ class Origin:
             return defer.succeed(matching[count - 1])
         d: defer.Deferred[Hit] = defer.Deferred()
         self._waiters.append((path, count, d))
-        d.addTimeout(timeout, _reactor())
+        d.addTimeout(timeout, self.reactor)
         return d
 
     def _dispatch(self, request: TxRequest) -> None:

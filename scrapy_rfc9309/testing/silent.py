@@ -6,6 +6,8 @@ from typing import Any
 
 from twisted.internet import defer, protocol
 
+from .server_reactor import server_reactor
+
 __all__ = ["SilentListener"]
 
 
@@ -25,7 +27,7 @@ class _SilentFactory(protocol.Factory):
 class SilentListener:
     """Listens on ``host`` (a free port), accepts every connection, reads what
     comes and never writes a byte: a server that hangs, such as a Redis behind a
-    broken proxy. Runs in the running reactor::
+    broken proxy. Runs in the running reactor (see :mod:`.server_reactor`)::
 
         silent = SilentListener().start()
         url = f"redis://{silent.netloc}/0"
@@ -39,10 +41,7 @@ class SilentListener:
         self._port: Any = None
 
     def start(self) -> SilentListener:
-        from twisted.internet import reactor
-
-        installed: Any = reactor  # imported here: this module is imported before the reactor is installed
-        self._port = installed.listenTCP(0, self._factory, interface=self.host)
+        self._port = server_reactor().listenTCP(0, self._factory, interface=self.host)
         return self
 
     @property

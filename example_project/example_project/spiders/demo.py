@@ -75,7 +75,7 @@ class DemoSpider(scrapy.Spider):
             self.logger.info("Serving the demo site: %s",
                              ", ".join(f"{origin.name} {origin.base}" for origin in self.site.origins))
         for url in self.start_urls:
-            yield scrapy.Request(url, callback=self.parse, errback=self.on_error)
+            yield self.request(url)
 
     def closed(self, reason: str) -> None:
         if self.site is None:
@@ -92,7 +92,14 @@ class DemoSpider(scrapy.Spider):
         for href in response.css("a::attr(href)").getall():
             url = response.urljoin(href)
             if urlsplit(url)[:2] == here:  # same scheme and host:port
-                yield scrapy.Request(url, callback=self.parse, errback=self.on_error)
+                yield self.request(url)
+
+    def request(self, url: str) -> scrapy.Request:
+        # A download slot per origin, as robots.txt is per origin: Scrapy's default is
+        # one per host, which the demo's origins share where they all listen on
+        # 127.0.0.1 (a port each), and one origin's Crawl-delay would slow them all.
+        return scrapy.Request(url, callback=self.parse, errback=self.on_error,
+                              meta={"download_slot": urlsplit(url).netloc})
 
     def on_error(self, failure: Failure) -> None:
         url = failure.request.url  # type: ignore[attr-defined]

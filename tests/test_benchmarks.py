@@ -1,0 +1,32 @@
+"""``make bench`` runs from a checkout: the parser benchmark reads the robots.txt files committed
+in ``benchmarks/corpus`` when no corpus is given. A short run (``--quick``, without the memory,
+hostile-input and previous-release parts); nothing is asserted about the figures."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from optional import missing
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "benchmarks" / "corpus"
+
+
+def test_the_parser_benchmark_runs_on_the_committed_sample() -> None:
+    if not SAMPLE.is_dir():  # an unpacked sdist ships no benchmarks
+        missing(f"no {SAMPLE} (a checkout has it)")
+    files = sorted(path for path in SAMPLE.iterdir() if path.is_file())
+    assert len(files) == 32 and all(path.stat().st_size < 64_000 for path in files)
+
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_core.py"), "--quick", "--no-previous", "--skip-memory",
+         "--skip-hostile"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert f"Corpus: 4 real robots.txt files (0.0 MB) of {SAMPLE} (quick subset)" in run.stdout, run.stdout
+    assert re.search(r"^\| Decisions/s, steady state .*\| [\d.]+x \|", run.stdout, re.M), run.stdout
