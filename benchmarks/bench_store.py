@@ -44,6 +44,11 @@ Usage::
 
     python benchmarks/bench_store.py [--quick] [--json results.json] [--origins M] [--pages P]
                                      [--processes 1,2,4] [--corpus DIR] [--sample K]
+                                     [--redis-clients] [--configs memory,redis,...]
+
+``--redis-clients`` adds the Redis store with two other ways of talking to Redis
+(``redis_clients.py``: a hand-made connection on redis-py's private stream, and
+redis-py's pool without pipelines) to the fleet runs, in the same rotation.
 
 The script always exits 0 unless it cannot run at all: it measures, it does not
 gate. Every subprocess has a hard time limit; the HTTP server stops by itself, and
@@ -86,13 +91,20 @@ MEMORY = "memory"
 DISK = "disk"
 REDIS = "redis"
 PREVIOUS_REDIS = "previous-redis"  # the previous release (see previous.py) with the Redis store
+# The Redis store talking to Redis in other ways (redis_clients.py), with --redis-clients.
+REDIS_HANDMADE = "redis-handmade"
+REDIS_PER_CALL = "redis-per-call"
 LABELS = {
     BUILTIN: "Scrapy built-in (Protego)",
     MEMORY: "scrapy-rfc9309, memory",
     DISK: "scrapy-rfc9309, disk",
     REDIS: "scrapy-rfc9309, redis",
+    REDIS_HANDMADE: "redis, hand-made shared connection",
+    REDIS_PER_CALL: "redis, pool without pipelines",
     PREVIOUS_REDIS: "previous release, redis",
 }
+REDIS_CONFIGS = (REDIS, REDIS_HANDMADE, REDIS_PER_CALL, PREVIOUS_REDIS)
+STORE_CLASSES = {REDIS_HANDMADE: "redis_clients.HandmadeRedisStore", REDIS_PER_CALL: "redis_clients.PerCallRedisStore"}
 
 ROBOTS_DELAY = 0.2  # s before a robots.txt answers
 PAGE_DELAY = 0.02  # s before a page answers
@@ -219,8 +231,8 @@ def crawl_settings(config: str, store_dir: Path | None, redis_url: str | None) -
     settings |= {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {bm.BUILTIN_MW: None, bm.OURS_MW: 100}}
     if config == DISK:
         settings |= {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(store_dir)}
-    elif config in (REDIS, PREVIOUS_REDIS):
-        settings |= {"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url}
+    elif config in REDIS_CONFIGS:
+        settings |= {"ROBOTSTXT_STORE": STORE_CLASSES.get(config, "redis"), "ROBOTSTXT_REDIS_URL": redis_url}
     return settings
 
 
@@ -391,7 +403,7 @@ def _summarise_run(run: dict[str, Any], log: list[tuple[float, int, str]], origi
 def _problems(run: dict[str, Any]) -> list[str]:
     out = []
     config, phase = run["config"], run["phase"]
-    shared = config in (DISK, REDIS, PREVIOUS_REDIS)
+    shared = config in (DISK, *REDIS_CONFIGS)
     for k, p in enumerate(run["processes"]):
         if p["killed"]:
             out.append(f"process {k} killed after {FLEET_TIMEOUT:g} s")
@@ -421,13 +433,19 @@ def _problems(run: dict[str, Any]) -> list[str]:
 
 
 def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: Path, package_root: str,
-                redis: RedisServer | None, previous_root: str | None = None) -> dict[str, Any]:
+                redis: RedisServer | None, previous_root: str | None = None,
+                redis_clients: bool = False, configs: set[str] | None = None) -> dict[str, Any]:
     """The fleet runs; with ``previous_root`` (the previous release's tree) its
-    Redis configuration runs beside ours, in the same rotation."""
+    Redis configuration runs beside ours, in the same rotation, and so do the other
+    Redis clients with ``redis_clients``; ``configs`` keeps only those."""
     sites = fleet_sites(origins)
     units = [[BUILTIN], [MEMORY, MEMORY], [DISK, DISK]] + ([[REDIS, REDIS]] if redis is not None else [])
+    if redis is not None and redis_clients:
+        units += [[REDIS_HANDMADE, REDIS_HANDMADE], [REDIS_PER_CALL, REDIS_PER_CALL]]
     if redis is not None and previous_root is not None:
         units.append([PREVIOUS_REDIS, PREVIOUS_REDIS])
+    if configs:
+        units = [unit for unit in units if unit[0] in configs]
 
     def root_of(config: str) -> str:
         return previous_root if config == PREVIOUS_REDIS and previous_root is not None else package_root
@@ -440,7 +458,9 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
             block: list[dict[str, Any]] = []
             if n == fleet[0]:
                 # Warm-up, not counted: byte-compiles every module the crawls import (into the work directory).
-                for config in (BUILTIN, REDIS if redis is not None else DISK):
+                warm = [BUILTIN, REDIS if redis is not None else DISK] + (
+                    [REDIS_HANDMADE] if redis is not None and redis_clients else [])
+                for config in warm:
                     store_dir = workdir / "store-warmup"
                     settings = crawl_settings(config, store_dir, redis_url)
                     run_fleet([{"urls": fleet_urls(bases[:5], 1, 0), "settings": settings}], workdir,
@@ -473,7 +493,122 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
                     print(f"    ! N={n} {run['config']} {run['phase']}: {problem}", file=sys.stderr, flush=True)
         runs += block
     return {"origins": origins, "pages": pages, "fleet": fleet, "reps": reps, "runs": runs,
-            "redis": redis is not None, "previous": redis is not None and previous_root is not None}
+            "redis": redis is not None, "previous": redis is not None and previous_root is not None,
+            "redis_clients": redis is not None and redis_clients}
+
+
+# --------------------------------------------------------------------------------------
+# (4): the Redis clients alone (--redis-clients)
+# --------------------------------------------------------------------------------------
+CLIENTS = {REDIS: "scrapy_rfc9309.stores.redis.RedisStore", REDIS_HANDMADE: "redis_clients.HandmadeRedisStore",
+           REDIS_PER_CALL: "redis_clients.PerCallRedisStore"}
+BUSY_TURN = 0.002  # s the event loop is held per turn by the stand-in for a crawl
+CLIENT_TIMEOUT = 60.0  # s a client's claims (or saves) may take before the run counts as failed
+TRICKLE = 200  # claims made one per turn (and ten per turn), timed one by one
+
+
+def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]:
+    """In this process, per Redis client, the event loop held ``BUSY_TURN`` s per turn
+    by a task standing in for a crawl (what makes a turn slow on a crawling process):
+    ``origins`` claims made at once (a crawl's start), then as many saves made at once
+    (ms from making them to the last answer); then ``TRICKLE`` claims made one per
+    turn, and as many ten per turn (ms from making each to its answer: what a claim,
+    a save or a look at a lock costs the origin that waits for it). The clients in
+    rotation, ``reps`` runs each."""
+    import asyncio
+    from importlib import import_module
+
+    from scrapy_rfc9309.record import Record
+
+    def store_class(path: str) -> Any:
+        module, _, name = path.rpartition(".")
+        return getattr(import_module(module), name)
+
+    async def busy() -> None:
+        while True:
+            until = time.perf_counter() + BUSY_TURN
+            while time.perf_counter() < until:
+                pass
+            await asyncio.sleep(0)
+
+    async def run(config: str, rep: int) -> tuple[float, float, dict[int, list[float]]]:
+        store = store_class(CLIENTS[config])(redis.url, prefix=f"bench-{config}-{rep}")
+        await store.open()
+        keys = [f"https://site{n}.example" for n in range(origins)]
+        crawl = asyncio.ensure_future(busy())
+        nan = float("nan")
+        try:
+            now = time.time()
+            started = time.perf_counter()
+            await asyncio.wait_for(asyncio.gather(*(store.claim(key, "me", now, 30.0) for key in keys)),
+                                   CLIENT_TIMEOUT)
+            claimed = time.perf_counter()
+            record = Record(now, now + 3600, now + 7200, '{"v":1}', b"User-agent: *\nDisallow: /x\n")
+            await asyncio.wait_for(asyncio.gather(*(store.save(key, record, "me") for key in keys)), CLIENT_TIMEOUT)
+            saved = time.perf_counter()
+            latencies = {}
+            for per_turn in (1, 10):
+                waited: list[float] = []
+
+                async def claim(key: str, waited: list[float] = waited) -> None:
+                    made = time.perf_counter()
+                    await store.claim(key, "me", time.time(), 30.0)
+                    waited.append((time.perf_counter() - made) * 1000)
+
+                claims = []
+                for n in range(TRICKLE):
+                    claims.append(asyncio.ensure_future(claim(f"https://trickle{per_turn}-{n}.example")))
+                    if n % per_turn == per_turn - 1:
+                        await asyncio.sleep(0)
+                await asyncio.wait_for(asyncio.gather(*claims), CLIENT_TIMEOUT)
+                latencies[per_turn] = waited
+        except Exception as exc:  # counted as a failed run (nan), with what failed
+            print(f"    ! {LABELS[config]} run {rep + 1}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            return nan, nan, {1: [nan], 10: [nan]}
+        finally:
+            crawl.cancel()
+            await asyncio.gather(crawl, return_exceptions=True)
+            await store.close()
+        return (claimed - started) * 1000, (saved - claimed) * 1000, latencies
+
+    results: dict[str, dict[str, list[float]]] = {
+        c: {"claims_ms": [], "saves_ms": [], "claim_1_ms": [], "claim_10_ms": []} for c in CLIENTS}
+    order = list(CLIENTS)
+    for rep in range(reps):
+        for config in order[rep % len(order):] + order[: rep % len(order)]:
+            claims_ms, saves_ms, latencies = asyncio.run(run(config, rep))
+            results[config]["claims_ms"].append(claims_ms)
+            results[config]["saves_ms"].append(saves_ms)
+            results[config]["claim_1_ms"] += latencies[1]
+            results[config]["claim_10_ms"] += latencies[10]
+        redis.flush()
+    print(f"  clients: {reps} runs of {origins} claims and saves each", file=sys.stderr, flush=True)
+    return {"origins": origins, "reps": reps, "busy_turn_s": BUSY_TURN, "results": results}
+
+
+def clients_table(clients: dict[str, Any]) -> str:
+    rows = []
+    for config, values in clients["results"].items():
+        rows.append([LABELS[config], _spread(values["claims_ms"]), _spread(values["saves_ms"]),
+                     _percentiles(values["claim_1_ms"]), _percentiles(values["claim_10_ms"])])
+    n = clients["origins"]
+    return bm._table(["client", f"ms for {n} claims made at once (median, min-max)",
+                      f"ms for {n} saves made at once (median, min-max)",
+                      "ms from a claim to its answer, one made per turn (median, 90th percentile)",
+                      "the same, ten made per turn"], rows)
+
+
+def _percentiles(values: list[float]) -> str:
+    done = sorted(v for v in values if v == v)
+    return f"{_median(done):.1f}, {done[int(len(done) * 0.9)]:.1f}" if done else "failed"
+
+
+def _spread(values: list[float]) -> str:
+    done = [v for v in values if v == v]
+    failed = f", {len(values) - len(done)} of {len(values)} runs failed" if len(done) < len(values) else ""
+    if not done:
+        return f"failed ({len(values)} runs)"
+    return f"{_median(done):.1f} ({min(done):.1f}-{max(done):.1f}){failed}"
 
 
 # --------------------------------------------------------------------------------------
@@ -786,6 +921,7 @@ def _wall(runs: list[dict[str, Any]], key: str = "wall_s", scale: float = 1.0, d
 
 def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
     configs = [BUILTIN, MEMORY, DISK] + ([REDIS] if fleet["redis"] else []) + (
+        [REDIS_HANDMADE, REDIS_PER_CALL] if fleet.get("redis_clients") else []) + (
         [PREVIOUS_REDIS] if fleet.get("previous") else [])
     rows = []
     for n in fleet["fleet"]:
@@ -810,7 +946,7 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
                        "store_poll", "store_error", "CPUs used by the crawls", "other load, CPUs"], rows)
     rows = []
     for n in fleet["fleet"]:
-        for config in (MEMORY, DISK, REDIS, PREVIOUS_REDIS):
+        for config in (MEMORY, DISK, *REDIS_CONFIGS):
             runs = _runs(fleet, n, config, "restart")
             if not runs:
                 continue
@@ -1018,10 +1154,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
                         help=f"directory of robots.txt files named after hosts (default {DEFAULT_CORPUS})")
     parser.add_argument("--sample", type=int, help="robots.txt files for the memory figures (default 2000, quick 300)")
-    parser.add_argument("--only", choices=("fleet", "memory"), help="run only one part")
+    parser.add_argument("--only", choices=("fleet", "memory", "clients"), help="run only one part")
     parser.add_argument("--previous", metavar="REF", default=DEFAULT_REF,
                         help=f"git commit of the previous release, measured beside (default {DEFAULT_REF})")
     parser.add_argument("--no-previous", action="store_true", help="do not measure the previous release")
+    parser.add_argument("--redis-clients", action="store_true",
+                        help="measure the Redis store with the other clients of redis_clients.py beside")
+    parser.add_argument("--configs", help="fleet configurations to run, comma-separated (default all): "
+                        + ", ".join(LABELS))
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "SPEC", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
@@ -1034,7 +1174,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = args.sample or (300 if args.quick else 2000)
     corpus = args.corpus.resolve()
     started = time.perf_counter()
-    fleet = memory = None
+    fleet = memory = clients = None
     redis_version = ""
     out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
@@ -1062,7 +1202,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.only in (None, "fleet"):
                 print(f"(1, 2) fleet: {origins} origins x {pages} pages, processes {fleet_sizes}, {reps} repetitions",
                       file=sys.stderr, flush=True)
-                fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root)
+                configs = {c.strip() for c in args.configs.split(",")} if args.configs else None
+                fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root,
+                                    args.redis_clients, configs)
+            if redis is not None and args.redis_clients and args.only in (None, "clients"):
+                print("(4) the Redis clients alone", file=sys.stderr, flush=True)
+                sys.path.insert(0, str(Path(__file__).resolve().parent))  # redis_clients.py
+                clients = bench_clients(redis, 1000, max(reps, 9))
             if args.only in (None, "memory"):
                 if corpus.is_dir():
                     print(f"(3) memory per cached origin: {sample} files of {corpus}", file=sys.stderr, flush=True)
@@ -1077,11 +1223,15 @@ def main(argv: list[str] | None = None) -> int:
     if fleet is not None:
         out += ["", "### Fleet runs, one row per run", "", fleet_details(fleet), ""]
     out.append(summary_md(fleet, memory, env))
+    if clients is not None:
+        out += ["", f"**The Redis clients alone** (one process; the event loop held {BUSY_TURN * 1000:.0f} ms per "
+                "turn by a stand-in for a crawl; the clients in rotation, "
+                f"{clients['reps']} runs each):", "", clients_table(clients)]
     print("\n".join(out))
     elapsed = time.perf_counter() - started
     print(f"\n(total benchmark time {elapsed:.0f} s)", file=sys.stderr)
     if args.json:
-        results = {"fleet": fleet, "memory": memory, "environment": env, "elapsed_s": elapsed,
+        results = {"fleet": fleet, "memory": memory, "clients": clients, "environment": env, "elapsed_s": elapsed,
                    "package": fingerprint, "package_at_end": fingerprint_end}
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

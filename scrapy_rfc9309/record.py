@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from .access import Access, Cause, FetchOutcome, OriginState, Policy
 from .robotstxt import RobotsTxt
 
-__all__ = ["FORMAT", "Record", "RecordError", "decode", "encode"]
+__all__ = ["CLOCK_TOLERANCE", "FORMAT", "Record", "RecordError", "Unreadable", "dated_ahead", "decode", "encode"]
 
 #: Version of the metadata layout. A reader ignores fields it does not know and
 #: treats a record of another version as missing (the file is fetched again).
 FORMAT = 1
+
+#: Seconds a record's fetch time may lie ahead of the reader's clock (the clocks of a
+#: fleet's machines differ a little). A record dated further ahead was written by a
+#: process whose clock is ahead: it is never fresh, and any save replaces it.
+CLOCK_TOLERANCE = 1.0
 
 
 class RecordError(ValueError):
@@ -31,7 +37,8 @@ class RecordError(ValueError):
 class Record:
     """One origin's state as a store keeps it.
 
-    ``fetched_at`` orders records (a store keeps the newest); ``expires_at`` is
+    ``fetched_at`` orders records (a store keeps the newest, unless it is dated
+    ahead of the saver's clock: see :data:`CLOCK_TOLERANCE`); ``expires_at`` is
     when it must be fetched again (for an unreachable origin, the next retry);
     ``keep_until`` is when the store may forget it. ``meta`` is JSON text and
     ``body`` the robots.txt that applies (at most ``ROBOTSTXT_MAX_SIZE`` bytes)."""
@@ -41,6 +48,27 @@ class Record:
     keep_until: float
     meta: str
     body: bytes
+
+
+@dataclass(frozen=True)
+class Unreadable(Record):
+    """What a store returns in place of a stored record it cannot read back (a field
+    of the wrong type, a Redis key of another type): a missing record that says why.
+    :func:`decode` raises :class:`RecordError` with the reason, and a save replaces it."""
+
+    reason: str = ""
+
+    @classmethod
+    def because(cls, reason: str) -> Unreadable:
+        return cls(-math.inf, -math.inf, -math.inf, "", b"", reason)
+
+
+def dated_ahead(record: Record, now: float) -> float:
+    """Seconds ``record``'s fetch time lies ahead of ``now`` beyond
+    :data:`CLOCK_TOLERANCE` (0 when it does not): a record written by a process whose
+    clock is ahead."""
+    ahead = record.fetched_at - now
+    return ahead if ahead > CLOCK_TOLERANCE else 0.0
 
 
 def encode(state: OriginState, policy: Policy) -> Record:
@@ -69,11 +97,17 @@ def encode(state: OriginState, policy: Policy) -> Record:
                   json.dumps(meta, separators=(",", ":")), body)
 
 
-def decode(record: Record, policy: Policy) -> OriginState:
-    """The state a record holds, parsed again. A lifetime longer than this
-    process's ``ROBOTSTXT_CACHE_TTL`` is shortened to it, a body longer than its
-    ``ROBOTSTXT_MAX_SIZE`` cut to it. Raises
-    :class:`RecordError` for a record that cannot be read."""
+def decode(record: Record, policy: Policy, now: float | None = None) -> OriginState:
+    """The state a record holds, parsed again, as this process reads it at ``now``
+    (the current time by default): never fresh for longer than its
+    ``ROBOTSTXT_CACHE_TTL`` from its fetch or from ``now``, its body cut to its
+    ``ROBOTSTXT_MAX_SIZE``. A record dated ahead of ``now`` (beyond
+    :data:`CLOCK_TOLERANCE`) is taken as fetched ``now`` and expired: its good copy
+    may still apply while its origin is fetched again. Raises :class:`RecordError`
+    for a record that cannot be read."""
+    if isinstance(record, Unreadable):
+        raise RecordError(record.reason)
+    now = time.time() if now is None else now
     try:
         meta = json.loads(record.meta)
     except (ValueError, TypeError) as exc:
@@ -92,8 +126,18 @@ def decode(record: Record, policy: Policy) -> OriginState:
     failures = meta.get("failures", 0)
     if not isinstance(failures, int) or isinstance(failures, bool) or failures < 0:
         raise RecordError(f"bad failures {failures!r}")
-    if access is not Access.UNREACHABLE:
-        expires_at = min(expires_at, fetched_at + policy.ttl)
+    since = _number(meta, "unreachable_since", optional=True)
+    if access is Access.UNREACHABLE and since is None:
+        since = fetched_at
+    if fetched_at - now > CLOCK_TOLERANCE:
+        # Written by a process whose clock is ahead: none of its times can be trusted.
+        fetched_at = expires_at = now
+        good_at = None if good_at is None else min(good_at, now)
+        since = None if since is None else min(since, now)
+    elif access is not Access.UNREACHABLE:
+        expires_at = min(expires_at, fetched_at + policy.ttl, now + policy.ttl)
+    else:
+        expires_at = min(expires_at, now + policy.ttl)
     # A store is written by other processes: never keep more than this one would fetch.
     body = bytes(record.body[: policy.parse_limit])
     if access is Access.PARSED and good_at is None:
@@ -116,9 +160,6 @@ def decode(record: Record, policy: Policy) -> OriginState:
         _text(meta, "reason") or "",
         _cause(meta),
     )
-    since = _number(meta, "unreachable_since", optional=True)
-    if access is Access.UNREACHABLE and since is None:
-        since = fetched_at
     good_url = _text(meta, "good_url") or outcome.url or None
     robots = RobotsTxt(body, policy.parse_limit, url=good_url) if good_at is not None else None
     return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,

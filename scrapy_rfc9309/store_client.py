@@ -14,6 +14,7 @@ at once, except one probe every ``ROBOTSTXT_STORE_RETRY_DELAY``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -28,7 +29,7 @@ from twisted.python.failure import Failure
 from . import _compat
 from .access import OriginState
 from .exceptions import RobotsTxtConfigError
-from .record import Record, RecordError, decode, encode
+from .record import Record, RecordError, dated_ahead, decode, encode
 from .reporting import Reporting
 from .stores import AsyncStore, Claim, Store
 from .stores.blocking import SkippedCall, as_async
@@ -112,6 +113,9 @@ class StoreClient(Reporting):
         self._outage: str | None = None
         self._pending: set[defer.Deferred[Any]] = set()
         self._unsaved: dict[str, OriginState] = {}
+        #: Records found unreadable, and dated ahead, so far: the first of each is a warning.
+        self._unreadable_seen = 0
+        self._ahead_seen = 0
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -212,20 +216,31 @@ class StoreClient(Reporting):
         delay = _POLL_FIRST
         waited = False
         give_up = time.time() + self.max_busy_wait
+        #: A record fresh in the store but not for this process, and its fetch time.
+        stale: Record | None = None
+        fetched_after: float | None = None
         while True:
+            now = time.time()
+            more = () if fetched_after is None else (fetched_after,)
             try:
-                claim, record = await self._call("claim", key, self.owner, time.time(), self.lock_ttl)
+                claim, record = await self._call("claim", key, self.owner, now, self.lock_ttl, *more)
             except StoreUnavailable:
                 return Obtained(previous=previous)
             if claim is Claim.FRESH and record is not None:
-                fresh = self._decoded(key, record)
-                return Obtained(state=fresh) if fresh is not None else Obtained(previous=previous)
+                if record == stale:  # a store that does not take fetched_after: fetched without its lock
+                    return Obtained(previous=previous)
+                fresh = self._decoded(key, record, now)
+                if fresh is not None and fresh.expires_at > now:
+                    return Obtained(state=fresh)
+                # Fresh for the store, not for this process (its lifetime is shorter, the record
+                # is dated ahead of its clock, or cannot be read): claimed again, to fetch it.
+                stale, previous, fetched_after = record, _newer(fresh, previous), _after(record)
+                continue
             if claim is Claim.ACQUIRED:
                 # Another process may have fetched since this one's copy: the newer one
                 # carries the last good copy and the failure count on.
-                stored = self._decoded(key, record)
-                if stored is not None and (previous is None or stored.fetched_at > previous.fetched_at):
-                    previous = stored
+                if record is not None and record != stale:
+                    previous = _newer(self._decoded(key, record, now), previous)
                 return Obtained(previous=previous, lease=self._lease(key))
             if claim is Claim.BUSY:
                 if not waited:
@@ -245,11 +260,14 @@ class StoreClient(Reporting):
                     told = await self._call("wait_saved", key, min(_TOLD_MAX, give_up - now, self.timeout / 2))
                 except StoreUnavailable:
                     return Obtained(previous=previous)
-                if isinstance(told, Record) and told.expires_at > time.time():
+                if isinstance(told, Record):
                     # The holder's save, carried by the message that told: as a fresh claim's.
-                    self._inc("store_woken")
-                    fresh = self._decoded(key, told)
-                    return Obtained(state=fresh) if fresh is not None else Obtained(previous=previous)
+                    now = time.time()
+                    fresh = self._decoded(key, told, now)
+                    if fresh is not None and fresh.expires_at > now:
+                        self._inc("store_woken")
+                        return Obtained(state=fresh)
+                    stale, previous, fetched_after = told, _newer(fresh, previous), _after(told)
                 if told:
                     self._inc("store_woken")
                     continue
@@ -258,19 +276,28 @@ class StoreClient(Reporting):
                     await _compat.sleep(min(delay, max(give_up - time.time(), 0.0)))
                     delay = min(delay * _POLL_GROWTH, _POLL_MAX)
 
-    def _decoded(self, key: str, record: Record | None) -> OriginState | None:
+    def _decoded(self, key: str, record: Record | None, now: float) -> OriginState | None:
+        """The state ``record`` holds as this process reads it at ``now``; None (logged,
+        counted) when it cannot be read."""
         if record is None:
             return None
+        ahead = dated_ahead(record, now)
+        if ahead:
+            self._inc("store_future_dated")
+            self._ahead_seen += 1
+            logger.log(logging.WARNING if self._ahead_seen == 1 else logging.DEBUG,
+                       "robots.txt store %s: the record of %s is dated %.0f s ahead of this process's clock (written "
+                       "by a process whose clock is ahead?); it is not trusted, fetched again and replaced%s",
+                       self.name, key, ahead, _LATER, extra=self._log_extra)
         try:
-            return decode(record, self.policy)
+            return decode(record, self.policy, now)
         except RecordError as exc:
-            self._unreadable(key, exc)
+            self._inc("store_unreadable")
+            self._unreadable_seen += 1
+            logger.log(logging.WARNING if self._unreadable_seen == 1 else logging.DEBUG,
+                       "robots.txt store %s: the record of %s cannot be read (%s); it is fetched again and replaced%s",
+                       self.name, key, exc, _LATER, extra=self._log_extra)
             return None
-
-    def _unreadable(self, key: str, exc: RecordError) -> None:
-        self._inc("store_unreadable")
-        logger.warning("robots.txt store %s: the record of %s cannot be read (%s); fetching it again", self.name,
-                       key, exc, extra=self._log_extra)
 
     def _lease(self, key: str) -> Lease:
         lease = Lease(key)
@@ -328,3 +355,18 @@ class StoreClient(Reporting):
             except Exception as exc:
                 logger.warning("robots.txt store %s did not close cleanly: %s", self.name, exc,
                                extra=self._log_extra)
+
+
+_LATER = " (further such records are logged at DEBUG level and counted in the stats)"
+
+
+def _after(record: Record) -> float:
+    """What a claim is given as ``fetched_after`` for a record of no use to the claimant."""
+    return record.fetched_at if math.isfinite(record.fetched_at) else math.inf
+
+
+def _newer(stored: OriginState | None, previous: OriginState | None) -> OriginState | None:
+    """The newer of a state read from the store and this process's own."""
+    if stored is not None and (previous is None or stored.fetched_at > previous.fetched_at):
+        return stored
+    return previous

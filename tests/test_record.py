@@ -10,7 +10,16 @@ import pytest
 
 from scrapy_rfc9309.access import Access, Cause, Decision, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.parser import DEFAULT_MAX_BYTES
-from scrapy_rfc9309.record import FORMAT, Record, RecordError, decode, encode
+from scrapy_rfc9309.record import (
+    CLOCK_TOLERANCE,
+    FORMAT,
+    Record,
+    RecordError,
+    Unreadable,
+    dated_ahead,
+    decode,
+    encode,
+)
 
 POLICY = Policy()
 BODY = b"User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: https://h/s.xml\n\xff\xfe odd bytes\n"
@@ -29,7 +38,8 @@ def unreachable(previous: OriginState | None, at: float) -> OriginState:
 
 
 def roundtrip(state: OriginState, policy: Policy = POLICY) -> OriginState:
-    return decode(encode(state, policy), policy)
+    """``state`` stored, and read back right after its fetch."""
+    return decode(encode(state, policy), policy, state.fetched_at)
 
 
 def test_a_parsed_state_reads_back_with_the_same_rules_and_timestamps() -> None:
@@ -60,7 +70,7 @@ def test_an_unreachable_state_keeps_its_good_copy_and_failure_count() -> None:
     record = encode(state, POLICY)
     assert record.body == BODY  # the good copy, not the 503 page
     assert record.keep_until == T0 + POLICY.keep_cached  # kept as long as the good copy may apply
-    back = decode(record, POLICY)
+    back = decode(record, POLICY, T0 + 90_010)
     assert (back.access, back.failures, back.good_at, back.expires_at) == (
         Access.UNREACHABLE, 2, T0, state.expires_at)
     assert back.decision(T0 + 90_011, POLICY) is Decision.RULES
@@ -86,7 +96,43 @@ def test_an_unavailable_state_allows_everything() -> None:
 def test_a_reader_with_a_shorter_lifetime_shortens_a_stored_one() -> None:
     record = encode(parsed(), POLICY)  # 24 h
     short = Policy(ttl=600, min_ttl=60)
-    assert decode(record, short).expires_at == T0 + 600
+    assert decode(record, short, T0).expires_at == T0 + 600
+    assert decode(record, short, T0 + 300).expires_at == T0 + 600  # from its fetch, not from the reading
+
+
+def test_a_reader_whose_clock_is_a_little_behind_trusts_a_record_for_its_lifetime_from_now_at_most() -> None:
+    record = encode(parsed(), POLICY)
+    short = Policy(ttl=600, min_ttl=60)
+    behind = T0 - CLOCK_TOLERANCE / 2  # within the tolerance: not dated ahead
+    back = decode(record, short, behind)
+    assert back.expires_at == behind + 600 and back.fetched_at == T0
+    assert dated_ahead(record, behind) == 0
+
+
+def test_a_record_dated_ahead_of_the_reader_is_expired_and_keeps_its_good_copy() -> None:
+    month = 30 * 86400.0
+    record = encode(parsed(at=T0 + month), POLICY)  # written by a process whose clock runs a month ahead
+    assert dated_ahead(record, T0) == month
+    back = decode(record, POLICY, T0)
+    assert (back.fetched_at, back.expires_at, back.good_at) == (T0, T0, T0)  # to be fetched again now
+    assert back.robots is not None and not back.robots.allowed("https://h/private/x", "bot")
+    failing = unreachable(unreachable(parsed(at=T0 + month), T0 + month + 10), T0 + month + 20)
+    back = decode(encode(failing, POLICY), POLICY, T0)
+    assert (back.access, back.fetched_at, back.expires_at, back.unreachable_since, back.good_at) == (
+        Access.UNREACHABLE, T0, T0, T0, T0)
+    assert back.failures == 2
+
+
+def test_an_unreachable_record_is_retried_within_the_readers_lifetime_from_now() -> None:
+    state = unreachable(parsed(), T0 + 90_000)
+    short = Policy(ttl=2, min_ttl=1)
+    assert state.expires_at > T0 + 90_002
+    assert decode(encode(state, POLICY), short, T0 + 90_000).expires_at == T0 + 90_002
+
+
+def test_a_record_a_store_could_not_read_is_an_error_that_says_why() -> None:
+    with pytest.raises(RecordError, match="a Redis string"):
+        decode(Unreadable.because("the key is a Redis string, not a hash"), POLICY, T0)
 
 
 def test_a_file_larger_than_500_kib_is_parsed_whole_when_the_limit_allows() -> None:
@@ -105,7 +151,7 @@ def test_fields_of_a_newer_writer_are_ignored() -> None:
     record = encode(parsed(), POLICY)
     meta = json.loads(record.meta)
     meta["something_new"] = {"x": 1}
-    back = decode(replace(record, meta=json.dumps(meta)), POLICY)
+    back = decode(replace(record, meta=json.dumps(meta)), POLICY, T0)
     assert back.robots is not None and not back.robots.allowed("https://h/private", "bot")
 
 
@@ -126,13 +172,13 @@ def test_fields_of_a_newer_writer_are_ignored() -> None:
 )
 def test_an_unreadable_record_is_an_error_not_a_wrong_state(meta: str) -> None:
     with pytest.raises(RecordError):
-        decode(Record(T0, T0 + 10, T0 + 10, meta, BODY), POLICY)
+        decode(Record(T0, T0 + 10, T0 + 10, meta, BODY), POLICY, T0)
 
 
 def test_a_stored_body_longer_than_the_size_limit_is_cut_to_it() -> None:
     huge = b"User-agent: *\nDisallow: /early\n" + b"#" * (3 * DEFAULT_MAX_BYTES) + b"\nDisallow: /late\n"
     record = replace(encode(parsed(), POLICY), body=huge)
-    back = decode(record, POLICY)
+    back = decode(record, POLICY, T0)
     # Kept as the parser reads it: the first 500 KiB, its one long line cut short.
     assert len(back.good_body) <= DEFAULT_MAX_BYTES and back.outcome is not None
     assert back.outcome.body == b""  # the state keeps the body once, in its parsed copy
@@ -160,7 +206,7 @@ def test_a_record_without_good_url_joins_with_the_outcome_url() -> None:
     record = encode(parsed(b"Sitemap: /s.xml\n"), POLICY)
     meta = json.loads(record.meta)
     del meta["good_url"]  # as written by a version that did not store it
-    back = decode(replace(record, meta=json.dumps(meta)), POLICY)
+    back = decode(replace(record, meta=json.dumps(meta)), POLICY, T0)
     assert back.robots is not None and back.robots.sitemaps == ["https://h/s.xml"]
 
 
@@ -179,7 +225,7 @@ def test_a_cause_of_a_newer_writer_reads_as_transient() -> None:
     meta = json.loads(record.meta)
     for unknown in ("melted", ["x"], 7):
         meta["cause"] = unknown
-        back = decode(replace(record, meta=json.dumps(meta)), POLICY)
+        back = decode(replace(record, meta=json.dumps(meta)), POLICY, T0)
         assert back.cause is Cause.TRANSIENT and not back.waited_too_long(T0 + 1, POLICY)
 
 

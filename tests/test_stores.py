@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 import sqlite3
 import ssl
@@ -18,13 +19,13 @@ from typing import Any
 import pytest
 import pytest_twisted
 import redis
-from middleware_support import sleep, until
+from middleware_support import channel_waited, sleep, until
 from reactorless import blockon
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import defer
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError
-from scrapy_rfc9309.record import Record
+from scrapy_rfc9309.record import CLOCK_TOLERANCE, Record, Unreadable
 from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
 from scrapy_rfc9309.stores.redis import _SCRIPTS, DEFAULT_URL, RedisStore
@@ -145,6 +146,120 @@ async def test_redis_forgets_a_record_when_it_is_no_longer_useful(redis_url: str
     await store.save("https://gone.example", record(now - 10, ttl=5, keep=5))
     assert await store.load("https://gone.example") is None
     await store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_record_dated_ahead_of_the_claimant_is_not_fresh_and_any_save_replaces_it(store: Any) -> None:
+    now = time.time()
+    ahead = record(now + 30 * 86400, body=b"from a clock a month ahead")
+    assert await store.save(KEY, ahead)
+    assert (await store.claim(KEY, "a", now, 30)) == (Claim.ACQUIRED, ahead)  # the lock, to fetch it again
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.BUSY, None)
+    assert await store.save(KEY, record(now - 5, body=b"fetched here"), "a")  # fetched "before" it: written
+    assert (await store.claim(KEY, "b", now, 30))[1].body == b"fetched here"
+    # Within the tolerance the clocks are taken to agree: newest wins.
+    slightly = record(now + CLOCK_TOLERANCE / 2, body=b"slightly ahead")
+    assert await store.save(KEY, slightly)
+    assert not await store.save(KEY, record(now, body=b"older"))
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.FRESH, slightly)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_claim_given_fetched_after_takes_the_lock_over_that_record_not_over_a_newer_one(store: Any):
+    now = time.time()
+    kept = record(now - 10)
+    yield store.save(KEY, kept)
+    assert (yield store.claim(KEY, "a", now, 30)) == (Claim.FRESH, kept)
+    assert (yield store.claim(KEY, "a", now, 30, kept.fetched_at)) == (Claim.ACQUIRED, kept)
+    assert (yield store.claim(KEY, "b", now, 30, kept.fetched_at)) == (Claim.BUSY, None)
+    newer = record(now - 1)
+    yield store.save(KEY, newer, "a")
+    assert (yield store.claim(KEY, "b", now, 30, kept.fetched_at)) == (Claim.FRESH, newer)
+
+
+def _unreadable_kept(store: Any, how: str) -> None:
+    """Damage the record ``store`` keeps for ``KEY`` (a real SQLite row, a real Redis key)."""
+    inner = store.store
+    if isinstance(inner, DiskStore):
+        columns = {"types": "fetched_at = 'yesterday', body = 'text'", "numbers": "expires_at = 'never'"}[how]
+        with sqlite3.connect(inner.path) as db:
+            db.execute(f"UPDATE states SET {columns} WHERE origin = ?", (KEY,))
+        return
+    from redis.cluster import RedisCluster
+
+    client = (RedisCluster if inner.cluster else redis.Redis).from_url(inner.url)
+    state = inner.keys(KEY)[0]
+    if how == "types":
+        client.delete(state)
+        client.set(state, "a string")
+    else:
+        client.hset(state, "expires_at", "0x10")  # Lua would read it as 16, Python not at all
+    client.close()
+
+
+@pytest.mark.parametrize("how", ["types", "numbers"])
+@pytest_twisted.ensureDeferred
+async def test_an_unreadable_record_is_returned_as_such_and_the_next_save_replaces_it(store: Any, how: str) -> None:
+    now = time.time()
+    await store.save(KEY, record(now + 0.5))  # fetched after the save below, within the clock tolerance
+    _unreadable_kept(store, how)
+    claim, kept = await store.claim(KEY, "a", now, 30)
+    assert claim is Claim.ACQUIRED and isinstance(kept, Unreadable) and kept.reason
+    assert isinstance(await store.load(KEY), Unreadable)
+    assert await store.save(KEY, record(now), "a")
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.FRESH, record(now))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_redis_lock_of_another_type_is_no_lock(redis_url: str) -> None:
+    store = Awaitable(RedisStore(redis_url, prefix="t"))
+    await store.open()
+    client = redis.Redis.from_url(redis_url)
+    client.hset(store.keys(KEY)[1], "owner", "nobody")
+    assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+    assert await store.renew(KEY, "a", 30)
+    assert await store.save(KEY, record(time.time()), "a")
+    assert client.exists(store.keys(KEY)[1]) == 0
+    client.close()
+    await store.close()
+
+
+def test_a_disk_lock_of_a_process_whose_clock_is_ahead_is_held_for_the_lock_ttl_at_most(tmp_path: Path) -> None:
+    store = DiskStore(str(tmp_path))
+    now = time.time()
+    assert store.claim(KEY, "ahead", now + 30 * 86400, 30)[0] is Claim.ACQUIRED  # until a month from now
+    assert store.claim(KEY, "b", now, 0.3)[0] is Claim.BUSY
+    assert store.claim(KEY, "b", now + 0.5, 0.3)[0] is Claim.ACQUIRED  # cut to 0.3 s by the first look
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE locks SET until = 'later' WHERE origin = ?", (KEY,))
+    assert store.claim(KEY, "c", now, 30)[0] is Claim.ACQUIRED  # an unreadable lock is no lock
+    store.close()
+
+
+def test_a_disk_file_this_process_may_only_read_is_used_read_only(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from test_store_records import _read_only
+
+    writer = DiskStore(str(tmp_path))
+    now = time.time()
+    writer.save(KEY, record(now))
+    writer.save("https://expired.example", record(now - 200))
+    writer.close()
+    with _read_only(tmp_path / FILENAME):
+        store = DiskStore(str(tmp_path))
+        store.open()
+        assert store.read_only
+        assert store.claim(KEY, "a", now, 30) == (Claim.FRESH, record(now))
+        # No lock can be taken: every claimant fetches, and nothing is written.
+        assert store.claim("https://expired.example", "a", now, 30) == (Claim.ACQUIRED, record(now - 200))
+        assert store.claim("https://expired.example", "b", now, 30)[0] is Claim.ACQUIRED
+        assert not store.save("https://new.example", record(now), "a")
+        assert store.load("https://new.example") is None
+        assert store.renew("https://expired.example", "a", 30)
+        store.release("https://expired.example", "a")
+        store.close()
+    assert store.set_aside == [] and _aside(tmp_path) == []
+    assert [r.levelno for r in caplog.records if "is read-only" in r.getMessage()] == [logging.WARNING]
 
 
 def test_redis_keys_of_one_origin_share_a_cluster_slot(redis_url: str) -> None:
@@ -404,20 +519,19 @@ def redis_store(request: pytest.FixtureRequest) -> Iterator[Any]:
     blockon(made.close())
 
 
-def _waiting(store: Any, key: str) -> bool:
-    """The store has a confirmed subscription for a waiter of ``key``."""
-    notifier = store.store.notifier
-    channel = store.store.channel(key)
-    return bool(notifier._waiters.get(channel)) and channel not in notifier._confirming
+def _waiting(store: Any, key: str) -> defer.Deferred[None]:
+    """Fires once the server holds the subscription of a waiter of ``key`` (a save
+    from then on is heard)."""
+    return deferred_from_coro(channel_waited(store.store, store.store.channel(key)))
 
 
 def _store_connections(store: Any) -> int:
     """Connections the server holds from ``store``'s client (every other client of
-    the tests names itself)."""
+    the tests names itself ``test-...``)."""
     client = redis.Redis.from_url(store.store.url)
     try:
         client.client_setname("test-observer")
-        return sum(1 for c in client.client_list() if c.get("name") != "test-observer")
+        return sum(1 for c in client.client_list() if not c.get("name", "").startswith("test-"))
     finally:
         client.close()
 
@@ -434,8 +548,7 @@ async def test_claims_made_at_once_each_get_their_own_answer(redis_store: Any) -
     others = await defer.gatherResults([redis_store.claim(key, "b", now, 30) for key in keys])
     assert [claim for claim, _ in others] == [Claim.FRESH] + [Claim.BUSY] * 19
     if not redis_store.store.cluster:
-        # All on one connection, each call written without waiting for the answers before it.
-        assert redis_store.store.connection.connections == 1
+        # Made in one turn of the event loop: sent together, on one connection.
         assert _store_connections(redis_store) == 1
 
 
@@ -443,7 +556,7 @@ async def test_claims_made_at_once_each_get_their_own_answer(redis_store: Any) -
 async def test_calls_made_at_once_survive_a_server_that_lost_its_scripts(redis_url: str) -> None:
     store = Awaitable(RedisStore(redis_url, prefix="t"))
     await store.open()
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(redis_url, client_name="test-flusher")
     client.script_flush()  # as after a restart of the server
     now = time.time()
     keys = [f"https://site{n}.example" for n in range(5)]
@@ -456,7 +569,7 @@ async def test_calls_made_at_once_survive_a_server_that_lost_its_scripts(redis_u
     assert [claim for claim, _ in await defer.gatherResults(claims)] == [Claim.ACQUIRED, Claim.FRESH] + [
         Claim.ACQUIRED] * 3
     assert client.script_exists(*(_SCRIPTS[name].sha for name in ("claim", "save", "renew"))) == [True] * 3
-    assert store.store.connection.connections == 1
+    assert _store_connections(store) == 1
     client.close()
     await store.close()
 
@@ -497,7 +610,11 @@ class _Proxy:
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.holding = False
+        #: Hold back only what the server sends to subscribed connections.
+        self.holding_subscribers = False
         self.links: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
+        #: Connections accepted so far.
+        self.accepted = 0
 
     async def start(self) -> _Proxy:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -508,12 +625,16 @@ class _Proxy:
         return f"redis://127.0.0.1:{self.port}/{db}"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self.links.append((writer, up_writer))
+        subscriber = False
 
         async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, answers: bool) -> None:
+            nonlocal subscriber
             while data := await source.read(65536):
-                while answers and self.holding:
+                subscriber = subscriber or (not answers and b"SUBSCRIBE" in data.upper())
+                while answers and (self.holding or (subscriber and self.holding_subscribers)):
                     await asyncio.sleep(0.01)
                 sink.write(data)
             sink.close()
@@ -571,16 +692,27 @@ async def test_calls_in_flight_on_a_connection_that_closes_are_sent_again_on_a_n
     *claims, loaded, missing = await defer.gatherResults(calls)
     assert [claim for claim, _ in claims] == [Claim.FRESH] + [Claim.ACQUIRED] * 4  # the locks were a's already
     assert loaded == record(now - 1) and missing is None
-    assert proxied.store.connection.connections == 2
+    assert proxy.accepted == 2
     assert [claim for claim, _ in await defer.gatherResults(
         [proxied.claim(key, "b", now, 30) for key in keys])] == [Claim.FRESH] + [Claim.BUSY] * 4
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_server_that_stops_answering_fails_the_calls_in_flight_and_the_next_go_on_a_new_connection(
-        proxy: _Proxy, proxied: Any) -> None:
+        proxy: _Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scrapy_rfc9309.stores.redis as redis_module
+
+    monkeypatch.setattr(redis_module, "SOCKET_TIMEOUT", 0.3)
+    proxied = Awaitable(RedisStore(proxy.url(), prefix="t"))
+    await proxied.open()
+    try:
+        await _a_server_that_stops_answering(proxy, proxied)
+    finally:
+        await proxied.close()
+
+
+async def _a_server_that_stops_answering(proxy: _Proxy, proxied: Any) -> None:
     now, saved = time.time(), await _saved(proxied)
-    proxied.store.connection.answer_timeout = 0.3
     proxy.holding = True
     started = time.monotonic()
     calls = [proxied.load(KEY), proxied.claim("https://other.example", "a", now, 30), proxied.load("https://none")]
@@ -593,7 +725,23 @@ async def test_a_server_that_stops_answering_fails_the_calls_in_flight_and_the_n
     assert (await proxied.load("https://none")) is None
     assert (await proxied.load(KEY)) == saved
     assert (await proxied.claim("https://other.example", "b", now, 30))[0] is Claim.BUSY  # a's claim ran
-    assert proxied.store.connection.connections == 2
+    assert proxy.accepted == 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_pipelines_in_flight_are_bounded_and_the_calls_made_meanwhile_go_together(
+        proxy: _Proxy, proxied: Any) -> None:
+    from scrapy_rfc9309.stores.redis import MAX_CONNECTIONS
+
+    saved = await _saved(proxied)
+    proxy.holding = True
+    calls = []
+    for _ in range(MAX_CONNECTIONS + 4):
+        calls.append(proxied.load(KEY))
+        await sleep(0.01)  # each made in a turn of its own: a pipeline each, while connections last
+    proxy.holding = False
+    assert await defer.gatherResults(calls) == [saved] * (MAX_CONNECTIONS + 4)
+    assert proxy.accepted == MAX_CONNECTIONS
 
 
 @pytest_twisted.ensureDeferred
@@ -608,7 +756,30 @@ async def test_a_call_cancelled_in_flight_leaves_the_others_their_own_answers(
     assert (await first) == saved
     assert (await third) == (Claim.FRESH, saved)
     assert (await proxied.load("https://none")) is None
-    assert proxied.store.connection.connections == 1
+    assert proxy.accepted == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_save_made_between_the_subscription_and_the_look_at_the_lock_is_still_heard(
+        proxy: _Proxy, proxied: Any) -> None:
+    """The holder saves after the waiter subscribed and before it looks at the lock
+    (which is then gone), and the save's message reaches the waiter after the answer
+    about the lock: the waiter gets the record from the message all the same."""
+    assert (await proxied.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
+    saved = record(time.time())
+    store = proxied.store
+    look_at_the_lock = store.pttl
+
+    async def saved_first(key: str) -> int:
+        proxy.holding_subscribers = True  # what Redis tells the subscribed connection waits in the proxy
+        assert await store.save(key, saved, "a")
+        try:
+            return await look_at_the_lock(key)
+        finally:
+            proxy.holding_subscribers = False
+
+    store.pttl = saved_first
+    assert (await proxied.wait_saved(KEY, 30)) == saved
 
 
 def _requiring_a_password() -> Iterator[Any]:
@@ -632,7 +803,7 @@ async def test_the_url_s_password_and_database_are_used(redis_with_password: Any
     try:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         waiting = store.wait_saved(KEY, 30)  # subscribes on a connection of its own, with the password too
-        await until(lambda: _waiting(store, KEY))
+        await _waiting(store, KEY)
         saved = record(time.time())
         await store.save(KEY, saved, "a")
         assert (await waiting) == saved
@@ -656,7 +827,7 @@ async def _told_through(store: Any) -> None:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
         waiting = store.wait_saved(KEY, 30)
-        await until(lambda: _waiting(store, KEY))
+        await _waiting(store, KEY)
         saved = record(time.time())
         assert (await store.save(KEY, saved, "a")) is True
         assert (await waiting) == saved
@@ -755,7 +926,7 @@ async def test_a_server_that_accepts_connections_and_never_answers_fails_them_in
     store = Awaitable(RedisStore(f"redis://127.0.0.1:{port}/1", prefix="t"))  # /1: set up with SELECT
     try:
         started = time.monotonic()
-        with pytest.raises(redis.TimeoutError, match="set-up"):
+        with pytest.raises(redis.TimeoutError):
             await store.open().addTimeout(5, server_reactor())
         # A waiter cannot subscribe either, and is told to poll instead of waiting for a message.
         assert (await store.wait_saved(KEY, 30).addTimeout(5, server_reactor())) is None
@@ -782,7 +953,7 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
     now = time.time()
     assert (await redis_store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
     waiting = redis_store.wait_saved(KEY, 30)
-    await until(lambda: _waiting(redis_store, KEY))
+    await _waiting(redis_store, KEY)
     assert not waiting.called
     saved = record(now, body=bytes(range(256)) * 40 + b"\nUser-agent: *\n")
     await redis_store.save(KEY, saved, "a")
@@ -798,21 +969,21 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
 @pytest_twisted.ensureDeferred
 async def test_a_waiter_is_told_without_a_record_when_a_newer_one_is_kept(redis_store: Any) -> None:
     now = time.time()
-    newer = record(now + 5, ttl=-10, keep=1000)  # expired: the next claim takes the lock
+    newer = record(now - 5, ttl=-1, keep=1000)  # expired: the next claim takes the lock
     await redis_store.save(KEY, newer)
-    assert (await redis_store.claim(KEY, "a", now + 6, 30))[0] is Claim.ACQUIRED
+    assert (await redis_store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
     waiting = redis_store.wait_saved(KEY, 30)
-    await until(lambda: _waiting(redis_store, KEY))
-    assert not await redis_store.save(KEY, record(now), "a")  # fetched before the record kept: not written
+    await _waiting(redis_store, KEY)
+    assert not await redis_store.save(KEY, record(now - 10), "a")  # fetched before the record kept: not written
     assert (await waiting) is True  # told to claim again, which answers with what is kept
-    assert (await redis_store.claim(KEY, "b", now + 6, 30)) == (Claim.ACQUIRED, newer)
+    assert (await redis_store.claim(KEY, "b", now, 30)) == (Claim.ACQUIRED, newer)
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_waiter_is_told_when_the_holder_lets_the_lock_go(redis_store: Any) -> None:
     assert (await redis_store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
     waiters = [redis_store.wait_saved(KEY, 30) for _ in range(3)]  # three origins' requests, one subscription
-    await until(lambda: _waiting(redis_store, KEY))
+    await _waiting(redis_store, KEY)
     await redis_store.release(KEY, "a")
     assert [await w for w in waiters] == [True, True, True]
     assert (await redis_store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
@@ -838,13 +1009,13 @@ async def test_waiters_are_woken_when_the_subscription_is_lost_and_subscribe_aga
     try:
         assert (await store.claim(KEY, "a", time.time(), 30))[0] is Claim.ACQUIRED
         waiting = store.wait_saved(KEY, 30)
-        await until(lambda: _waiting(store, KEY))
+        await _waiting(store, KEY)
         client = redis.Redis.from_url(redis_url)
         assert client.client_kill_filter(_type="pubsub") == 1  # the subscribing connection, cut
         assert (await waiting) is True  # woken to claim again (still busy)
         assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
         waiting = store.wait_saved(KEY, 30)
-        await until(lambda: _waiting(store, KEY))  # on a new connection
+        await _waiting(store, KEY)  # on a new connection
         saved = record(time.time())
         await store.save(KEY, saved, "a")
         assert (await waiting) == saved
@@ -912,7 +1083,7 @@ async def test_a_process_waiting_for_another_uses_the_record_the_save_told_witho
         got = await deferred_from_coro(fetcher.obtain(origin, None))
         assert got.state is None and got.lease is not None  # the fetch lock
         waiting = deferred_from_coro(waiter.obtain(origin, None))
-        await until(lambda: _waiting(Awaitable(waiter.store), str(origin)))
+        await _waiting(Awaitable(waiter.store), str(origin))
         assert not waiting.called
         body = b"User-agent: *\nDisallow: /private\n"
         state = OriginState.initial(FetchOutcome(Access.PARSED, origin.robots_url, 200, body), time.time(),

@@ -5,7 +5,14 @@ A store keeps :class:`~scrapy_rfc9309.record.Record` objects by key (the origin,
 ``scheme://host[:port]``) and a short-lived fetch lock per key, so that one
 process fetches an origin's robots.txt while the others wait for its result.
 Any exception counts as the store being unavailable: the middleware logs it,
-fetches on its own meanwhile and tries the store again later.
+fetches on its own meanwhile and tries the store again later. A record that cannot
+be read back is not an exception: the store returns it as
+:class:`~scrapy_rfc9309.record.Unreadable` (a missing record that says why), and the
+next save replaces it.
+
+Times come from the processes' clocks, which may differ: a record dated ahead of
+the claimant's clock by more than :data:`~scrapy_rfc9309.record.CLOCK_TOLERANCE` is
+never fresh, and a save replaces it (see :func:`fresh` and :func:`replaces`).
 
 How the middleware calls it:
 
@@ -24,9 +31,9 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar
 
-from ..record import Record
+from ..record import CLOCK_TOLERANCE, Record, Unreadable
 
-__all__ = ["AsyncStore", "Claim", "Store"]
+__all__ = ["AsyncStore", "Claim", "Store", "fresh", "replaces"]
 
 
 class Claim(enum.Enum):
@@ -35,6 +42,23 @@ class Claim(enum.Enum):
     FRESH = "fresh"  # a record still fresh is kept: use it, fetch nothing
     ACQUIRED = "acquired"  # the caller holds the fetch lock: fetch, then save
     BUSY = "busy"  # another process holds the lock: wait, then claim again
+
+
+def fresh(record: Record, now: float, fetched_after: float | None = None) -> bool:
+    """Whether a claim at ``now`` answers :attr:`Claim.FRESH` with ``record``: it
+    expires after ``now``, is not dated ahead of ``now`` (beyond
+    :data:`~scrapy_rfc9309.record.CLOCK_TOLERANCE`), and was fetched after
+    ``fetched_after`` when that is given."""
+    return (not isinstance(record, Unreadable) and record.expires_at > now
+            and record.fetched_at <= now + CLOCK_TOLERANCE
+            and (fetched_after is None or record.fetched_at > fetched_after))
+
+
+def replaces(record: Record, kept: Record | None, now: float) -> bool:
+    """Whether a save at ``now`` writes ``record`` over ``kept``: unless ``kept`` was
+    fetched later, and is readable and not dated ahead of ``now``."""
+    return (kept is None or isinstance(kept, Unreadable) or kept.fetched_at <= record.fetched_at
+            or kept.fetched_at > now + CLOCK_TOLERANCE)
 
 
 class Store:
@@ -62,24 +86,28 @@ class Store:
         """Release connections and files (called once, at the end)."""
 
     def load(self, key: str) -> Record | None:
-        """The record kept for ``key``, or None."""
+        """The record kept for ``key`` (:class:`~scrapy_rfc9309.record.Unreadable`
+        when it cannot be read back), or None."""
         raise NotImplementedError
 
     def save(self, key: str, record: Record, owner: str | None = None) -> bool:
-        """Keep ``record`` unless a record fetched later is kept already (returns
-        whether it was written), forget it after ``record.keep_until``, and release
-        ``owner``'s fetch lock on ``key``."""
+        """Keep ``record`` unless the record kept was fetched later (see
+        :func:`replaces`; returns whether it was written), forget it after
+        ``record.keep_until``, and release ``owner``'s fetch lock on ``key``."""
         raise NotImplementedError
 
-    def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
-        """:attr:`Claim.FRESH` with the record, when the kept record expires after
-        ``now``; otherwise take the fetch lock for ``owner`` for ``lock_ttl``
-        seconds (:attr:`Claim.ACQUIRED`, also when ``owner`` holds it already) with
-        the expired record, if any (its good copy may still apply); or
-        :attr:`Claim.BUSY` (and None) when another owner holds it. The default, for
-        a store of one process, never waits."""
+    def claim(self, key: str, owner: str, now: float, lock_ttl: float,
+              fetched_after: float | None = None) -> tuple[Claim, Record | None]:
+        """:attr:`Claim.FRESH` with the record, when the record kept is fresh at
+        ``now`` (see :func:`fresh`: ``fetched_after`` is given when the caller found
+        the record fetched then too old for it); otherwise take the fetch lock for
+        ``owner`` for ``lock_ttl`` seconds (:attr:`Claim.ACQUIRED`, also when
+        ``owner`` holds it already) with the record kept, if any (its good copy may
+        still apply); or :attr:`Claim.BUSY` (and None) when another owner holds it.
+        A lock that would never expire is given ``lock_ttl``. The default, for a
+        store of one process, never waits."""
         record = self.load(key)
-        if record is not None and record.expires_at > now:
+        if record is not None and fresh(record, now, fetched_after):
             return Claim.FRESH, record
         return Claim.ACQUIRED, record
 
@@ -111,7 +139,8 @@ class AsyncStore:
     async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
         raise NotImplementedError
 
-    async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
+    async def claim(self, key: str, owner: str, now: float, lock_ttl: float,
+                    fetched_after: float | None = None) -> tuple[Claim, Record | None]:
         raise NotImplementedError
 
     async def renew(self, key: str, owner: str, lock_ttl: float) -> bool:

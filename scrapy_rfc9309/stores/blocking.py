@@ -62,8 +62,10 @@ class _Blocking(AsyncStore):
     async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
         return await self._run(self.store.save, key, record, owner)  # type: ignore[no-any-return]
 
-    async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
-        return await self._run(self.store.claim, key, owner, now, lock_ttl)  # type: ignore[no-any-return]
+    async def claim(self, key: str, owner: str, now: float, lock_ttl: float,
+                    fetched_after: float | None = None) -> tuple[Claim, Record | None]:
+        more = () if fetched_after is None else (fetched_after,)  # a store's claim may not take it
+        return await self._run(self.store.claim, key, owner, now, lock_ttl, *more)  # type: ignore[no-any-return]
 
     async def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
         return await self._run(self.store.renew, key, owner, lock_ttl)  # type: ignore[no-any-return]

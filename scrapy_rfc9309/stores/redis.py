@@ -6,8 +6,9 @@ Keys, per origin (``{...}`` is a Redis Cluster hash tag, so both keys of an orig
 live on one node):
 
 - ``<prefix>:{<origin>}:state``, a hash: ``fetched_at``, ``expires_at``,
-  ``keep_until``, ``meta`` (JSON), ``body`` (the raw robots.txt); it expires at
-  ``keep_until``;
+  ``keep_until``, ``meta`` (JSON), ``body`` (the raw robots.txt); it expires as long
+  after the save as the saving process has to ``keep_until`` (so on Redis's clock,
+  whatever the saving process's clock says);
 - ``<prefix>:{<origin>}:lock``: the fetching process's id, with an expiry
   (``ROBOTSTXT_STORE_LOCK_TTL``, renewed while the fetch runs), so a process that
   dies while fetching blocks the others for that long at most.
@@ -29,9 +30,10 @@ polled).
 
 Its methods are coroutines of ``redis.asyncio``, awaited in the reactor's asyncio
 loop: no thread, and a claim is one round trip (a Lua script that answers with the
-record). On a single Redis every call of the process goes on one connection
-(:mod:`.redis_connection`), written at once without waiting for the answers before
-it; a cluster's calls go through redis-py's cluster client. Needs the ``redis``
+record). On a single Redis the calls that the process makes in one turn of the event
+loop go together, as one redis-py pipeline on a connection of a pool
+(:mod:`.redis_connection`); a cluster's calls go through redis-py's cluster client.
+Needs the ``redis``
 package (``pip install 'scrapy-rfc9309[redis]'``) and Scrapy's asyncio reactor (the
 default ``TWISTED_REACTOR``).
 """
@@ -39,26 +41,28 @@ default ``TWISTED_REACTOR``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import math
 import time
+from collections import deque
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..config import flag
 from ..exceptions import RobotsTxtConfigError
-from ..record import Record
+from ..record import CLOCK_TOLERANCE, Record, Unreadable
 from .base import AsyncStore, Claim
 
 try:
-    from redis.exceptions import NoScriptError
+    from redis.exceptions import NoScriptError, ResponseError
 
-    from .redis_connection import SharedConnection, connection_maker, set_up
+    from .redis_connection import Pipelined, connection_maker, set_up
 except ImportError:  # reported when the store is made, with a message naming the setting
-    SharedConnection = None  # type: ignore[assignment,misc]
+    Pipelined = None  # type: ignore[assignment,misc]
 
-__all__ = ["DEFAULT_URL", "RedisStore"]
+__all__ = ["DEFAULT_URL", "RedisStore", "UnexpectedReply"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,63 +70,109 @@ DEFAULT_URL = "redis://localhost:6379/0"
 #: Seconds to connect and to wait for an answer before the store counts as down.
 CONNECT_TIMEOUT = 2.0
 SOCKET_TIMEOUT = 5.0
-#: Connections per process to a Redis Cluster (per node). Calls beyond wait for one.
+#: Connections per process to a Redis (to each node of a cluster). Calls beyond wait for one.
 MAX_CONNECTIONS = 8
 #: Seconds without subscribing again after a subscription failed (waiters poll meanwhile).
 SUBSCRIBE_RETRY_DELAY = 5.0
 
 #: The record's fields, in the order the scripts and ``load`` read them.
 _FIELDS = ("fetched_at", "expires_at", "keep_until", "meta", "body")
-# KEYS: state, lock. ARGV: now, owner, lock ttl (ms). Answers {1, fields} (fresh),
-# {2, fields} (lock taken; fields of the expired record, all nil when none), {0} (busy).
-_CLAIM = """
-local fields = redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta', 'body')
-if fields[2] and tonumber(fields[2]) > tonumber(ARGV[1]) then return {1, fields} end
+# What every script starts with: a field's number (nil unless a finite number), a key's type.
+_PRELUDE = """
+local function number(value)
+  if type(value) ~= 'string' or value:find('[xX]') then return nil end  -- no hexadecimal, as Python reads them
+  local n = tonumber(value)
+  if n and n == n and n > -math.huge and n < math.huge then return n end
+  return nil
+end
+local function kind(key) return redis.call('TYPE', key)['ok'] end
+"""
+# KEYS: state, lock. ARGV: now, owner, lock ttl (ms), fetched_after (or ''), CLOCK_TOLERANCE.
+# Answers {1, fields} (fresh), {2, fields} (lock taken; the fields kept, or nil when there is no
+# record, or why the key cannot be read), {0} (busy). A key of another type is no record, and a
+# lock key of another type no lock; a lock without an expiry is given the lock ttl.
+_CLAIM = _PRELUDE + """
+local now = tonumber(ARGV[1])
+local fields = false
+local state = kind(KEYS[1])
+if state == 'hash' then
+  fields = redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta', 'body')
+  local fetched, expires, after = number(fields[1]), number(fields[2]), tonumber(ARGV[4])
+  if fetched and expires and expires > now and fetched <= now + tonumber(ARGV[5])
+     and (not after or fetched > after) then
+    return {1, fields}
+  end
+elseif state ~= 'none' then
+  fields = 'a Redis ' .. state .. ', not a hash'
+end
+local lock = kind(KEYS[2])
+if lock ~= 'none' and lock ~= 'string' then redis.call('DEL', KEYS[2]) end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {2, fields} end
 if redis.call('GET', KEYS[2]) == ARGV[2] then
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   return {2, fields}
 end
+if redis.call('PTTL', KEYS[2]) == -1 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
 return {0}
 """
-# KEYS: state, lock, channel. ARGV: fetched_at, expires_at, keep_until, keep_until (ms), meta, body,
-# owner or '', the publishing command ('PUBLISH', 'SPUBLISH', or '' for none). The message carries the
+# KEYS: state, lock, channel. ARGV: fetched_at, expires_at, keep_until, ms to keep it (0: it is past
+# its keep_until, not written), meta, body, owner or '', the publishing command ('PUBLISH',
+# 'SPUBLISH', or '' for none), now, CLOCK_TOLERANCE. Written unless the record kept was fetched later
+# and is readable and not dated ahead of now (see stores.base.replaces). The message carries the
 # record written ('R' fetched_at LF expires_at LF keep_until LF len(meta) LF meta body: see _told), so
-# that the waiters use it without claiming again; 'saved' when a newer record was kept.
-_SAVE = """
-local current = redis.call('HGET', KEYS[1], 'fetched_at')
-local written = 0
-if not current or tonumber(current) <= tonumber(ARGV[1]) then
+# that the waiters use it without claiming again; 'saved' when it was not written.
+_SAVE = _PRELUDE + """
+local write = tonumber(ARGV[4]) > 0
+local state = kind(KEYS[1])
+if write and state == 'hash' then
+  local kept = redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta')
+  local fetched = number(kept[1])
+  local readable = fetched and number(kept[2]) and (not kept[3] or number(kept[3])) and kept[4]
+  if readable and fetched > tonumber(ARGV[1]) and fetched <= tonumber(ARGV[9]) + tonumber(ARGV[10]) then
+    write = false
+  end
+end
+if write then
+  if state ~= 'none' then redis.call('DEL', KEYS[1]) end
   redis.call('HSET', KEYS[1], 'fetched_at', ARGV[1], 'expires_at', ARGV[2], 'keep_until', ARGV[3],
              'meta', ARGV[5], 'body', ARGV[6])
-  redis.call('PEXPIREAT', KEYS[1], ARGV[4])
-  written = 1
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
-if ARGV[7] ~= '' and redis.call('GET', KEYS[2]) == ARGV[7] then redis.call('DEL', KEYS[2]) end
+if ARGV[7] ~= '' and kind(KEYS[2]) == 'string' and redis.call('GET', KEYS[2]) == ARGV[7] then
+  redis.call('DEL', KEYS[2])
+end
 if ARGV[8] ~= '' then
-  if written == 1 then
+  if write then
     redis.call(ARGV[8], KEYS[3], 'R' .. ARGV[1] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3] .. '\\n' .. #ARGV[5] .. '\\n' ..
                ARGV[5] .. ARGV[6])
   else
     redis.call(ARGV[8], KEYS[3], 'saved')
   end
 end
-return written
+if write then return 1 end
+return 0
 """
 # KEYS: lock. ARGV: owner, ttl (ms).
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+_RENEW = _PRELUDE + """
+if kind(KEYS[1]) == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
 return 0
 """
 # KEYS: lock, channel. ARGV: owner, the publishing command (or '').
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+_RELEASE = _PRELUDE + """
+if kind(KEYS[1]) == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[2], 'released') end
   return 1
 end
 return 0
 """
+
+
+class UnexpectedReply(Exception):
+    """Redis answered a command with something it never answers to it (a server or
+    proxy that is not a working Redis): the store counts as unavailable."""
 
 
 class _Script:
@@ -142,13 +192,13 @@ class RedisStore(AsyncStore):
 
     def __init__(self, url: str = DEFAULT_URL, prefix: str = "robotstxt", setting: str = "ROBOTSTXT_REDIS_URL",
                  cluster: bool = False) -> None:
-        if SharedConnection is None:
+        if Pipelined is None:
             raise RobotsTxtConfigError(
                 "ROBOTSTXT_STORE = 'redis' needs the redis package: pip install 'scrapy-rfc9309[redis]'"
             )
-        #: One connection for every call of the process (a single Redis), or redis-py's
-        #: cluster client, which routes each call to the node of its keys.
-        self.connection: SharedConnection | None = None
+        #: The calls of the process, pipelined (a single Redis), or redis-py's cluster
+        #: client, which routes each call to the node of its keys.
+        self.connection: Pipelined | None = None
         self.client: Any = None
         try:
             if cluster:
@@ -159,7 +209,8 @@ class RedisStore(AsyncStore):
                     socket_timeout=SOCKET_TIMEOUT,
                 )
             else:
-                self.connection = SharedConnection(url, connect_timeout=CONNECT_TIMEOUT, answer_timeout=SOCKET_TIMEOUT)
+                self.connection = Pipelined(url, connect_timeout=CONNECT_TIMEOUT, answer_timeout=SOCKET_TIMEOUT,
+                                            max_connections=MAX_CONNECTIONS)
         except ValueError as exc:
             raise RobotsTxtConfigError(f"{setting} is not a Redis URL ({exc}): {url!r}") from None
         self.url = url
@@ -202,8 +253,13 @@ class RedisStore(AsyncStore):
             self.publish = "SPUBLISH" if majors and min(majors) >= 7 else ""
         # Load the scripts now (on every master of a cluster), or the first calls would each
         # fail with NOSCRIPT and send them.
-        await asyncio.gather(*(self.client.script_load(script.source) if self.cluster
-                               else self._command("SCRIPT", "LOAD", script.source) for script in _SCRIPTS.values()))
+        answers = await asyncio.gather(*(self.client.script_load(script.source) if self.cluster
+                                         else self._command("SCRIPT", "LOAD", script.source)
+                                         for script in _SCRIPTS.values()))
+        for script, answer in zip(_SCRIPTS.values(), answers, strict=True):
+            shas = answer.values() if isinstance(answer, dict) else [answer]
+            if any(sha not in (script.sha, script.sha.encode()) for sha in shas):
+                raise UnexpectedReply(f"Redis answered {answer!r:.100} to SCRIPT LOAD")
 
     async def close(self) -> None:
         await self.notifier.close()
@@ -228,29 +284,56 @@ class RedisStore(AsyncStore):
             return await self._command("EVAL", script.source, len(keys), *keys, *args)
 
     async def pttl(self, key: str) -> int:
-        """Milliseconds left to the fetch lock of ``key`` (-2: no lock)."""
-        return int(await self._command("PTTL", self.keys(key)[1]))
+        """Milliseconds left to the fetch lock of ``key`` (-2: no lock, -1: no expiry)."""
+        return _integer(await self._command("PTTL", self.keys(key)[1]), "PTTL", (-2, None))
 
     async def load(self, key: str) -> Record | None:
-        return _record(await self._command("HMGET", self.keys(key)[0], *_FIELDS))
+        try:
+            fields = await self._command("HMGET", self.keys(key)[0], *_FIELDS)
+        except ResponseError as exc:
+            if str(exc).startswith("WRONGTYPE"):
+                return Unreadable.because("the key is not a hash")
+            raise
+        if not (isinstance(fields, list) and len(fields) == len(_FIELDS)):
+            raise UnexpectedReply(f"Redis answered {fields!r:.100} to HMGET")
+        return _record(fields)
 
     async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
-        keep_ms = math.ceil(record.keep_until * 1000)
+        now = time.time()
+        # How long to keep it from now, on Redis's clock: right whatever this process's clock says.
+        keep_ms = max(0, math.ceil((record.keep_until - now) * 1000))
         args: list[str | bytes | int] = [repr(record.fetched_at), repr(record.expires_at), repr(record.keep_until),
-                                         keep_ms, record.meta, record.body, owner or "", self.publish]
-        return bool(await self._run("save", [*self.keys(key), self.channel(key)], args))
+                                         keep_ms, record.meta, record.body, owner or "", self.publish, repr(now),
+                                         repr(CLOCK_TOLERANCE)]
+        answer = await self._run("save", [*self.keys(key), self.channel(key)], args)
+        return bool(_integer(answer, "the save script", (0, 1)))
 
-    async def claim(self, key: str, owner: str, now: float, lock_ttl: float) -> tuple[Claim, Record | None]:
+    async def claim(self, key: str, owner: str, now: float, lock_ttl: float,
+                    fetched_after: float | None = None) -> tuple[Claim, Record | None]:
         ttl_ms = max(1, math.ceil(lock_ttl * 1000))
-        answer = await self._run("claim", self.keys(key), [repr(now), owner, ttl_ms])
-        claim = {1: Claim.FRESH, 2: Claim.ACQUIRED}.get(int(answer[0]), Claim.BUSY)
-        return claim, (_record(answer[1]) if claim is not Claim.BUSY else None)
+        after = "" if fetched_after is None else repr(fetched_after)
+        answer = await self._run("claim", self.keys(key), [repr(now), owner, ttl_ms, after, repr(CLOCK_TOLERANCE)])
+        if isinstance(answer, list) and answer[:1] == [0] and len(answer) == 1:
+            return Claim.BUSY, None
+        if isinstance(answer, list) and len(answer) == 2 and answer[0] in (1, 2):
+            kept = answer[1]
+            if kept is None or (isinstance(kept, list) and len(kept) == len(_FIELDS)):
+                record = _record(kept)
+                if answer[0] == 2:
+                    return Claim.ACQUIRED, record
+                if record is not None:
+                    return Claim.FRESH, record
+            elif isinstance(kept, bytes) and answer[0] == 2:
+                return Claim.ACQUIRED, Unreadable.because(f"the key is {kept.decode(errors='replace')}")
+        raise UnexpectedReply(f"Redis answered {answer!r:.100} to the claim script")
 
     async def renew(self, key: str, owner: str, lock_ttl: float) -> bool:
-        return bool(await self._run("renew", [self.keys(key)[1]], [owner, max(1, math.ceil(lock_ttl * 1000))]))
+        answer = await self._run("renew", [self.keys(key)[1]], [owner, max(1, math.ceil(lock_ttl * 1000))])
+        return bool(_integer(answer, "the renew script", (0, 1)))
 
     async def release(self, key: str, owner: str) -> None:
-        await self._run("release", [self.keys(key)[1], self.channel(key)], [owner, self.publish])
+        _integer(await self._run("release", [self.keys(key)[1], self.channel(key)], [owner, self.publish]),
+                 "the release script", (0, 1))
 
     async def wait_saved(self, key: str, timeout: float) -> Record | bool | None:
         if not self.publish:
@@ -283,7 +366,7 @@ class _Notifier:
         self._waiters.setdefault(channel, set()).add(woken)
         try:
             try:
-                await self._subscribed(channel)
+                node = await self._subscribed(channel)
             except Exception as exc:
                 self._broken_until = time.monotonic() + SUBSCRIBE_RETRY_DELAY
                 logger.info("robots.txt store: cannot subscribe to Redis (%s: %s); waiting processes poll for %g s",
@@ -291,9 +374,14 @@ class _Notifier:
                 return None
             # Subscribed before looking at the lock: a save from now on is heard.
             lock_ms = await self.store.pttl(key)
+            if lock_ms == -2 and not woken.done():
+                # No lock: saved or released meanwhile. A save's message was sent to the
+                # subscription before this answer, on another connection, so it may not be
+                # read yet: a ping's answer comes after it on that connection.
+                await node.ping()
             if woken.done():
                 return woken.result()
-            if lock_ms == -2:  # no lock: saved or released meanwhile
+            if lock_ms == -2:
                 return True
             # Past the lock's expiry (PTTL rounds down, timers may fire a little early).
             limit = min(timeout, lock_ms / 1000 + 0.005) if lock_ms >= 0 else timeout
@@ -308,14 +396,14 @@ class _Notifier:
                 waiters.discard(woken)
                 if not waiters:
                     del self._waiters[channel]
-                    node = self._nodes.get(self._node_name(channel))
-                    if node is not None and not node.lost and channel in node.channels:
-                        node.channels.discard(channel)
-                        node.send(self._unsubscribe, channel)
+                    holder = self._nodes.get(self._node_name(channel))
+                    if holder is not None and not holder.lost and channel in holder.channels:
+                        holder.channels.discard(channel)
+                        holder.send(self._unsubscribe, channel)
 
-    async def _subscribed(self, channel: str) -> None:
+    async def _subscribed(self, channel: str) -> _Node:
         """Subscribe to ``channel`` on the node holding it, unless it is already;
-        return once the server confirmed it."""
+        return that node's connection once the server confirmed it."""
         name = self._node_name(channel)
         node = self._nodes.get(name)
         if node is None or node.lost:
@@ -337,6 +425,7 @@ class _Notifier:
             await asyncio.wait_for(asyncio.shield(confirming), SOCKET_TIMEOUT)
         if node.lost:
             raise ConnectionError("the subscribing connection was lost")
+        return node
 
     def _node_name(self, channel: str) -> str:
         if not self.store.cluster:
@@ -393,6 +482,8 @@ class _Node:
         self.connecting: asyncio.Task[None] | None = None
         self.reader: asyncio.Task[None] | None = None
         self._sending: asyncio.Task[None] | None = None
+        #: Pings sent, answered in order.
+        self._pongs: deque[asyncio.Future[None]] = deque()
 
     async def connect(self) -> None:
         await set_up(self.connection, CONNECT_TIMEOUT + SOCKET_TIMEOUT)
@@ -412,11 +503,26 @@ class _Node:
 
         self._sending = asyncio.get_running_loop().create_task(sending())
 
+    async def ping(self) -> None:
+        """Return once the server answered a ping on this connection (so every message
+        it sent before is handled), or the connection failed, or ``SOCKET_TIMEOUT``."""
+        pong: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pongs.append(pong)
+        self.send("PING")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(pong), SOCKET_TIMEOUT)
+
+    def _ponged(self) -> None:
+        if self._pongs:
+            _settle(self._pongs.popleft(), None)
+
     async def _read(self) -> None:
         try:
             while True:
                 message = await self.connection.read_response()
-                if isinstance(message, list) and len(message) >= 2:
+                if message == b"PONG" or (isinstance(message, list) and message[:1] == [b"pong"]):
+                    self._ponged()  # unsubscribed, and subscribed: the two forms of the answer
+                elif isinstance(message, list) and len(message) >= 2:
                     kind, channel = message[0], message[1]
                     if isinstance(channel, bytes):
                         data = message[2] if len(message) > 2 else None
@@ -428,6 +534,8 @@ class _Node:
             self._fail(exc)
 
     def _fail(self, exc: BaseException | None) -> None:
+        while self._pongs:
+            self._ponged()
         if not self.lost:
             self.lost = True
             self.notifier.lost(self, exc)
@@ -436,6 +544,8 @@ class _Node:
 
     async def close(self) -> None:
         self.lost = True
+        while self._pongs:
+            self._ponged()
         for running in (self.connecting, self.reader, self._sending):
             if running is not None and not running.done():
                 running.cancel()
@@ -465,17 +575,42 @@ def _told(data: bytes) -> Record | None:
         size = int(meta_length)
         if not 0 <= size <= len(meta_and_body):
             return None
-        return _record([fetched_at, expires_at, keep_until, meta_and_body[:size], meta_and_body[size:]])
+        record = _record([fetched_at, expires_at, keep_until, meta_and_body[:size], meta_and_body[size:]])
     except (ValueError, IndexError):
         return None
+    return None if isinstance(record, Unreadable) else record
 
 
 def _record(fields: list[Any] | None) -> Record | None:
-    """A record from the hash's fields (in ``_FIELDS`` order), or None."""
-    if not fields:
+    """A record from the hash's fields (in ``_FIELDS`` order): None when there is none,
+    :class:`~scrapy_rfc9309.record.Unreadable` when its fields cannot be read (as
+    ``_SAVE`` tells a readable record)."""
+    if not fields or all(field is None for field in fields):
         return None
-    fetched_at, expires_at, keep_until, meta, body = fields
-    if meta is None or fetched_at is None or expires_at is None:
-        return None
-    return Record(float(fetched_at), float(expires_at), float(keep_until or expires_at),
+    fetched_at, expires_at, keep_until, meta, body = (_float(fields[0]), _float(fields[1]),
+                                                      _float(fields[2]) if fields[2] is not None else None,
+                                                      fields[3], fields[4])
+    if (fetched_at is None or expires_at is None or (keep_until is None and fields[2] is not None)
+            or not isinstance(meta, bytes) or not isinstance(body, (bytes, type(None)))):
+        return Unreadable.because("fields of the wrong types: " + ", ".join(
+            f"{name} {value!r:.40}" for name, value in zip(_FIELDS, fields, strict=True)))
+    return Record(fetched_at, expires_at, expires_at if keep_until is None else keep_until,
                   meta.decode("utf-8", "replace"), body or b"")
+
+
+def _float(value: Any) -> float | None:
+    """A field's number (None unless it is a finite number)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _integer(value: Any, command: str, allowed: tuple[int | None, int | None]) -> int:
+    """``value`` when it is an integer in ``allowed`` (a range, None: unbounded)."""
+    low, high = allowed
+    if (isinstance(value, int) and not isinstance(value, bool) and (low is None or value >= low)
+            and (high is None or value <= high)):
+        return value
+    raise UnexpectedReply(f"Redis answered {value!r:.100} to {command}")
