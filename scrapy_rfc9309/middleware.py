@@ -33,7 +33,7 @@ from .exceptions import (
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .origin_states import Closing, OriginStates
-from .parking import KEEPER_META
+from .parking import GIVEN_UP_META, KEEPER_META
 from .reporting import Reporting
 from .store_client import StoreClient
 from .stores import store_class
@@ -139,6 +139,8 @@ class RobotsTxtMiddleware(Reporting):
         # A redirect copies meta: a preference found for the URL before it is stale.
         meta.pop(USAGE_META, None)
         agent = self.user_agent_for(request)
+        if meta.pop(GIVEN_UP_META, False) and (given_up := self.states.given_up(origin)) is not None:
+            self._give_up(request, origin, given_up)  # a held request back from parking: not held again
         state = self.states.cached(origin, time.time())
         if state is not None:
             self._judge(request, origin, state, agent)

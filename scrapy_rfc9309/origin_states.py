@@ -148,6 +148,15 @@ class OriginStates(Reporting):
                 self._inc("held")
         return parked
 
+    def given_up(self, origin: Origin) -> OriginState | None:
+        """The origin's state while its held requests are given up (unreachable past
+        its maximum wait, no fetch succeeded since), else None."""
+        state = self.cache.get(origin)
+        now = time.time()
+        if state is None or state.decision(now, self.policy) is not Decision.HOLD:
+            return None
+        return state if state.waited_too_long(now, self.policy) else None
+
     def _room(self) -> bool:
         """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS``
         place (``ROBOTSTXT_MAX_WAITING``, for the requests waiting in the downloader
@@ -370,7 +379,7 @@ class OriginStates(Reporting):
         if decision is not Decision.HOLD:
             self._inc("released", self.parking.release(origin))
         elif state.waited_too_long(now, self.policy):
-            self.parking.release(origin)  # dropped as they come back
+            self.parking.release(origin, given_up=True)  # dropped as they come back
         else:  # held: the next retry and the deadline, for the parked requests
             self._inc("held", self.parking.hold(origin))
             self._schedule_retry(origin, self._triggers.get(origin) or Request(origin.robots_url))
@@ -478,7 +487,7 @@ class OriginStates(Reporting):
                            self.policy.max_wait_for(state.cause), state.detail, extra=self._log_extra)
         self._notify(origin, None)
         if given_up:
-            self.parking.release(origin)  # dropped as they come back
+            self.parking.release(origin, given_up=True)  # dropped as they come back
 
     def _notify(self, origin: Origin, value: Any) -> None:
         waiters = self._waiters.pop(origin, [])

@@ -41,16 +41,20 @@ if TYPE_CHECKING:
 
     from .origin import Origin
 
-__all__ = ["KEEPER_META", "Parking"]
+__all__ = ["GIVEN_UP_META", "KEEPER_META", "Parking"]
 
 logger = logging.getLogger(__name__)
 
 #: Meta key of the keeper request (see the module's description).
 KEEPER_META = "_robotstxt_rfc9309_keeper"
+#: Meta key of a held request scheduled again because its origin's requests were given
+#: up: it is dropped when it comes back, unless a fetch has succeeded meanwhile.
+GIVEN_UP_META = "_robotstxt_rfc9309_given_up"
 #: Requests scheduled again per loop turn: releasing thousands must not stall the crawl.
 RELEASE_BATCH = 500
-#: Flags of a parked request.
-SEEN, HELD = 1, 2
+#: Flags of a parked request: it passed the duplicate filter; it is held (its origin is
+#: unreachable); it is scheduled again because its origin's held requests are given up.
+SEEN, HELD, GIVEN_UP = 1, 2, 4
 
 
 class Parking(Reporting):
@@ -136,12 +140,16 @@ class Parking(Reporting):
                 newly += 1
         return newly
 
-    def release(self, origin: Origin) -> int:
+    def release(self, origin: Origin, given_up: bool = False) -> int:
         """Schedule the origin's parked requests again; how many of them were held
-        (their origin was unreachable)."""
+        (their origin was unreachable). ``given_up``: the origin's held requests are
+        given up, and each held one is marked to be dropped when it comes back (it
+        must not wait for the origin's next fetch as a new request would)."""
         parked = self._parked.pop(origin, None)
         if not parked:
             return 0
+        if given_up:
+            parked = [(request, flags | GIVEN_UP if flags & HELD else flags) for request, flags in parked]
         self._releasing.extend(parked)
         if self._releaser is None:
             self._releaser = _compat.call_later(0, self._release_batch)
@@ -164,7 +172,10 @@ class Parking(Reporting):
         as a copy it lets through (the filter saw it once; it is crawled once)."""
         engine = self.crawler.engine
         if engine is not None:
-            engine.crawl(request.replace(dont_filter=True) if flags & SEEN else request)
+            again = request.replace(dont_filter=True) if flags & SEEN else request
+            if flags & GIVEN_UP:
+                again.meta[GIVEN_UP_META] = True
+            engine.crawl(again)
 
     def _settle(self) -> None:
         if self.count or self._incoming or self._parked or self._releasing:

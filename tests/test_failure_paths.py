@@ -593,22 +593,25 @@ def test_an_unexpected_exception_in_a_fetch_is_a_failed_fetch_retried_after_the_
     assert result.stats["finish_reason"] == "finished"
 
 
+@pytest.mark.parametrize("pages", [2, 12], ids=["in the downloader", "parked"])
 @pytest_twisted.inlineCallbacks
-def test_a_retry_in_flight_when_the_held_requests_are_dropped_is_abandoned(origins):
+def test_a_retry_in_flight_when_the_held_requests_are_dropped_is_abandoned(origins, pages):
     """A robots.txt that never answers: the first fetch times out, a retry starts, and
     ROBOTSTXT_MAX_WAIT passes while that retry is still downloading. The retry serves
     nobody then: it is cancelled, so the crawl does not stay open until it times out
-    (the origin counts one unreachable fetch, not two)."""
+    (the origin counts one unreachable fetch, not two). With 12 pages, 10 of them are
+    parked outside the downloader: scheduled again when they are given up, they are
+    dropped as they come back, not made to wait for a fetch of their own."""
     a = origins()
     a["/robots.txt"] = Stall()
-    urls = [a.url(f"/page/{i}") for i in range(3)]
+    urls = [a.url(f"/page/{i}") for i in range(pages)]
     settings = mw_settings(DOWNLOAD_TIMEOUT=1, ROBOTSTXT_RETRY_DELAY=0.2, ROBOTSTXT_RETRY_MAX_DELAY=0.2,
-                           ROBOTSTXT_MAX_WAIT=0.6, **SAFETY)
+                           ROBOTSTXT_MAX_WAIT=0.6, CONCURRENT_REQUESTS_PER_DOMAIN=2, **SAFETY)
 
     result = yield run_crawl(urls, settings)
 
     assert len(robots_hits(a)) == 2  # the first fetch and the retry
     assert stat(result, "unreachable") == 1  # the retry ended in no state: it was cancelled
-    assert stat(result, "dropped_unreachable") == 3
+    assert stat(result, "dropped_unreachable") == pages
     assert result.stats["finish_reason"] == "finished"
     assert page_hits(a) == []
