@@ -156,12 +156,12 @@ def robots_directives(values: Iterable[str], token: str, scoped: bool) -> frozen
             name, colon, rest = item.partition(":")
             if colon:
                 key = name.strip().lower()
-                if key in VALUE_DIRECTIVES or not scoped:
-                    continue  # a directive with a value (unavailable_after, max-snippet: ...), ignored
-                agent = token_of_line(key) if key else ""
+                if key in VALUE_DIRECTIVES or not scoped or not key or " " in key or not token_of_line(key):
+                    continue  # a directive with a value (unavailable_after, max-snippet: ...), or a piece of one
+                agent = token_of_line(key)
                 item = rest
             directive = item.strip().lower()
-            if not directive or (agent is not None and (not agent or agent != token)):
+            if not directive or (agent is not None and agent != token):
                 continue
             if " " in directive:  # the rest of a value with commas in it (a date), or not a directive
                 continue
