@@ -169,7 +169,10 @@ class RobotsTxtMiddleware(Reporting):
         origin = self._origin_of(request.url)
         if origin is None:
             return response
-        preferences = reader.read(request, response, product_token(self.user_agent_for(request)), origin.robots_url)
+        agent = meta.get(AGENT_META)
+        if not agent or not isinstance(agent, (str, bytes)):  # judged (and logged) in process_request already
+            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
+        preferences = reader.read(request, response, product_token(agent), origin.robots_url)
         if preferences is None:
             return response
         meta[PREFERENCES_META] = preferences

@@ -278,6 +278,21 @@ def test_agent_scoped_x_robots_tag_and_meta(origins, agent, expected):
         assert prefs_of(result, a.url("/m")).sources_of("train-ai") == ('<meta name="mybot">',)
 
 
+@pytest_twisted.inlineCallbacks
+def test_the_agent_is_the_one_the_request_obeys_robotstxt_as(origins):
+    a = origins()
+    a["/p"] = Served([("X-Robots-Tag", "mybot: noai"), ("X-Robots-Tag", "otherbot: noindex")])
+    a["/q"] = Served([("X-Robots-Tag", "mybot: noai"), ("X-Robots-Tag", "otherbot: noindex")])
+    settings = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "USER_AGENT": "Mozilla/5.0 (compatible; OtherBot/1.0)"}
+    by_meta = Request(a.url("/q"), meta={"robotstxt_user_agent": "MyBot"}, dont_filter=True)
+
+    result = yield run_crawl(PrefSpider, settings, urls=[a.url("/p"), by_meta])
+
+    # The User-Agent header names OtherBot; the request's robotstxt_user_agent meta key names MyBot.
+    assert prefs_of(result, a.url("/p")).directives == {"noindex"}
+    assert prefs_of(result, a.url("/q")).directives == {"noai"}
+
+
 # --------------------------------------------------------------------------- malformed values
 
 
