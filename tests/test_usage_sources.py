@@ -341,6 +341,34 @@ def test_entities_and_encodings():
 
 
 @pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # Quoting of every kind; a ">" inside a quoted value; character references.
+        (b"<meta name=robots content=noai>", ["noai"]),
+        (b"<meta name='robots' content='a>b'>", ["a>b"]),
+        (b'<meta name="robots"content="noai"/>', ["noai"]),
+        (b'<meta content="no&amp;ai" name="ROBOTS" content="second">', ["no&ai"]),
+        (b'<META\nNAME="robots"\tCONTENT="noai">', ["noai"]),
+        # Not markup: comments, script, style, title, template contents; a doctype.
+        (b'<!DOCTYPE html><!-- <meta name="robots" content="x"> --><meta name="robots" content="y">', ["y"]),
+        (b'<script>document.write("<meta name=robots content=x>")</script><meta name="robots" content="y">', ["y"]),
+        (b'<style>a{}</style><title><meta name="robots" content="x"></title><meta name="robots" content="y">',
+         ["y"]),
+        (b'<template><meta name="robots" content="x"></template><meta name="robots" content="y">', ["y"]),
+        # A meta tag without a content, or without a name, is not one.
+        (b'<meta name="robots"><meta content="noai"><meta name="" content="x">', []),
+        # Text with "<" in it, and a tag cut off at the end (not a tag).
+        (b'a < b <3 <meta name="robots" content="noai"><meta name="robots" content="cut', ["noai"]),
+        (b'<meta name="robots" content="noai"><meta name=robots content=cut', ["noai"]),
+        (b'<meta name="robots" content="noai"></head><meta name="robots" content="x">', ["noai"]),
+        (b'<meta name="robots" content="noai"><p>text<meta name="robots" content="x">', ["noai"]),
+    ],
+)
+def test_the_head_scanner_reads_tags_as_an_html_parser_does(body, expected):
+    assert read_head_meta(body, "utf-8", 65536, _wanted).contents("robots") == expected
+
+
+@pytest.mark.parametrize(
     "body",
     [
         b"<head><!-- never closed " + b"x" * 5000,
@@ -349,6 +377,9 @@ def test_entities_and_encodings():
         b"\x00\xff\xfe" * 3000,
         b"<" * 10000,
         b"<head>" + b"<meta name=robots content=noai>" * (MAX_TAGS + 50),
+        b"<head>" + b'<meta name="robots" content="' * 3000,
+        b"<head>" + b"<meta " + b"a=" * 5000,
+        b"<head><script>" + b"</scrip" * 2000,
     ],
 )
 def test_hostile_heads_end_with_a_bounded_answer(body):
