@@ -8,7 +8,8 @@ could not be read."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from w3lib.encoding import http_content_type_encoding
 
@@ -121,7 +122,7 @@ class ResponseUsage(Reporting):
         if found is not None:
             statements.append(found)
 
-    def _add(self, read: Any, what: str, response: Response, statements: list[Statement],
+    def _add(self, read: Callable[[], Statement | None], what: str, response: Response, statements: list[Statement],
              malformed: list[str]) -> None:
         try:
             statement = read()

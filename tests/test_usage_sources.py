@@ -386,3 +386,32 @@ def test_hostile_heads_end_with_a_bounded_answer(body):
     head = read_head_meta(body, "utf-8", 8192, _wanted)
     assert len(head.tags) <= MAX_TAGS
     assert all(name == "robots" for name, _ in head.tags)
+
+
+def test_preferences_as_plain_data_and_text():
+    preferences = build([
+        Statement(CONTENT_USAGE_HEADER, "Content-Usage header", {"train-ai": "n"}, "train-ai=n"),
+        Statement(TDMREP_FILE, "entry 0", {"train-ai": "y"}, policy=None),
+        Statement(TDM_HEADER, "tdm-reservation header", {"train-ai": "n"}, "tdm-reservation: 1", policy="https://p"),
+        Statement(ROBOTS_HEADER, "X-Robots-Tag header", {}, "nofollow", directives=frozenset({"nofollow"})),
+    ], ["tdm-policy header of u ignored: x"])
+    assert preferences.as_dict() == {
+        "statements": [
+            {"source": CONTENT_USAGE_HEADER, "where": "Content-Usage header", "values": {"train-ai": "n"},
+             "text": "train-ai=n"},
+            {"source": TDMREP_FILE, "where": "entry 0", "values": {"train-ai": "y"}, "text": "",
+             "superseded_by": "tdm-reservation header"},
+            {"source": TDM_HEADER, "where": "tdm-reservation header", "values": {"train-ai": "n"},
+             "text": "tdm-reservation: 1", "policy": "https://p"},
+            {"source": ROBOTS_HEADER, "where": "X-Robots-Tag header", "values": {}, "text": "nofollow",
+             "directives": ["nofollow"]},
+        ],
+        "combined": {"train-ai": {"value": "n", "sources": ["Content-Usage header", "tdm-reservation header"]}},
+        "directives": ["nofollow"],
+        "malformed": ["tdm-policy header of u ignored: x"],
+    }
+    assert str(preferences) == ("train-ai=n (Content-Usage header, tdm-reservation header); "
+                                "robots directives: nofollow")
+    assert preferences.by_source(TDM_HEADER)[0].policy == "https://p"
+    assert str(build([])) == "no usage preference"
+    assert not build([])
