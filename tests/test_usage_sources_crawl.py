@@ -388,6 +388,37 @@ def test_a_request_that_does_not_obey_is_not_read(origins):
     assert result.crawler.spider.prefs[a.url("/p")] is None
 
 
+@dataclass
+class RedirectWith(Behaviour):
+    """A 301 to ``location`` that carries ``headers``."""
+
+    location: str
+    headers: list[tuple[str, str]]
+
+    def handle(self, origin: Origin, request: Any, hit: Any) -> None:
+        for name, value in self.headers:
+            request.responseHeaders.addRawHeader(name, value)
+        respond(request, 301, {"Location": self.location}, b"moved")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_redirected_request_has_the_preferences_of_its_last_response(origins):
+    a = origins()
+    a["/old"] = RedirectWith("/new", [("Content-Usage", "train-ai=n")])
+    a["/new"] = Served([("Content-Usage", "search=n")])
+    a["/old-plain"] = RedirectWith("/plain", [("X-Robots-Tag", "noai")])
+    a["/plain"] = Served([])
+
+    result = yield run_crawl(PrefSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": ["train-ai"]},
+                             urls=[a.url("/old"), a.url("/old-plain")])
+
+    assert sorted(result.responses) == [a.url("/new"), a.url("/plain")]
+    new = prefs_of(result, a.url("/new"))
+    assert new.get("train-ai") is None
+    assert new.denies("search")
+    assert result.crawler.spider.prefs[a.url("/plain")] is None
+
+
 @pytest_twisted.inlineCallbacks
 def test_headers_can_be_turned_off(origins):
     a = origins()
