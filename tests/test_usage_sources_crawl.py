@@ -468,3 +468,30 @@ def test_without_the_nofollow_middleware_every_link_is_followed(origins):
     for path in ("/a", "/b", "/c", "/d"):
         assert a.hits(path) == 1, path
     assert "robotstxt/nofollow_dropped" not in result.stats
+
+
+@pytest.mark.parametrize("settings", [{"ROBOTSTXT_USAGE_HEADERS": False}, {"ROBOTSTXT_OBEY": False}])
+@pytest_twisted.inlineCallbacks
+def test_the_nofollow_middleware_says_when_it_cannot_work(origins, settings):
+    a = origins()
+    a["/nofollow"] = Served([("X-Robots-Tag", "nofollow")], links=("/a",))
+    a["/a"] = Served([])
+
+    result = yield run_crawl(PrefSpider, {**ADDON, **NOFOLLOW, **settings}, urls=[a.url("/nofollow")], follow=True)
+
+    assert a.hits("/a") == 1
+    assert result.logged("no request is dropped", logging.WARNING, "scrapy_rfc9309.nofollow")
+
+
+@pytest.mark.parametrize(("name", "value"), [("ROBOTSTXT_USAGE_META_MAX_BYTES", 10),
+                                             ("ROBOTSTXT_USAGE_META_MAX_BYTES", "lots"),
+                                             ("ROBOTSTXT_USAGE_META", "maybe"),
+                                             ("ROBOTSTXT_USAGE_HEADERS", "sometimes")])
+def test_a_bad_usage_setting_fails_at_start_up_naming_it(name, value):
+    from scrapy.settings import Settings
+
+    from scrapy_rfc9309.config import Config
+    from scrapy_rfc9309.exceptions import RobotsTxtConfigError
+
+    with pytest.raises(RobotsTxtConfigError, match=name):
+        Config.from_settings(Settings({name: value}))
