@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from w3lib.encoding import http_content_type_encoding
 
-from .html_head import read_head_meta
-from .preferences import Preferences, Statement, build
+from .html_head import HeadMeta, read_head_meta
+from .preferences import Preferences, Statement, TdmRepMatch, build
 from .reporting import Reporting
 from .sources import (
     Malformed,
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
     from .config import Config
+    from .usage import UsagePreference
 
 __all__ = ["PREFERENCES_META", "TDMREP_META", "ResponseUsage"]
 
@@ -41,7 +42,10 @@ logger = logging.getLogger(__name__)
 PREFERENCES_META = "robotstxt_preferences"
 #: Request meta key the tdmrep.json part sets to the entry that applies to the URL (or None).
 TDMREP_META = "robotstxt_tdmrep"
-_EMPTY: list[bytes] = []
+#: The response headers read, in the order :meth:`ResponseUsage._fields` gives them.
+_FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag")
+#: Answers remembered at most (then forgotten all at once, as a crawl moves on to other sites).
+_MAX_ANSWERS = 1024
 
 
 def _texts(values: list[bytes]) -> list[str]:
@@ -57,48 +61,46 @@ class ResponseUsage(Reporting):
         self.meta = config.usage_meta
         self.max_bytes = config.usage_meta_max_bytes
         self._malformed_logged: set[str] = set()
+        # The answer per combination of inputs: a site sends the same few header values, and the same
+        # robots.txt record applies to many URLs, so most responses are answered by one look-up.
+        self._answers: dict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = {}
 
     def read(self, request: Request, response: Response, token: str, robots_url: str) -> Preferences | None:
         """The preferences of ``response`` to ``request`` for product ``token``, or None
-        when no source states any."""
-        statements: list[Statement] = []
-        malformed: list[str] = []
-        robots = request.meta.get("robotstxt_usage")
-        if robots:
-            statements.extend(robotstxt_statements(robots, robots_url))
+        when no source states any. The same inputs give the same (immutable) object."""
+        robots = request.meta.get("robotstxt_usage") or None
         match = request.meta.get(TDMREP_META)
-        if match is not None and getattr(match, "reserved", None) is not None:
-            statements.append(tdmrep_statement(match))
-        if self.headers:
-            self._read_headers(response, token, statements, malformed)
+        if match is not None and getattr(match, "reserved", None) is None:
+            match = None
+        fields = self._fields(response) if self.headers else None
+        head = None
         if self.meta and b"html" in (response.headers.get(b"Content-Type") or b"").lower():
-            self._read_meta(response, token, statements, malformed)
-        if not statements and not malformed:
+            head = self._head(response, token)
+        if robots is None and match is None and fields is None and head is None:
             return None
-        return build(statements, malformed)
+        key = (robots_url, token, _robots_key(robots), _match_key(match), fields, head)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answer(robots, robots_url, match, fields, head, token)
+            if len(self._answers) >= _MAX_ANSWERS:
+                self._answers.clear()
+            self._answers[key] = answer
+        preferences, malformed = answer
+        for what, error in malformed:
+            self._log_malformed(what, error, response)
+        return preferences if preferences.statements or preferences.malformed else None
 
-    def _read_headers(self, response: Response, token: str, statements: list[Statement],
-                      malformed: list[str]) -> None:
+    def _fields(self, response: Response) -> tuple[Any, ...] | None:
+        """The usage header lines of ``response`` (and whether it is an image), or None without any."""
         headers = response.headers
-        if not (b"Content-Usage" in headers or b"X-Robots-Tag" in headers or b"tdm-reservation" in headers
-                or b"tdm-policy" in headers):
-            return  # the common case: none of them, four dictionary look-ups
-        getlist = headers.getlist
-        self._add(lambda: content_usage(getlist(b"Content-Usage")), "Content-Usage header", response,
-                  statements, malformed)
-        self._add(lambda: tdm_statement(_texts(getlist(b"tdm-reservation")), _texts(getlist(b"tdm-policy")),
-                                        meta=False), "tdm-reservation header", response, statements, malformed)
-        tags = getlist(b"X-Robots-Tag")
-        if tags:
-            texts = _texts(tags)
-            image = (headers.get(b"Content-Type") or b"").lower().startswith(b"image/")
-            found = robots_tags(robots_directives(texts, token, scoped=True), "X-Robots-Tag header", "; ".join(texts),
-                                image)
-            if found is not None:
-                statements.append(found)
+        found = tuple(tuple(headers.getlist(name)) if name in headers else () for name in _FIELDS)
+        if not any(found):
+            return None  # the common case
+        image = bool(found[3]) and (headers.get(b"Content-Type") or b"").lower().startswith(b"image/")
+        return (*found, image)
 
-    def _read_meta(self, response: Response, token: str, statements: list[Statement],
-                   malformed: list[str]) -> None:
+    def _head(self, response: Response, token: str) -> tuple[tuple[str, str], ...] | None:
+        """The meta tags of the head of an HTML ``response`` that may state a preference, or None."""
         def wanted(name: str) -> bool:
             return name in ("robots", "tdm-reservation", "tdm-policy") or (bool(token) and name == token)
 
@@ -109,10 +111,36 @@ class ResponseUsage(Reporting):
             self._inc("usage_meta_cut")
             logger.debug("Read the meta tags of the first %d bytes of %s only (ROBOTSTXT_USAGE_META_MAX_BYTES): "
                          "its head goes on", self.max_bytes, response, extra=self._log_extra)
-        if not head.tags:
-            return
+        return head.tags or None
+
+    def _answer(self, robots: UsagePreference | None, robots_url: str, match: TdmRepMatch | None,
+                fields: tuple[Any, ...] | None, head: tuple[tuple[str, str], ...] | None,
+                token: str) -> tuple[Preferences, tuple[tuple[str, str], ...]]:
+        statements: list[Statement] = []
+        malformed: list[tuple[str, str]] = []
+        if robots is not None:
+            statements.extend(robotstxt_statements(robots, robots_url))
+        if match is not None:
+            statements.append(tdmrep_statement(match))
+        if fields is not None:
+            usage, reservation, policy, tags, image = fields
+            self._add(lambda: content_usage(usage), "Content-Usage header", statements, malformed)
+            self._add(lambda: tdm_statement(_texts(reservation), _texts(policy), meta=False),
+                      "tdm-reservation header", statements, malformed)
+            if tags:
+                texts = _texts(tags)
+                found = robots_tags(robots_directives(texts, token, scoped=True), "X-Robots-Tag header",
+                                    "; ".join(texts), image)
+                if found is not None:
+                    statements.append(found)
+        if head is not None:
+            self._read_meta(HeadMeta(head, True), token, statements, malformed)
+        return build(statements, [f"{what} ignored: {error}" for what, error in malformed]), tuple(malformed)
+
+    def _read_meta(self, head: HeadMeta, token: str, statements: list[Statement],
+                   malformed: list[tuple[str, str]]) -> None:
         self._add(lambda: tdm_statement(head.contents("tdm-reservation"), head.contents("tdm-policy"), meta=True),
-                  '<meta name="tdm-reservation">', response, statements, malformed)
+                  '<meta name="tdm-reservation">', statements, malformed)
         generic = head.contents("robots")
         scoped = head.contents(token) if token and token != "robots" else []
         names = ([] if not generic else ['<meta name="robots">']) + ([] if not scoped else [f'<meta name="{token}">'])
@@ -122,18 +150,34 @@ class ResponseUsage(Reporting):
         if found is not None:
             statements.append(found)
 
-    def _add(self, read: Callable[[], Statement | None], what: str, response: Response, statements: list[Statement],
-             malformed: list[str]) -> None:
+    @staticmethod
+    def _add(read: Callable[[], Statement | None], what: str, statements: list[Statement],
+             malformed: list[tuple[str, str]]) -> None:
         try:
             statement = read()
         except Malformed as error:
-            message = f"{what} of {response.url} ignored: {error}"
-            malformed.append(message)
-            self._inc("usage_malformed")
-            first = what not in self._malformed_logged
-            self._malformed_logged.add(what)
-            logger.log(logging.WARNING if first else logging.DEBUG, "Usage preference: %s%s", message,
-                       " (further ones are logged at DEBUG level)" if first else "", extra=self._log_extra)
+            malformed.append((what, str(error)))
             return
         if statement is not None:
             statements.append(statement)
+
+    def _log_malformed(self, what: str, error: str, response: Response) -> None:
+        self._inc("usage_malformed")
+        first = what not in self._malformed_logged
+        self._malformed_logged.add(what)
+        logger.log(logging.WARNING if first else logging.DEBUG, "Usage preference: %s of %s ignored: %s%s", what,
+                   response.url, error, " (further ones are logged at DEBUG level)" if first else "",
+                   extra=self._log_extra)
+
+
+def _robots_key(preference: UsagePreference | None) -> tuple[Any, ...] | None:
+    if preference is None:
+        return None
+    return (tuple((record, tuple(values.items())) for record, values in preference.values.items()),
+            tuple(preference.lines.items()))
+
+
+def _match_key(match: TdmRepMatch | None) -> tuple[Any, ...] | None:
+    if match is None:
+        return None
+    return (bool(match.reserved), match.policy, match.location, match.index, match.url)
