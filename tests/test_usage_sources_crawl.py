@@ -253,6 +253,27 @@ def test_sources_in_conflict(origins, robots, headers, head, tdmrep, value, sour
         {name.lower().replace("tdm-policy", "tdm-reservation") for name, _ in headers})
 
 
+@pytest_twisted.inlineCallbacks
+def test_pages_with_the_same_headers_keep_their_own_robotstxt_and_tdmrep_preferences(origins):
+    a = origins()
+    a.robots("User-agent: *\nAllow: /\nContent-Usage: train-ai=n\nContent-Usage: /ok/ train-ai=y\n")
+    for path in ("/a", "/ok/b", "/ok/c"):
+        a[path] = Served([("Content-Usage", "search=y")])
+    reserved = Request(a.url("/ok/c"), meta={"robotstxt_tdmrep": Match(True, url="u")}, dont_filter=True)
+
+    result = yield run_crawl(PrefSpider, {**ADDON, "CONCURRENT_REQUESTS": 1}, urls=[a.url("/a"), a.url("/ok/b"),
+                                                                                     reserved])
+
+    robots = a.url("/robots.txt")
+    assert prefs_of(result, a.url("/a")).sources_of("train-ai") == (f"{robots} line 3 (Content-Usage)",)
+    assert prefs_of(result, a.url("/a")).denies("train-ai")
+    assert prefs_of(result, a.url("/ok/b")).sources_of("train-ai") == (f"{robots} line 4 (Content-Usage)",)
+    assert prefs_of(result, a.url("/ok/b")).get("train-ai") == "y"
+    assert prefs_of(result, a.url("/ok/c")).sources_of("train-ai") == ("u entry 0 (/)",)
+    for path in ("/a", "/ok/b", "/ok/c"):
+        assert prefs_of(result, a.url(path)).sources_of("search") == ("Content-Usage header",)
+
+
 # --------------------------------------------------------------------------- agent-scoped forms
 
 
