@@ -8,7 +8,7 @@ could not be read."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from w3lib.encoding import http_content_type_encoding
@@ -48,7 +48,7 @@ _FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag")
 _MAX_ANSWERS = 1024
 
 
-def _texts(values: list[bytes]) -> list[str]:
+def _texts(values: Sequence[bytes]) -> list[str]:
     return [v.decode("latin-1") for v in values]
 
 
@@ -68,7 +68,7 @@ class ResponseUsage(Reporting):
     def read(self, request: Request, response: Response, token: str, robots_url: str) -> Preferences | None:
         """The preferences of ``response`` to ``request`` for product ``token``, or None
         when no source states any. The same inputs give the same (immutable) object."""
-        robots = request.meta.get("robotstxt_usage") or None
+        robots = request.meta.get("robotstxt_usage") or None  # middleware.USAGE_META, set in process_request
         match = request.meta.get(TDMREP_META)
         if match is not None and getattr(match, "reserved", None) is None:
             match = None
