@@ -362,6 +362,9 @@ def test_entities_and_encodings():
         (b'<meta name="robots" content="noai"><meta name=robots content=cut', ["noai"]),
         (b'<meta name="robots" content="noai"></head><meta name="robots" content="x">', ["noai"]),
         (b'<meta name="robots" content="noai"><p>text<meta name="robots" content="x">', ["noai"]),
+        # Tags a head holds are passed over, whatever their case.
+        (b'<HTML><Head><LINK rel=x href="/a"><base href="/"><noscript><link href=b></noscript>'
+         b'<meta name="robots" content="noai">', ["noai"]),
     ],
 )
 def test_the_head_scanner_reads_tags_as_an_html_parser_does(body, expected):
@@ -380,6 +383,8 @@ def test_the_head_scanner_reads_tags_as_an_html_parser_does(body, expected):
         b"<head>" + b'<meta name="robots" content="' * 3000,
         b"<head>" + b"<meta " + b"a=" * 5000,
         b"<head><script>" + b"</scrip" * 2000,
+        b"<head>" + b"<link " * 3000 + b"<meta name=robots content=noai>",
+        b"<head>" + b"<noscript><base><" * 1000,
     ],
 )
 def test_hostile_heads_end_with_a_bounded_answer(body):
