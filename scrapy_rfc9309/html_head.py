@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from html import unescape
 
@@ -81,8 +81,9 @@ def _attributes(text: str, pos: int) -> tuple[dict[str, str], int]:
         pos = match.end()
 
 
-def _scan(text: str, wanted: Callable[[str], bool]) -> tuple[list[tuple[str, str]], bool]:
-    """The wanted meta tags of the head at the start of ``text``, and whether the head ended."""
+def _scan(text: str, names: Collection[str]) -> tuple[list[tuple[str, str]], bool]:
+    """The meta tags named one of ``names`` of the head at the start of ``text``, and whether the
+    head ended."""
     lowered = text.lower()
     tags: list[tuple[str, str]] = []
     size = len(text)
@@ -125,12 +126,19 @@ def _scan(text: str, wanted: Callable[[str], bool]) -> tuple[list[tuple[str, str
         if name not in _HEAD_ELEMENTS:
             return tags, True
         if name == "meta":
+            close = text.find(">", name_end)
+            if close >= 0:
+                inside = lowered[name_end:close]
+                if not any(wanted in inside for wanted in names) and not (inside.count('"') % 2
+                                                                           or inside.count("'") % 2):
+                    pos = close + 1  # names none of the wanted names (and no quoted ">" cut it short)
+                    continue
             attributes, pos = _attributes(text, name_end)
             if pos < 0:  # cut off at the bound: not a tag yet
                 return tags, False
             meta_name = attributes.get("name", "").strip().lower()
             content = attributes.get("content")
-            if meta_name and content is not None and wanted(meta_name):
+            if meta_name and content is not None and meta_name in names:
                 tags.append((meta_name, content))
             continue
         close = text.find(">", name_end)
@@ -145,9 +153,9 @@ def _scan(text: str, wanted: Callable[[str], bool]) -> tuple[list[tuple[str, str
     return tags, False
 
 
-def read_head_meta(body: bytes, encoding: str | None, max_bytes: int, wanted: Callable[[str], bool]) -> HeadMeta:
-    """The meta tags whose lower-cased ``name`` ``wanted`` accepts, from the head in
-    the first ``max_bytes`` bytes of ``body``."""
+def read_head_meta(body: bytes, encoding: str | None, max_bytes: int, names: Collection[str]) -> HeadMeta:
+    """The meta tags whose lower-cased ``name`` is one of ``names`` (lower-case), from the head
+    in the first ``max_bytes`` bytes of ``body``."""
     data = body[:max_bytes]
     end = _head_end(data)
     if end >= 0:
@@ -156,5 +164,5 @@ def read_head_meta(body: bytes, encoding: str | None, max_bytes: int, wanted: Ca
         codecs.lookup(encoding or "utf-8")
     except LookupError:
         encoding = "utf-8"
-    tags, ended = _scan(data.decode(encoding or "utf-8", errors="replace"), wanted)
+    tags, ended = _scan(data.decode(encoding or "utf-8", errors="replace"), names)
     return HeadMeta(tuple(tags), ended or end >= 0 or len(body) <= max_bytes)

@@ -44,6 +44,8 @@ PREFERENCES_META = "robotstxt_preferences"
 TDMREP_META = "robotstxt_tdmrep"
 #: The response headers read, in the order :meth:`ResponseUsage._fields` gives them.
 _FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag")
+#: The meta names read (and the crawler's product token).
+_META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
 #: Answers remembered at most (then forgotten all at once, as a crawl moves on to other sites).
 _MAX_ANSWERS = 1024
 
@@ -93,7 +95,7 @@ class ResponseUsage(Reporting):
     def _fields(self, response: Response) -> tuple[Any, ...] | None:
         """The usage header lines of ``response`` (and whether it is an image), or None without any."""
         headers = response.headers
-        found = tuple(tuple(headers.getlist(name)) if name in headers else () for name in _FIELDS)
+        found = tuple(tuple(headers.getlist(name)) for name in _FIELDS)
         if not any(found):
             return None  # the common case
         image = bool(found[3]) and (headers.get(b"Content-Type") or b"").lower().startswith(b"image/")
@@ -101,12 +103,10 @@ class ResponseUsage(Reporting):
 
     def _head(self, response: Response, token: str) -> tuple[tuple[str, str], ...] | None:
         """The meta tags of the head of an HTML ``response`` that may state a preference, or None."""
-        def wanted(name: str) -> bool:
-            return name in ("robots", "tdm-reservation", "tdm-policy") or (bool(token) and name == token)
-
+        names = _META_NAMES | {token} if token else _META_NAMES
         content_type = response.headers.get(b"Content-Type")
         encoding = http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
-        head = read_head_meta(response.body, encoding, self.max_bytes, wanted)
+        head = read_head_meta(response.body, encoding, self.max_bytes, names)
         if not head.complete:
             self._inc("usage_meta_cut")
             logger.debug("Read the meta tags of the first %d bytes of %s only (ROBOTSTXT_USAGE_META_MAX_BYTES): "
