@@ -122,8 +122,8 @@ Sitemap: https://www.example.com/sitemap.xml
 Sitemap: https://www.example.com/news-sitemap.xml
 """
 
-def _page(path: str) -> bytes:
-    """A small HTML page (about 1.5 KB) with a few links."""
+def _page(path: str, head: str = "") -> bytes:
+    """A small HTML page (about 1.5 KB) with a few links, and ``head`` in its head."""
     try:
         n = int(path.rsplit("/", 1)[-1])
     except ValueError:
@@ -131,7 +131,7 @@ def _page(path: str) -> bytes:
     links = "".join(f'<li><a href="/p/{n + k}">page {n + k}</a></li>' for k in range(1, 11))
     text = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 10
     return (
-        f"<!DOCTYPE html><html><head><title>Page {n}</title></head>"
+        f"<!DOCTYPE html><html><head><title>Page {n}</title>{head}</head>"
         f"<body><h1>Page {n}</h1><p>{text}</p><ul>{links}</ul></body></html>"
     ).encode()
 
@@ -158,8 +158,9 @@ def _robots_behaviour(spec: dict[str, Any]) -> Any:
     return Delay(delay, answer) if delay > 0 else answer
 
 
-def _pages_behaviour(delay: float) -> Any:
-    """``/p/<n>``: a page (:func:`_page`) after ``delay`` seconds; anything else: 404."""
+def _pages_behaviour(delay: float, headers: dict[str, str] | None = None, head: str = "") -> Any:
+    """``/p/<n>``: a page (:func:`_page`, with ``head`` in its head and ``headers``) after ``delay``
+    seconds; anything else: 404."""
     from scrapy_rfc9309.testing import Delay, Dynamic, Static
 
     not_found = Static(b"not found", status=404, headers={"Content-Type": "text/plain"})
@@ -167,7 +168,7 @@ def _pages_behaviour(delay: float) -> Any:
     def answer(origin: Any, hit: Any) -> Any:
         if not hit.path.startswith("/p/"):
             return not_found
-        page = Static(_page(hit.path_only))
+        page = Static(_page(hit.path_only, head), headers=dict(headers or {}))
         return Delay(delay, page) if delay > 0 else page
 
     return Dynamic(answer)
@@ -189,7 +190,7 @@ def serve_main(spec_path: str, log_path: str) -> int:
     origins = []
     for site in spec["sites"]:
         origin = Origin(site["host"], {"/robots.txt": _robots_behaviour(site)})
-        origin.default = _pages_behaviour(float(site.get("delay", 0.0)))
+        origin.default = _pages_behaviour(float(site.get("delay", 0.0)), site.get("headers"), site.get("head", ""))
         origins.append(origin.start())
     print(json.dumps({"ports": [origin.port for origin in origins]}), flush=True)
 
@@ -351,6 +352,15 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]]) -> 
                     add("process_request", t)
 
             return waiting()
+
+        def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
+            # CPU time of this thread: it never waits, and on a loaded machine wall time counts the
+            # moments the process was descheduled.
+            t = time.thread_time()
+            try:
+                return super().process_response(request, response)
+            finally:
+                timings.setdefault("process_response", []).append(time.thread_time() - t)
 
 
     original_bytes = RobotsFetcher._bytes_received

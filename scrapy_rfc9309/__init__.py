@@ -12,6 +12,7 @@ from .robotstxt import RobotsTxt, Verdict, parse
 __all__ = [
     "ACCELERATED",
     "Addon",
+    "NofollowMiddleware",
     "RobotParser",
     "RobotsTxt",
     "RobotsTxtMiddleware",
@@ -42,12 +43,14 @@ def matcher_in_use() -> str:
 if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsTxtMiddleware
+    from .nofollow import NofollowMiddleware
     from .scrapy_parser import RobotParser
     from .sitemap import SitemapSpider
 
 # The Scrapy layer is imported lazily, so that the core works without Scrapy.
 _LAZY = {
     "RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon", "SitemapSpider": "sitemap",
+    "NofollowMiddleware": "nofollow",
 }
 
 

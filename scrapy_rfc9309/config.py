@@ -80,6 +80,16 @@ SETTINGS: tuple[Setting, ...] = (
             example=10),
     Setting("ROBOTSTXT_USAGE_DENY", [], "list",
             "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request", example=["train-ai"]),
+    # -- usage preferences stated by responses (see docs/usage-sources.md) --
+    Setting("ROBOTSTXT_USAGE_HEADERS", True, "bool",
+            "read the usage preferences of each response's headers (`Content-Usage`, `tdm-reservation`/`tdm-policy`, "
+            "`X-Robots-Tag`) into `robotstxt_preferences`", example=False),
+    Setting("ROBOTSTXT_USAGE_META", False, "bool",
+            "also read the `<meta>` tags of HTML heads (`robots`, the crawler's product token, `tdm-reservation`, "
+            "`tdm-policy`)", example=True),
+    Setting("ROBOTSTXT_USAGE_META_MAX_BYTES", 32_768, "int",
+            "bytes of an HTML body searched for the meta tags of its head (`ROBOTSTXT_USAGE_META`)", 1024, 1 << 24,
+            example=65_536),
     Setting("ROBOTSTXT_MAX_WAITING", 100_000, "int",
             "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place (most of them "
             "parked outside the downloader, about 1 KB each); beyond, waiting requests take places again, so the "
@@ -182,6 +192,9 @@ class Config:
     store_retry_delay: float = 5.0
     store_timeout: float = 10.0
     dns_warmup: bool = True
+    usage_headers: bool = True
+    usage_meta: bool = False
+    usage_meta_max_bytes: int = 32_768
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -223,6 +236,9 @@ class Config:
             store_retry_delay=_number(settings, "ROBOTSTXT_STORE_RETRY_DELAY"),
             store_timeout=_number(settings, "ROBOTSTXT_STORE_TIMEOUT"),
             dns_warmup=flag(settings, "ROBOTSTXT_DNS_WARMUP"),
+            usage_headers=flag(settings, "ROBOTSTXT_USAGE_HEADERS"),
+            usage_meta=flag(settings, "ROBOTSTXT_USAGE_META"),
+            usage_meta_max_bytes=_number(settings, "ROBOTSTXT_USAGE_META_MAX_BYTES"),
         )
 
 

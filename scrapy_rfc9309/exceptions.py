@@ -15,6 +15,7 @@ __all__ = [
     "RobotsTxtMetaError",
     "RobotsTxtUnreachable",
     "RobotsTxtUsageDenied",
+    "RobotsTxtUsageDeniedByResponse",
 ]
 
 
@@ -55,6 +56,20 @@ class RobotsTxtUsageDenied(IgnoreRequest):
         super().__init__(message)
         self.preference = preference
         self.robots_url = robots_url
+
+
+class RobotsTxtUsageDeniedByResponse(RobotsTxtUsageDenied):
+    """A downloaded response not passed to the spider because its usage preferences
+    (``preference``: a :class:`scrapy_rfc9309.preferences.Preferences`, the response's
+    headers and meta tags combined with robots.txt and tdmrep.json) say ``n`` for
+    ``category``, listed in ``ROBOTSTXT_USAGE_DENY``; ``sources`` says where the ``n``
+    comes from (``"Content-Usage header"``, ``'<meta name="robots">'``, ...)."""
+
+    def __init__(self, message: str, preference: object, robots_url: str, category: str,
+                 sources: tuple[str, ...]) -> None:
+        super().__init__(message, preference, robots_url)
+        self.category = category
+        self.sources = sources
 
 
 class RobotsTxtMetaError(IgnoreRequest):

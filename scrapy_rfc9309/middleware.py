@@ -29,22 +29,26 @@ from .exceptions import (
     RobotsTxtMetaError,
     RobotsTxtUnreachable,
     RobotsTxtUsageDenied,
+    RobotsTxtUsageDeniedByResponse,
 )
 from .fetch import FETCH_META, RobotsFetcher
 from .origin import Origin
 from .origin_states import Closing, OriginStates
 from .parking import GIVEN_UP_META, KEEPER_META
 from .reporting import Reporting
+from .response_usage import PREFERENCES_META, ResponseUsage
 from .store_client import StoreClient
 from .stores import store_class
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from typing_extensions import Self
 
+    from .preferences import Preferences
     from .robotstxt import RobotsTxt, Verdict
 
-__all__ = ["AGENT_META", "USAGE_META", "RobotsTxtMiddleware"]
+__all__ = ["AGENT_META", "PREFERENCES_META", "USAGE_META", "RobotsTxtMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +100,9 @@ class RobotsTxtMiddleware(Reporting):
         self.crawl_delay = CrawlDelay(crawler, self.config.crawl_delay_max) if self.config.crawl_delay else None
         self._origins: dict[str, Origin | None] = {}
         self._meta_errors_logged: set[type] = set()
+        config = self.config
+        self.response_usage = (ResponseUsage(crawler, config) if config.usage_headers or config.usage_meta
+                                else None)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -138,6 +145,7 @@ class RobotsTxtMiddleware(Reporting):
             return None
         # A redirect copies meta: a preference found for the URL before it is stale.
         meta.pop(USAGE_META, None)
+        meta.pop(PREFERENCES_META, None)
         agent = self.user_agent_for(request)
         if meta.pop(GIVEN_UP_META, False) and (given_up := self.states.given_up(origin)) is not None:
             self._give_up(request, origin, given_up)  # a held request back from parking: not held again
@@ -149,6 +157,41 @@ class RobotsTxtMiddleware(Reporting):
         if parked is not None:
             return parked  # Scrapy schedules a returned request: it is parked on the way (see parking)
         return self._process_waiting(request, origin, agent)
+
+    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        """Read the usage preferences the response states (headers, and meta tags with
+        ``ROBOTSTXT_USAGE_META``), combined with its request's robots.txt and
+        tdmrep.json ones; raise for one that denies a category of ``ROBOTSTXT_USAGE_DENY``."""
+        reader = self.response_usage
+        if reader is None:
+            return response
+        meta = request.meta
+        if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
+            return response
+        origin = self._origin_of(request.url)
+        if origin is None:
+            return response
+        agent = meta.get(AGENT_META)
+        if not agent or not isinstance(agent, (str, bytes)):  # judged (and logged) in process_request already
+            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
+        preferences = reader.read(request, response, product_token(agent), origin.robots_url)
+        if preferences is None:
+            return response
+        meta[PREFERENCES_META] = preferences
+        self.crawler.signals.send_catch_log(rfc_signals.robotstxt_usage_preferences, request=request,
+                                            response=response, preferences=preferences)
+        for category in self.config.usage_deny:
+            if preferences.denies(category):
+                self._deny_response(request, response, origin, preferences, category)
+        return response
+
+    def _deny_response(self, request: Request, response: Response, origin: Origin, preferences: Preferences,
+                       category: str) -> NoReturn:
+        sources = preferences.sources_of(category)
+        self._inc("usage_denied_response")
+        message = f"Usage preference denies {category}: {response} not passed to the spider ({'; '.join(sources)})"
+        logger.debug(message, extra=self._log_extra)
+        raise RobotsTxtUsageDeniedByResponse(message, preferences, origin.robots_url, category, sources)
 
     async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> Request | None:
         held = False

@@ -5,7 +5,7 @@ Connect with ``crawler.signals.connect(handler, signal=scrapy_rfc9309.signals.ro
 
 from __future__ import annotations
 
-__all__ = ["robotstxt_content_usage", "robotstxt_fetched", "robotstxt_sitemaps"]
+__all__ = ["robotstxt_content_usage", "robotstxt_fetched", "robotstxt_sitemaps", "robotstxt_usage_preferences"]
 
 #: Sent after every robots.txt fetch, whatever its result, with keyword
 #: arguments ``origin`` (a :class:`scrapy_rfc9309.origin.Origin`), ``state`` (the
@@ -22,3 +22,11 @@ robotstxt_sitemaps = object()
 #: (``Content-Usage`` or ``Content-Signal``), with ``request`` and ``preference``
 #: (a :class:`scrapy_rfc9309.usage.UsagePreference`).
 robotstxt_content_usage = object()
+
+#: Sent for a downloaded response about which some source states a usage preference
+#: or robots directive (robots.txt, tdmrep.json, the ``Content-Usage``,
+#: ``tdm-reservation``/``tdm-policy`` and ``X-Robots-Tag`` headers, and with
+#: ``ROBOTSTXT_USAGE_META`` the head's meta tags), before it is judged, with
+#: ``request``, ``response`` and ``preferences`` (a
+#: :class:`scrapy_rfc9309.preferences.Preferences`).
+robotstxt_usage_preferences = object()

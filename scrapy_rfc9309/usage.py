@@ -18,12 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .matcher import glob_match, glob_pieces
+from .vocab import labels_for
 
 __all__ = ["UsagePreference", "applicable", "parse_preferences"]
 
 _YES_NO = {"y": "y", "yes": "y", "n": "n", "no": "n"}
-#: Category names that mean the same thing in the two vocabularies.
-_SYNONYMS = {"train-ai": ("train-ai", "ai-train"), "ai-train": ("ai-train", "train-ai")}
+#: The record names, in the order a category is looked up in (Content-Usage, then Content-Signal).
+RECORDS = ("content-usage", "content-signal")
 
 
 def parse_preferences(text: str) -> dict[str, str]:
@@ -50,11 +51,21 @@ class UsagePreference:
     def get(self, category: str) -> str | None:
         """``"y"``, ``"n"`` (or another value) for a category such as ``train-ai``
         (``ai-train`` in Content-Signal is the same category), or None."""
-        for name in _SYNONYMS.get(category, (category,)):
-            for record in ("content-usage", "content-signal"):
-                value = self.values.get(record, {}).get(name)
-                if value is not None:
-                    return value
+        found = self.source_of(category)
+        return None if found is None else found[0]
+
+    def source_of(self, category: str) -> tuple[str, str] | None:
+        """The value for ``category`` and the record it comes from
+        (``("n", "content-usage")``), or None: Content-Usage (the AIPREF record)
+        is read first, Content-Signal for what it does not say."""
+        names = labels_for(category)
+        for record in RECORDS:
+            values = self.values.get(record)
+            if values:
+                for name in names:
+                    value = values.get(name)
+                    if value is not None:
+                        return value, record
         return None
 
     def denies(self, category: str) -> bool:

@@ -119,6 +119,9 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_STORE_RETRY_DELAY": config.store_retry_delay,
         "ROBOTSTXT_STORE_TIMEOUT": config.store_timeout,
         "ROBOTSTXT_DNS_WARMUP": config.dns_warmup,
+        "ROBOTSTXT_USAGE_HEADERS": config.usage_headers,
+        "ROBOTSTXT_USAGE_META": config.usage_meta,
+        "ROBOTSTXT_USAGE_META_MAX_BYTES": config.usage_meta_max_bytes,
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name

@@ -49,7 +49,7 @@ def _finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
-#: The demo site's layouts: an address per origin (127.0.0.1 to 127.0.0.8), and what a machine
+#: The demo site's layouts: an address per origin (127.0.0.1 to 127.0.0.9), and what a machine
 #: that listens on 127.0.0.1 alone (macOS) gets, forced with DEMO_ONE_ADDRESS: a port per origin.
 LAYOUTS = {"addresses": {}, "one-address": {"DEMO_ONE_ADDRESS": "1"}}
 #: A demo origin's base URL, in either layout.
@@ -120,9 +120,9 @@ def test_each_demo_origin_is_an_origin_of_its_own(layout: str, sections: dict[st
     """One loopback address per origin, or (where only 127.0.0.1 works) one port per origin."""
     bases = {name: re.search(r"origin: (http://\S+)", text).group(1)  # type: ignore[union-attr]
              for name, text in sections.items() if name != "stats"}
-    assert len(set(bases.values())) == len(bases) == 8
+    assert len(set(bases.values())) == len(bases) == 9
     hosts = {base.rsplit(":", 1)[0] for base in bases.values()}
-    assert hosts == ({"http://127.0.0.1"} if layout == "one-address" else {f"http://127.0.0.{n}" for n in range(1, 9)})
+    assert hosts == ({"http://127.0.0.1"} if layout == "one-address" else {f"http://127.0.0.{n}" for n in range(1, 10)})
 
 
 def test_demo_runs_offline_and_quickly(demo: subprocess.CompletedProcess[str], sections: dict[str, str]) -> None:
@@ -130,7 +130,8 @@ def test_demo_runs_offline_and_quickly(demo: subprocess.CompletedProcess[str], s
     elapsed = float(re.search(r"crawl finished in ([\d.]+) s \(finished\)", demo.stdout).group(1))  # type: ignore[union-attr]
     assert elapsed < 30
     assert set(sections) >= {
-        "ordinary", "missing", "recovering", "redirected", "oversized", "slow-crawl", "ai-prefs", "stats",
+        "ordinary", "missing", "recovering", "redirected", "oversized", "slow-crawl", "ai-prefs", "usage-sources",
+        "stats",
     }
     assert "!!" not in demo.stdout  # no blocked page reached a server
     assert "other errors" not in demo.stdout
@@ -200,6 +201,19 @@ def test_crawl_delay_and_ai_preferences_are_shown(sections: dict[str, str]) -> N
     assert fetched(prefs) == {"/", "/articles/1.html", "/articles/2.html"}
 
 
+def test_each_usage_source_is_shown_with_the_answer(sections: dict[str, str]) -> None:
+    usage = sections["usage-sources"]
+    assert fetched(usage) == {"/", "/content-usage.html", "/x-robots-tag.html", "/meta-robots.html",
+                              "/tdm-header.html", "/tdm-meta.html"}
+    # robots.txt says train-ai=y everywhere; each page's own source says n, and n wins.
+    for source in ("Content-Usage header", "X-Robots-Tag header", '<meta name="robots">', "tdm-reservation header",
+                   '<meta name="tdm-reservation">'):
+        assert f"answer: train-ai=n (from {source})" in usage, source
+    assert "/robots.txt line 3 (Content-Usage): train-ai=y" in usage
+    assert "search=n (from <meta name=\"robots\">)" in usage
+    assert "not followed (NofollowMiddleware)" in usage
+
+
 def test_stats(sections: dict[str, str]) -> None:
     stats = dict(re.findall(r"^\s+(\S+): (.*)$", sections["stats"], re.M))
     assert stats["finish_reason"] == "finished"
@@ -229,8 +243,9 @@ def test_scrapy_crawl_demo_serves_the_demo_site_itself(runs: dict[str, subproces
     pages = [json.loads(line) for line in crawl.stdout.splitlines()]
     paths = {page["url"].removeprefix(ordinary) for page in pages if page["url"].startswith(ordinary + "/")}
     assert paths == {"/", "/about.html", "/docs/", "/docs/manual.html", "/private/press/kit.html"}
-    assert len(pages) == 22
-    assert "Demo site stopped. 22 pages fetched, 9 requests blocked by robots.txt" in log
+    # 22 pages of the robots.txt origins, 6 of usage-sources (its nofollow page's link is not followed).
+    assert len(pages) == 28
+    assert "Demo site stopped. 28 pages fetched, 9 requests blocked by robots.txt" in log
 
 
 def test_scrapy_robotstxt_uses_the_project_settings() -> None:

@@ -169,6 +169,27 @@ def _extras(origin: DemoOrigin, robots: RobotsTxt | None, agent: str, pages_fetc
     return lines
 
 
+def _usage_sources(origin: DemoOrigin, spider: DemoSpider, pages: list[str]) -> list[str]:
+    """What each page's sources said (response.meta["robotstxt_preferences"]), and the answer."""
+    lines = []
+    for path, what in origin.notes["pages"].items():
+        preferences = spider.preferences.get(origin.url(path))
+        if preferences is None:
+            lines.append(f"{path} ({what}): no preference read")
+            continue
+        said = "; ".join(f"{s.where.replace(origin.base, '')}: {s.text}" for s in preferences.statements)
+        answer = ", ".join(f"{category}={value} (from {', '.join(w.replace(origin.base, '') for w in where)})"
+                           for category, (value, where) in preferences.combined.items())
+        lines.append(f"{path} ({what})")
+        lines.append(f"  sources: {said}")
+        lines.append(f"  answer: {answer or 'unknown'}" + (f"; directives: {', '.join(sorted(preferences.directives))}"
+                                                           if preferences.directives else ""))
+    followed = "/not-followed.html" in pages
+    lines.append(f"/not-followed.html, linked only from the nofollow page: "
+                 f"{'fetched' if followed else 'not followed (NofollowMiddleware)'}")
+    return lines
+
+
 def summary(site: DemoSite, spider: DemoSpider, observer: Observer, stats: dict[str, Any], agent: str,
             elapsed: float) -> str:
     fetched: dict[str, list[str]] = defaultdict(list)
@@ -223,6 +244,8 @@ def summary(site: DemoSite, spider: DemoSpider, observer: Observer, stats: dict[
         if leaked:
             out.append(f"    !! blocked pages that reached the server anyway: {', '.join(leaked)}")
         out.extend(f"    {line}" for line in _extras(origin, robots, agent, pages))
+        if origin.name == "usage-sources":
+            out.extend(f"    {line}" for line in _usage_sources(origin, spider, pages))
 
     if spider.failed:
         out.append("")

@@ -69,10 +69,10 @@ class Hit:
     location: str | None = None  # the Location of a redirect
 
 
-def _page(title: str, links: list[str]) -> bytes:
+def _page(title: str, links: list[str], head: str = "") -> bytes:
     items = "".join(f'<li><a href="{html.escape(link)}">{html.escape(link)}</a></li>' for link in links)
     return (
-        f"<!doctype html><html><head><title>{html.escape(title)}</title></head>"
+        f"<!doctype html><html><head><title>{html.escape(title)}</title>{head}</head>"
         f"<body><h1>{html.escape(title)}</h1><ul>{items}</ul></body></html>"
     ).encode()
 
@@ -226,7 +226,7 @@ def _oversized_robots(size: int = 700_000, rule_at: int = 600_000) -> tuple[str,
 def build_site() -> DemoSite:
     """The demo origins (not started)."""
     site = DemoSite()
-    address = iter(demo_addresses(8))
+    address = iter(demo_addresses(9))
 
     ordinary = site.add("ordinary", next(address), "robots.txt with Disallow/Allow rules, a wildcard and a Sitemap")
     ordinary.robots(lambda: (
@@ -297,6 +297,28 @@ def build_site() -> DemoSite:
     prefs.page("/", "/articles/1.html", "/articles/2.html")
     prefs.page("/articles/1.html", "/")
     prefs.page("/articles/2.html", "/")
+
+    sources = site.add("usage-sources", next(address),
+                       "usage preferences in response headers and meta tags, beside robots.txt")
+    sources.robots("User-agent: *\nAllow: /\nContent-Usage: train-ai=y\n")
+    html_type = {"Content-Type": "text/html; charset=utf-8"}
+    # path -> (what it shows, response headers, head markup, links)
+    shown: dict[str, tuple[str, dict[str, str], str, tuple[str, ...]]] = {
+        "/content-usage.html": ("a Content-Usage header", {"Content-Usage": "train-ai=n, search=y"}, "", ()),
+        "/x-robots-tag.html": ("X-Robots-Tag for DemoBot", {"X-Robots-Tag": "demobot: noai, nofollow"}, "",
+                               ("/not-followed.html",)),
+        "/meta-robots.html": ("meta robots", {}, '<meta name="robots" content="noindex, noai">', ()),
+        "/tdm-header.html": ("tdm-reservation header",
+                             {"tdm-reservation": "1", "tdm-policy": "https://publisher.example/tdm-policy.json"}, "",
+                             ()),
+        "/tdm-meta.html": ("tdm-reservation meta tag", {}, '<meta name="tdm-reservation" content="1">', ()),
+    }
+    sources.notes["pages"] = {path: what for path, (what, _h, _m, _l) in shown.items()}
+    for path, (what, headers, head, links) in shown.items():
+        body = _page(f"usage-sources: {what}", ["/", *links], head)
+        sources.route(path, lambda _n, h={**html_type, **headers}, b=body: (200, h, b))
+    sources.page("/", *shown)
+    sources.page("/not-followed.html", "/")  # linked only from a nofollow page
     return site
 
 

@@ -54,9 +54,16 @@ ROBOTSTXT_CRAWL_DELAY = True
 ROBOTSTXT_CRAWL_DELAY_MAX = 30.0
 
 # Usage preferences (Content-Usage / Content-Signal) are exposed in
-# response.meta["robotstxt_usage"]. A crawler collecting AI training data can
-# drop the pages whose preference says train-ai=n:
+# response.meta["robotstxt_usage"]. Combined with what each response states (the
+# Content-Usage, tdm-reservation and X-Robots-Tag headers, read by default, and the
+# meta tags of its head, read with ROBOTSTXT_USAGE_META), they are in
+# response.meta["robotstxt_preferences"].
+ROBOTSTXT_USAGE_META = True
+# A crawler collecting AI training data can drop the pages whose preference says
+# train-ai=n:
 # ROBOTSTXT_USAGE_DENY = ["train-ai"]
+# The links of pages whose robots directives say nofollow are not followed:
+SPIDER_MIDDLEWARES = {"scrapy_rfc9309.NofollowMiddleware": 800}
 
 # Where robots.txt state is kept (ROBOTSTXT_STORE). "memory", the default, keeps it
 # in this process: every run fetches every robots.txt again. "disk" keeps it in a

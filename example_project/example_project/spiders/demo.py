@@ -57,6 +57,7 @@ class DemoSpider(scrapy.Spider):
         self.blocked: list[Blocked] = []  # RobotsTxtForbidden
         self.unreachable: list[Blocked] = []  # RobotsTxtUnreachable
         self.failed: list[tuple[str, str]] = []  # any other error
+        self.preferences: dict[str, Any] = {}  # URL -> response.meta["robotstxt_preferences"], where set
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DemoSpider:
@@ -87,6 +88,9 @@ class DemoSpider(scrapy.Spider):
 
     def parse(self, response: Response) -> Iterator[Any]:
         self.fetched.append(response.url)
+        preferences = response.meta.get("robotstxt_preferences")
+        if preferences is not None:
+            self.preferences[response.url] = preferences
         yield {"url": response.url, "status": response.status, "title": response.css("title::text").get()}
         here = urlsplit(response.url)[:2]
         for href in response.css("a::attr(href)").getall():

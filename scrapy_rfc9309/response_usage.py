@@ -1,0 +1,183 @@
+"""The usage preferences of a downloaded response, for the middleware: takes the
+header values and (when ``ROBOTSTXT_USAGE_META`` is on) the head of an HTML body out of
+the Scrapy response, has the pure modules read them (:mod:`scrapy_rfc9309.sources`,
+:mod:`scrapy_rfc9309.html_head`) and combine them with the robots.txt and tdmrep.json
+preferences of its request (:mod:`scrapy_rfc9309.preferences`); counts and logs what
+could not be read."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from w3lib.encoding import http_content_type_encoding
+
+from .html_head import HeadMeta, read_head_meta
+from .preferences import Preferences, Statement, TdmRepMatch, build
+from .reporting import Reporting
+from .sources import (
+    Malformed,
+    content_usage,
+    robots_directives,
+    robots_tags,
+    robotstxt_statements,
+    tdm_statement,
+    tdmrep_statement,
+)
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from .config import Config
+    from .usage import UsagePreference
+
+__all__ = ["PREFERENCES_META", "TDMREP_META", "ResponseUsage"]
+
+logger = logging.getLogger(__name__)
+
+#: Request (and so response) meta key set to the response's :class:`~scrapy_rfc9309.preferences.Preferences`.
+PREFERENCES_META = "robotstxt_preferences"
+#: Request meta key the tdmrep.json part sets to the entry that applies to the URL (or None).
+TDMREP_META = "robotstxt_tdmrep"
+#: The response headers read, in the order :meth:`ResponseUsage._fields` gives them.
+_FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag")
+#: The meta names read (and the crawler's product token).
+_META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
+#: Answers remembered at most (then forgotten all at once, as a crawl moves on to other sites).
+_MAX_ANSWERS = 1024
+
+
+def _texts(values: Sequence[bytes]) -> list[str]:
+    return [v.decode("latin-1") for v in values]
+
+
+class ResponseUsage(Reporting):
+    """Reads the usage preferences of responses, as ``config`` says."""
+
+    def __init__(self, crawler: Crawler, config: Config) -> None:
+        self.crawler = crawler
+        self.headers = config.usage_headers
+        self.meta = config.usage_meta
+        self.max_bytes = config.usage_meta_max_bytes
+        self._malformed_logged: set[str] = set()
+        # The answer per combination of inputs: a site sends the same few header values, and the same
+        # robots.txt record applies to many URLs, so most responses are answered by one look-up.
+        self._answers: dict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = {}
+
+    def read(self, request: Request, response: Response, token: str, robots_url: str) -> Preferences | None:
+        """The preferences of ``response`` to ``request`` for product ``token``, or None
+        when no source states any. The same inputs give the same (immutable) object."""
+        robots = request.meta.get("robotstxt_usage") or None  # middleware.USAGE_META, set in process_request
+        match = request.meta.get(TDMREP_META)
+        if match is not None and getattr(match, "reserved", None) is None:
+            match = None
+        fields = self._fields(response) if self.headers else None
+        head = None
+        if self.meta and b"html" in (response.headers.get(b"Content-Type") or b"").lower():
+            head = self._head(response, token)
+        if robots is None and match is None and fields is None and head is None:
+            return None
+        key = (robots_url, token, _robots_key(robots), _match_key(match), fields, head)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answer(robots, robots_url, match, fields, head, token)
+            if len(self._answers) >= _MAX_ANSWERS:
+                self._answers.clear()
+            self._answers[key] = answer
+        preferences, malformed = answer
+        for what, error in malformed:
+            self._log_malformed(what, error, response)
+        return preferences if preferences.statements or preferences.malformed else None
+
+    def _fields(self, response: Response) -> tuple[Any, ...] | None:
+        """The usage header lines of ``response`` (and whether it is an image), or None without any."""
+        headers = response.headers
+        found = tuple(tuple(headers.getlist(name)) for name in _FIELDS)
+        if not any(found):
+            return None  # the common case
+        image = bool(found[3]) and (headers.get(b"Content-Type") or b"").lower().startswith(b"image/")
+        return (*found, image)
+
+    def _head(self, response: Response, token: str) -> tuple[tuple[str, str], ...] | None:
+        """The meta tags of the head of an HTML ``response`` that may state a preference, or None."""
+        names = _META_NAMES | {token} if token else _META_NAMES
+        content_type = response.headers.get(b"Content-Type")
+        encoding = http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
+        head = read_head_meta(response.body, encoding, self.max_bytes, names)
+        if not head.complete:
+            self._inc("usage_meta_cut")
+            logger.debug("Read the meta tags of the first %d bytes of %s only (ROBOTSTXT_USAGE_META_MAX_BYTES): "
+                         "its head goes on", self.max_bytes, response, extra=self._log_extra)
+        return head.tags or None
+
+    def _answer(self, robots: UsagePreference | None, robots_url: str, match: TdmRepMatch | None,
+                fields: tuple[Any, ...] | None, head: tuple[tuple[str, str], ...] | None,
+                token: str) -> tuple[Preferences, tuple[tuple[str, str], ...]]:
+        statements: list[Statement] = []
+        malformed: list[tuple[str, str]] = []
+        if robots is not None:
+            statements.extend(robotstxt_statements(robots, robots_url))
+        if match is not None:
+            statements.append(tdmrep_statement(match))
+        if fields is not None:
+            usage, reservation, policy, tags, image = fields
+            self._add(lambda: content_usage(usage), "Content-Usage header", statements, malformed)
+            self._add(lambda: tdm_statement(_texts(reservation), _texts(policy), meta=False),
+                      "tdm-reservation header", statements, malformed)
+            if tags:
+                texts = _texts(tags)
+                found = robots_tags(robots_directives(texts, token, scoped=True), "X-Robots-Tag header",
+                                    "; ".join(texts), image)
+                if found is not None:
+                    statements.append(found)
+        if head is not None:
+            self._read_meta(HeadMeta(head, True), token, statements, malformed)
+        return build(statements, [f"{what} ignored: {error}" for what, error in malformed]), tuple(malformed)
+
+    def _read_meta(self, head: HeadMeta, token: str, statements: list[Statement],
+                   malformed: list[tuple[str, str]]) -> None:
+        self._add(lambda: tdm_statement(head.contents("tdm-reservation"), head.contents("tdm-policy"), meta=True),
+                  '<meta name="tdm-reservation">', statements, malformed)
+        generic = head.contents("robots")
+        scoped = head.contents(token) if token and token != "robots" else []
+        names = ([] if not generic else ['<meta name="robots">']) + ([] if not scoped else [f'<meta name="{token}">'])
+        robots = generic + scoped
+        found = robots_tags(robots_directives(robots, token, scoped=False), ", ".join(names), "; ".join(robots),
+                            False)
+        if found is not None:
+            statements.append(found)
+
+    @staticmethod
+    def _add(read: Callable[[], Statement | None], what: str, statements: list[Statement],
+             malformed: list[tuple[str, str]]) -> None:
+        try:
+            statement = read()
+        except Malformed as error:
+            malformed.append((what, str(error)))
+            return
+        if statement is not None:
+            statements.append(statement)
+
+    def _log_malformed(self, what: str, error: str, response: Response) -> None:
+        self._inc("usage_malformed")
+        first = what not in self._malformed_logged
+        self._malformed_logged.add(what)
+        logger.log(logging.WARNING if first else logging.DEBUG, "Usage preference: %s of %s ignored: %s%s", what,
+                   response.url, error, " (further ones are logged at DEBUG level)" if first else "",
+                   extra=self._log_extra)
+
+
+def _robots_key(preference: UsagePreference | None) -> tuple[Any, ...] | None:
+    if preference is None:
+        return None
+    return (tuple((record, tuple(values.items())) for record, values in preference.values.items()),
+            tuple(preference.lines.items()))
+
+
+def _match_key(match: TdmRepMatch | None) -> tuple[Any, ...] | None:
+    if match is None:
+        return None
+    return (bool(match.reserved), match.policy, match.location, match.index, match.url)
