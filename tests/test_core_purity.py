@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "robotstxt", "access", "record", "origin"]
+CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "robotstxt", "access", "record", "origin", "tdmrep"]
 
 SCRIPT = """
 import importlib.abc, sys
