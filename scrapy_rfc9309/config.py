@@ -80,6 +80,11 @@ SETTINGS: tuple[Setting, ...] = (
             example=10),
     Setting("ROBOTSTXT_USAGE_DENY", [], "list",
             "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request", example=["train-ai"]),
+    Setting("ROBOTSTXT_TDMREP", False, "bool",
+            "fetch each origin's `/.well-known/tdmrep.json` (TDMRep) once per lifetime, as robots.txt is, and put the "
+            "rule that applies to each request in its `robotstxt_tdmrep` meta key; with `ROBOTSTXT_USAGE_DENY` "
+            "listing `\"train-ai\"`, requests of reserved URLs are dropped (off by default: one more request per "
+            "origin)", example=True),
     Setting("ROBOTSTXT_MAX_WAITING", 100_000, "int",
             "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place (most of them "
             "parked outside the downloader, about 1 KB each); beyond, waiting requests take places again, so the "
@@ -182,6 +187,7 @@ class Config:
     store_retry_delay: float = 5.0
     store_timeout: float = 10.0
     dns_warmup: bool = True
+    tdmrep: bool = False
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -223,6 +229,7 @@ class Config:
             store_retry_delay=_number(settings, "ROBOTSTXT_STORE_RETRY_DELAY"),
             store_timeout=_number(settings, "ROBOTSTXT_STORE_TIMEOUT"),
             dns_warmup=flag(settings, "ROBOTSTXT_DNS_WARMUP"),
+            tdmrep=flag(settings, "ROBOTSTXT_TDMREP"),
         )
 
 
