@@ -67,15 +67,15 @@ class TdmEntry:
 
 class TdmRep:
     """A parsed tdmrep.json. ``body`` is the file's bytes (at most the size limit:
-    what a store keeps), ``url`` its URL, ``truncated`` whether the file was longer
-    than the limit, ``problems`` what could not be read (at most
+    what a store keeps), ``url`` its URL, ``truncated`` whether the file reached the
+    limit (the fetch cuts a longer file there), ``problems`` what could not be read (at most
     :data:`MAX_PROBLEMS`; ``problem_count`` counts them all)."""
 
     __slots__ = ("_rules", "body", "problem_count", "problems", "size", "truncated", "url")
 
     def __init__(self, body: bytes, max_bytes: int, *, url: str | None = None) -> None:
         self.size = len(body)
-        self.truncated = self.size > max_bytes
+        self.truncated = self.size >= max_bytes
         self.body = body[:max_bytes] if self.truncated else body
         self.url = url or ""
         self.problems: list[str] = []
@@ -129,8 +129,8 @@ class TdmRep:
 
     def _cut(self, read: int, why: str) -> None:
         if self.truncated:
-            self._problem(f"longer than the size limit ({self.size} bytes): the {read} complete rules before the "
-                          "limit are used")
+            self._problem(f"cut at the size limit ({len(self.body)} bytes, ROBOTSTXT_MAX_SIZE): the {read} complete "
+                          "rules before it are used")
         else:
             self._problem(f"{why}; the {read} rules before it are used")
 

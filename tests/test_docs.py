@@ -119,6 +119,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_STORE_RETRY_DELAY": config.store_retry_delay,
         "ROBOTSTXT_STORE_TIMEOUT": config.store_timeout,
         "ROBOTSTXT_DNS_WARMUP": config.dns_warmup,
+        "ROBOTSTXT_TDMREP": config.tdmrep,
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name

@@ -109,7 +109,7 @@ def test_a_file_cut_at_the_size_limit_keeps_its_complete_leading_rules() -> None
     assert [e.index for e in rep.entries] == list(range(read))
     assert rep.entry_for("https://example.com/r0/x") is not None
     assert rep.entry_for(f"https://example.com/r{read}/x") is None
-    assert "longer than the size limit" in rep.problems[0]
+    assert "cut at the size limit" in rep.problems[0]
 
 
 def test_a_multibyte_character_cut_by_the_limit() -> None:

@@ -5,17 +5,21 @@ in a recorded state with a next step in time."""
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from typing import Any
 
 import pytest_twisted
 from crawl import run_crawl
 from middleware_support import mw_settings, stat
 
+from scrapy_rfc9309.access import Access
 from scrapy_rfc9309.exceptions import RobotsTxtTdmReserved, RobotsTxtUnreachable
-from scrapy_rfc9309.middleware import TDMREP_META
+from scrapy_rfc9309.middleware import TDMREP_META, RobotsTxtMiddleware
+from scrapy_rfc9309.origin import Origin as OriginKey
 from scrapy_rfc9309.tdmrep import TdmEntry
-from scrapy_rfc9309.testing import Delay, Redirect, Static
+from scrapy_rfc9309.testing import Delay, Huge, Redirect, Sequence, Static
 
 TDMREP = "/.well-known/tdmrep.json"
 RULES = [
@@ -42,6 +46,19 @@ def crawl(urls: list[str], **settings: Any) -> Any:
 
 def tdm_meta(result: Any) -> dict[str, Any]:
     return dict(getattr(result.crawler.spider, "tdm_meta", {}))
+
+
+def tdm_state(result: Any, site: Any) -> Any:
+    """The tdmrep.json state the crawl ended with for ``site``, checked to have a next step in time."""
+    [mw] = [m for m in result.crawler.engine.downloader.middleware.middlewares
+            if isinstance(m, RobotsTxtMiddleware)]
+    state = mw.tdm.cache.get(OriginKey.from_url(site.url("/")))
+    assert state is not None and state.expires_at > state.fetched_at
+    return state
+
+
+ENFORCE = {"ROBOTSTXT_TDMREP": True, "ROBOTSTXT_USAGE_DENY": ["train-ai"]}
+ERROR = Static(b"busy", 503, {"Content-Type": "text/plain"})
 
 
 @pytest_twisted.inlineCallbacks
@@ -102,3 +119,128 @@ def test_a_missing_file_is_no_reservation(origins):
     assert tdm_meta(result) == {url: None for url in urls}
     assert len(site.requests_for(TDMREP)) == 1
     assert stat(result, "tdmrep/unavailable") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_slow_file_is_waited_for(origins):
+    site = origins()
+    site[TDMREP] = Delay(0.5, Static(json.dumps(RULES).encode(), 200, {"Content-Type": "application/json"}))
+    urls = [site.url("/reserved/a"), site.url("/open/a"), site.url("/open/b")]
+    result = yield crawl(urls, **ENFORCE)
+
+    assert sorted(result.responses) == sorted(urls[1:])
+    assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
+    assert tdm_meta(result) == {urls[1]: None, urls[2]: None}  # judged with the file, not before it
+    assert len(site.requests_for(TDMREP)) == 1
+    assert tdm_state(result, site).access is Access.PARSED
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_file_that_fails_then_answers_holds_the_requests_when_enforced(origins):
+    site = origins()
+    site[TDMREP] = Sequence([ERROR, ERROR, Static(json.dumps(RULES).encode(), 200,
+                                                  {"Content-Type": "application/json"})])
+    urls = [site.url("/reserved/a"), site.url("/open/a")]
+    result = yield crawl(urls, **ENFORCE)
+
+    assert result.responses == [urls[1]]
+    assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
+    assert len(site.requests_for(TDMREP)) == 3
+    assert stat(result, "tdmrep/unreachable") == 2 and stat(result, "tdmrep/parsed") == 1
+    assert stat(result, "tdmrep/held") >= 1
+    assert result.logged("tdmrep.json of", logging.WARNING)
+    assert tdm_state(result, site).access is Access.PARSED
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_file_unreachable_past_max_wait_drops_the_requests_when_enforced(origins):
+    site = origins()
+    site[TDMREP] = ERROR
+    urls = [site.url("/reserved/a"), site.url("/open/a")]
+    started = time.monotonic()
+    result = yield crawl(urls, ROBOTSTXT_MAX_WAIT=1, **ENFORCE)
+
+    assert result.responses == []
+    for url in urls:
+        [error] = result.errors_for(url)
+        assert isinstance(error, RobotsTxtUnreachable) and error.reason == "max_wait"
+        assert error.robots_url == site.url(TDMREP)
+    assert stat(result, "tdmrep/dropped_unreachable") == 2
+    assert time.monotonic() - started < 60
+    state = tdm_state(result, site)
+    assert state.access is Access.UNREACHABLE and state.failures == len(site.requests_for(TDMREP)) >= 2
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_unreachable_file_without_enforcement_lets_the_requests_go_on_unjudged(origins):
+    site = origins()
+    site[TDMREP] = ERROR
+    urls = [site.url("/reserved/a"), site.url("/open/a")]
+    result = yield crawl(urls, ROBOTSTXT_TDMREP=True)
+
+    assert sorted(result.responses) == sorted(urls)
+    assert tdm_meta(result) == {url: "unset" for url in urls}  # nothing known: the key is not set
+    assert result.logged("TDM reservations unknown, its requests go on", logging.WARNING)
+    assert tdm_state(result, site).access is Access.UNREACHABLE
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_redirect_loop_is_no_file(origins):
+    site = origins()
+    site[TDMREP] = Redirect("/elsewhere.json")
+    site["/elsewhere.json"] = Redirect(TDMREP)
+    urls = [site.url("/reserved/a")]
+    result = yield crawl(urls, **ENFORCE)
+
+    assert result.responses == urls
+    assert tdm_meta(result) == {urls[0]: None}
+    assert stat(result, "tdmrep/redirect_failed") == 1
+    assert len(site.requests_for(TDMREP)) == 1
+    assert tdm_state(result, site).access is Access.UNAVAILABLE
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_redirect_is_followed(origins):
+    site = origins()
+    site[TDMREP] = Redirect("/policies/tdm.json")
+    site["/policies/tdm.json"] = Static(json.dumps(RULES).encode(), 200, {"Content-Type": "application/json"})
+    urls = [site.url("/reserved/a")]
+    result = yield crawl(urls, **ENFORCE)
+
+    [error] = result.errors_for(urls[0])
+    assert isinstance(error, RobotsTxtTdmReserved) and error.tdmrep_url == site.url("/policies/tdm.json")
+
+
+@pytest_twisted.inlineCallbacks
+def test_invalid_json_keeps_the_rules_before_it_and_says_so(origins):
+    site = origins()
+    site.tdmrep(b'[{"location": "/reserved/", "tdm-reservation": 1}, {"location": "/open/", oops}]')
+    urls = [site.url("/reserved/a"), site.url("/open/a")]
+    result = yield crawl(urls, **ENFORCE)
+
+    assert result.responses == [urls[1]]
+    assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
+    assert tdm_meta(result) == {urls[1]: None}
+    [line] = [m for m in result.messages(logging.WARNING) if "invalid JSON" in m]
+    assert site.url(TDMREP) in line and "1 rules read" in line
+    assert stat(result, "tdmrep/invalid") == 1
+    assert tdm_state(result, site).access is Access.PARSED
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_huge_file_is_cut_at_the_size_limit(origins):
+    site = origins()
+    size = 20 * 1024 * 1024
+    huge = Huge(size, b'[{"location": "/reserved/", "tdm-reservation": 1}, ', fill=b'{"location": "/x/", '
+                b'"tdm-reservation": 0}, ', suffix=b'{"location": "/open/", "tdm-reservation": 1}]',
+                headers={"Content-Type": "application/json"})
+    site[TDMREP] = huge
+    urls = [site.url("/reserved/a"), site.url("/open/a")]
+    result = yield crawl(urls, **ENFORCE)
+
+    # The leading rule applies; the last one, past the limit, does not.
+    assert result.responses == [urls[1]]
+    assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
+    assert stat(result, "tdmrep/truncated") == 1
+    assert huge.bytes_sent < size // 2  # the download was stopped
+    assert result.logged("cut at the size limit", logging.WARNING)
