@@ -10,6 +10,7 @@ import logging
 import time
 from typing import Any
 
+import pytest
 import pytest_twisted
 from crawl import run_crawl
 from middleware_support import mw_settings, stat
@@ -244,3 +245,31 @@ def test_a_huge_file_is_cut_at_the_size_limit(origins):
     assert stat(result, "tdmrep/truncated") == 1
     assert huge.bytes_sent < size // 2  # the download was stopped
     assert result.logged("cut at the size limit", logging.WARNING)
+
+
+def _store_settings(kind: str, tmp_path: Any, redis_url: str | None) -> dict[str, Any]:
+    if kind == "disk":
+        return {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(tmp_path / "store")}
+    return {"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url,
+            "ROBOTSTXT_REDIS_PREFIX": f"tdm-{tmp_path.name}"}
+
+
+@pytest.mark.parametrize("kind", ["disk", "redis"])
+@pytest_twisted.inlineCallbacks
+def test_the_state_is_saved_in_the_store_and_reused(origins, tmp_path, request, kind):
+    redis_url = request.getfixturevalue("redis_url") if kind == "redis" else None
+    site = origins()
+    site.tdmrep(RULES)
+    site.robots("User-agent: *\nDisallow: /private\n")
+    urls = [site.url("/reserved/a"), site.url("/open/a")]
+    settings = {**ENFORCE, **_store_settings(kind, tmp_path, redis_url)}
+    first = yield crawl(urls, **settings)
+    second = yield crawl(urls, **settings)
+
+    for result in (first, second):
+        assert result.responses == [urls[1]]
+        assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
+    assert len(site.requests_for(TDMREP)) == 1 and len(site.requests_for("/robots.txt")) == 1
+    assert stat(first, "tdmrep/store_saved") == 1 and stat(second, "tdmrep/store_hit") == 1
+    assert stat(second, "store_hit") == 1  # the robots.txt's record, beside it under its own key
+    assert tdm_meta(second) == {urls[1]: None}
