@@ -16,11 +16,11 @@ from crawl import run_crawl
 from middleware_support import mw_settings, stat
 
 from scrapy_rfc9309.access import Access
-from scrapy_rfc9309.exceptions import RobotsTxtTdmReserved, RobotsTxtUnreachable
+from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtTdmReserved, RobotsTxtUnreachable
 from scrapy_rfc9309.middleware import TDMREP_META, RobotsTxtMiddleware
 from scrapy_rfc9309.origin import Origin as OriginKey
 from scrapy_rfc9309.tdmrep import TdmEntry
-from scrapy_rfc9309.testing import Delay, Huge, Redirect, Sequence, Static
+from scrapy_rfc9309.testing import Delay, Dynamic, Gate, Huge, Redirect, Sequence, Static
 
 TDMREP = "/.well-known/tdmrep.json"
 RULES = [
@@ -273,3 +273,24 @@ def test_the_state_is_saved_in_the_store_and_reused(origins, tmp_path, request, 
     assert stat(first, "tdmrep/store_saved") == 1 and stat(second, "tdmrep/store_hit") == 1
     assert stat(second, "store_hit") == 1  # the robots.txt's record, beside it under its own key
     assert tdm_meta(second) == {urls[1]: None}
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_file_is_fetched_beside_the_robots_txt_not_after_it(origins):
+    """The origin's robots.txt is answered only once its tdmrep.json was asked for: a
+    new origin's requests wait for one round trip, not two."""
+    site = origins()
+    gate = Gate(Static(b"User-agent: *\nDisallow: /private\n", 200, {"Content-Type": "text/plain"}))
+    site["/robots.txt"] = gate
+
+    def tdmrep(origin: Any, hit: Any) -> Any:
+        gate.open()
+        return Static(json.dumps(RULES).encode(), 200, {"Content-Type": "application/json"})
+
+    site[TDMREP] = Dynamic(tdmrep)
+    urls = [site.url("/reserved/a"), site.url("/open/a"), site.url("/private/a")]
+    result = yield crawl(urls, DOWNLOAD_TIMEOUT=10, **ENFORCE)
+
+    assert gate.is_open and result.responses == [urls[1]]
+    assert stat(result, "parsed") == 1 and stat(result, "tdmrep/parsed") == 1
+    assert [type(e) for e in result.errors_for(urls[2])] == [RobotsTxtForbidden]
