@@ -340,6 +340,8 @@ class OriginStates(Reporting):
                 self._inc("fetch_queued")
             await maybe_deferred_to_future(slot)
             acquired = True
+            if self.document is ROBOTS_TXT:  # the fetcher's call with its one argument, as code that wraps it expects
+                return await self.fetcher.fetch(origin)
             return await self.fetcher.fetch(origin, self.document)
         finally:
             if acquired:
