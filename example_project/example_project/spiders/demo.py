@@ -57,6 +57,8 @@ class DemoSpider(scrapy.Spider):
         self.blocked: list[Blocked] = []  # RobotsTxtForbidden
         self.unreachable: list[Blocked] = []  # RobotsTxtUnreachable
         self.failed: list[tuple[str, str]] = []  # any other error
+        #: The tdmrep.json rule that applied to each page fetched (ROBOTSTXT_TDMREP), None for none.
+        self.tdmrep: dict[str, Any] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DemoSpider:
@@ -87,6 +89,8 @@ class DemoSpider(scrapy.Spider):
 
     def parse(self, response: Response) -> Iterator[Any]:
         self.fetched.append(response.url)
+        if "robotstxt_tdmrep" in response.meta:
+            self.tdmrep[response.url] = response.meta["robotstxt_tdmrep"]
         yield {"url": response.url, "status": response.status, "title": response.css("title::text").get()}
         here = urlsplit(response.url)[:2]
         for href in response.css("a::attr(href)").getall():
