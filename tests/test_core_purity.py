@@ -10,7 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "robotstxt", "access", "record", "origin", "tdmrep"]
+CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "robotstxt", "access", "record", "origin", "tdmrep",
+        "documents"]
 
 SCRIPT = """
 import importlib.abc, sys

@@ -6,6 +6,9 @@ import json
 
 import pytest
 
+from scrapy_rfc9309.access import Access, Decision, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.documents import ROBOTS_TXT, TDMREP
+from scrapy_rfc9309.record import RecordError, decode, encode
 from scrapy_rfc9309.tdmrep import MAX_PROBLEMS, RESERVED_CATEGORIES, TdmEntry, TdmRep, reserves
 
 URL = "https://example.com/.well-known/tdmrep.json"
@@ -126,3 +129,31 @@ def test_problems_are_bounded() -> None:
 def test_reserved_categories() -> None:
     assert "train-ai" in RESERVED_CATEGORIES
     assert reserves("TRAIN-AI") and reserves("ai-train") and not reserves("search")
+
+
+def test_a_state_and_its_stored_record() -> None:
+    """A tdmrep.json state goes through the robots.txt lifecycle's policy and record format,
+    naming its document: read back as a tdmrep.json, never as a robots.txt (nor the reverse)."""
+    policy = Policy()
+    now = 1_000_000.0
+    state = OriginState.initial(FetchOutcome(Access.PARSED, URL, 200, SPEC_EXAMPLE, document=TDMREP), now, policy)
+    assert state.tdmrep is not None and state.robots is None
+    assert state.expires_at == now + policy.ttl
+    record = encode(state, policy)
+    assert '"doc":"tdmrep.json"' in record.meta and record.body == SPEC_EXAMPLE
+    back = decode(record, policy, now + 1, TDMREP)
+    assert back.tdmrep is not None and back.tdmrep.entries == state.tdmrep.entries
+    with pytest.raises(RecordError, match=r"tdmrep\.json"):
+        decode(record, policy, now + 1, ROBOTS_TXT)
+    robots = OriginState.initial(FetchOutcome(Access.PARSED, "https://example.com/robots.txt", 200, b"Allow: /"),
+                                 now, policy)
+    robots_record = encode(robots, policy)
+    assert '"doc"' not in robots_record.meta  # the robots.txt record is as it was
+    with pytest.raises(RecordError):
+        decode(robots_record, policy, now + 1, TDMREP)
+    # Unreachable later: the last good copy keeps applying, the retry is on the backoff.
+    failed = state.apply(FetchOutcome(Access.UNREACHABLE, URL, 503, document=TDMREP), now + 10, policy)
+    assert failed.tdmrep is state.tdmrep and failed.decision(now + 10, policy) is Decision.RULES
+    assert failed.expires_at == now + 10 + policy.retry_delay
+    kept = decode(encode(failed, policy), policy, now + 11, TDMREP)
+    assert kept.tdmrep is not None and kept.failures == 1 and kept.access is Access.UNREACHABLE

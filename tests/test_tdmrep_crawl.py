@@ -245,6 +245,8 @@ def test_a_huge_file_is_cut_at_the_size_limit(origins):
     assert stat(result, "tdmrep/truncated") == 1
     assert huge.bytes_sent < size // 2  # the download was stopped
     assert result.logged("cut at the size limit", logging.WARNING)
+    state = tdm_state(result, site)
+    assert state.access is Access.PARSED and len(state.good_body) == 500 * 1024  # what a store keeps
 
 
 def _store_settings(kind: str, tmp_path: Any, redis_url: str | None) -> dict[str, Any]:
