@@ -8,15 +8,23 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
 import pytest_twisted
 from crawl import run_crawl
-from middleware_support import mw_settings, stat
+from middleware_support import TrackingSpider, mw_settings, stat, until
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import defer
 
 from scrapy_rfc9309.access import Access
-from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtTdmReserved, RobotsTxtUnreachable
+from scrapy_rfc9309.exceptions import (
+    RobotsTxtConfigError,
+    RobotsTxtForbidden,
+    RobotsTxtTdmReserved,
+    RobotsTxtUnreachable,
+)
 from scrapy_rfc9309.middleware import TDMREP_META, RobotsTxtMiddleware
 from scrapy_rfc9309.origin import Origin as OriginKey
 from scrapy_rfc9309.tdmrep import TdmEntry
@@ -296,3 +304,57 @@ def test_the_file_is_fetched_beside_the_robots_txt_not_after_it(origins):
     assert gate.is_open and result.responses == [urls[1]]
     assert stat(result, "parsed") == 1 and stat(result, "tdmrep/parsed") == 1
     assert [type(e) for e in result.errors_for(urls[2])] == [RobotsTxtForbidden]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_setting_that_is_not_a_boolean_stops_the_crawl_at_start_up(origins):
+    site = origins()
+    with pytest.raises(RobotsTxtConfigError) as info:
+        yield crawl([site.url("/a")], ROBOTSTXT_TDMREP="sometimes")
+    assert "ROBOTSTXT_TDMREP" in str(info.value)
+    assert site.requests == []
+
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_held_for_the_file_when_the_crawl_stops_are_crawled_once_after_a_resume(origins, tmp_path):
+    """Ctrl-C while an enforced tdmrep.json is unreachable: with a JOBDIR the held requests go
+    back to the scheduler, as those held for a robots.txt do, and the resumed crawl judges each once."""
+    site = origins()
+    site[TDMREP] = ERROR
+    count = 40
+    urls = [site.url(f"/open/{i}") for i in range(count)] + [site.url("/reserved/a")]
+    settings = mw_settings(JOBDIR=str(tmp_path / "job"), ROBOTSTXT_RETRY_DELAY=60, ROBOTSTXT_RETRY_MAX_DELAY=60,
+                           ROBOTSTXT_MAX_WAIT=600, CLOSESPIDER_TIMEOUT=120, **ENFORCE)
+    TrackingSpider.latest = None
+    crawling = run_crawl(TrackingSpider, settings, urls=urls, dont_filter=False)
+
+    def middleware() -> Any:
+        spider = TrackingSpider.latest
+        if spider is None or spider.crawler.engine is None:
+            return None
+        return next(m for m in spider.crawler.engine.downloader.middleware.middlewares
+                    if isinstance(m, RobotsTxtMiddleware))
+
+    async def stop() -> Any:
+        await until(lambda: middleware() is not None and middleware().tdm.waiting >= count + 1, "all held")
+        crawler = TrackingSpider.latest.crawler  # type: ignore[union-attr]
+        stop_async = getattr(crawler, "stop_async", None)  # Scrapy 2.14 and later
+        await (deferred_from_coro(stop_async()) if stop_async is not None else crawler.stop())
+        return await crawling
+
+    stopped = yield defer.ensureDeferred(stop())
+
+    assert stopped.stats["finish_reason"] == "shutdown"
+    assert site.requests_for("/open/0") == [] and len(site.requests_for(TDMREP)) == 1
+    assert stat(stopped, "requeued_on_close") + stat(stopped, "tdmrep/requeued_on_close") == count + 1
+    assert not stopped.errors
+
+    site.tdmrep(RULES)
+    resumed = yield run_crawl(TrackingSpider, settings, urls=urls, dont_filter=False)
+
+    assert resumed.stats["finish_reason"] == "finished"
+    assert sorted(resumed.responses) == sorted(urls[:count])
+    assert [type(e) for e in resumed.errors_for(urls[-1])] == [RobotsTxtTdmReserved]
+    hits = Counter(hit.path for hit in site.requests if hit.path.startswith(("/open/", "/reserved/")))
+    assert hits == Counter({f"/open/{i}": 1 for i in range(count)})
