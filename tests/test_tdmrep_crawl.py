@@ -260,14 +260,15 @@ def test_a_huge_file_is_cut_at_the_size_limit(origins):
 def _store_settings(kind: str, tmp_path: Any, redis_url: str | None) -> dict[str, Any]:
     if kind == "disk":
         return {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(tmp_path / "store")}
-    return {"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url,
+    return {"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url, "ROBOTSTXT_REDIS_CLUSTER": kind == "cluster",
             "ROBOTSTXT_REDIS_PREFIX": f"tdm-{tmp_path.name}"}
 
 
-@pytest.mark.parametrize("kind", ["disk", "redis"])
+@pytest.mark.parametrize("kind", ["disk", "redis", "cluster"])
 @pytest_twisted.inlineCallbacks
 def test_the_state_is_saved_in_the_store_and_reused(origins, tmp_path, request, kind):
-    redis_url = request.getfixturevalue("redis_url") if kind == "redis" else None
+    fixture = {"redis": "redis_url", "cluster": "redis_cluster_url"}.get(kind)
+    redis_url = request.getfixturevalue(fixture) if fixture else None
     site = origins()
     site.tdmrep(RULES)
     site.robots("User-agent: *\nDisallow: /private\n")
