@@ -108,7 +108,7 @@ class RobotsTxtMiddleware(Reporting):
         #: The tdmrep.json states (ROBOTSTXT_TDMREP): an unreachable file holds requests when reservations
         #: are enforced, as an unreachable robots.txt does; otherwise they go on, with nothing known.
         self.tdm = (OriginStates(crawler, self.config, self.fetcher, store, None, self._origin_of, document=TDMREP,
-                                 holds=bool(self.tdm_deny), parking=self.states.parking)
+                                 holds=bool(self.tdm_deny), peer=self.states)
                     if self.config.tdmrep else None)
         self.crawl_delay = CrawlDelay(crawler, self.config.crawl_delay_max) if self.config.crawl_delay else None
         self._origins: dict[str, Origin | None] = {}

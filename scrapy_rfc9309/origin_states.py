@@ -71,13 +71,14 @@ class OriginStates(Reporting):
     crawl uses. ``holds`` says whether the requests of an origin whose document is
     unreachable (without a good copy) are held until a retry succeeds or
     ``ROBOTSTXT_MAX_WAIT`` ends (robots.txt: complete disallow); when False they
-    are judged at once with the state at hand. ``parking``: the parked requests,
-    shared with the lifecycle of another document."""
+    are judged at once with the state at hand. ``peer``: the lifecycle of another
+    document of the same origins, whose parked requests and ``ROBOTSTXT_MAX_WAITING``
+    bound this one shares."""
 
     def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
                  store: StoreClient | None = None, warmup: DnsWarmup | None = None,
                  origin_of: Callable[[str], Origin | None] | None = None, *,
-                 document: Document = ROBOTS_TXT, holds: bool = True, parking: Parking | None = None) -> None:
+                 document: Document = ROBOTS_TXT, holds: bool = True, peer: OriginStates | None = None) -> None:
         self.crawler = crawler
         self.document = document
         self.holds = holds
@@ -90,7 +91,11 @@ class OriginStates(Reporting):
         #: robots.txt downloads in flight at once (``ROBOTSTXT_CONCURRENT_FETCHES``).
         self._fetch_slots = defer.DeferredSemaphore(config.concurrent_fetches)
         #: Requests kept out of the downloader while their robots.txt is not known.
-        self.parking = parking or Parking(crawler, origin_of or Origin.from_url, self._held, self._room)
+        self._peer = peer
+        if peer is not None:
+            peer._peer = self
+        self.parking: Parking = (peer.parking if peer is not None else
+                                 Parking(crawler, origin_of or Origin.from_url, self._held, self._room))
         self.fetcher = fetcher
         self.store = store
         #: Resolves the host of an origin whose robots.txt another process is fetching.
@@ -177,7 +182,8 @@ class OriginStates(Reporting):
         """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS``
         place (``ROBOTSTXT_MAX_WAITING``, for the requests waiting in the downloader
         and those parked)."""
-        return self._waiting + self.parking.count < self.max_waiting
+        peer = self._peer
+        return self._waiting + (peer._waiting if peer is not None else 0) + self.parking.count < self.max_waiting
 
     def _held(self, origin: Origin) -> bool:
         state = self.cache.get(origin)
