@@ -368,11 +368,19 @@ class RobotsTxtMiddleware(Reporting):
         engine (once, shared with the requests waiting for it) when it is not
         cached or expired. None for a URL without an http(s) origin, or when the
         spider closes meanwhile."""
+        return await self._fetched(self.states, url)
+
+    async def fetch_tdmrep_state(self, url: str) -> OriginState | None:
+        """With ``ROBOTSTXT_TDMREP`` on, the tdmrep.json state of the origin of
+        ``url``, fetched as :meth:`fetch_state` fetches the robots.txt; otherwise None."""
+        return None if self.tdm is None else await self._fetched(self.tdm, url)
+
+    async def _fetched(self, states: OriginStates, url: str) -> OriginState | None:
         origin = self._origin_of(url)
         if origin is None:
             return None
         try:
-            return await self.states.current(origin, Request(origin.robots_url, dont_filter=True))
+            return await states.current(origin, Request(states.document.url(origin), dont_filter=True))
         except Closing:
             return None
 
