@@ -359,3 +359,39 @@ def test_requests_held_for_the_file_when_the_crawl_stops_are_crawled_once_after_
     assert [type(e) for e in resumed.errors_for(urls[-1])] == [RobotsTxtTdmReserved]
     hits = Counter(hit.path for hit in site.requests if hit.path.startswith(("/open/", "/reserved/")))
     assert hits == Counter({f"/open/{i}": 1 for i in range(count)})
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_waiting_for_the_file_are_parked_and_each_crawled_once(origins):
+    """Many requests of an origin whose robots.txt is known and whose tdmrep.json is not yet:
+    beyond CONCURRENT_REQUESTS_PER_DOMAIN they are parked outside the downloader, as for a
+    robots.txt, and once the file arrives each is judged and crawled once."""
+    site = origins()
+    gate = Gate(Static(json.dumps(RULES).encode(), 200, {"Content-Type": "application/json"}))
+    site[TDMREP] = gate
+    count = 200
+    urls = [site.url(f"/open/{i}") for i in range(count)] + [site.url(f"/reserved/{i}") for i in range(10)]
+    settings = mw_settings(CONCURRENT_REQUESTS=16, CONCURRENT_REQUESTS_PER_DOMAIN=2, CLOSESPIDER_TIMEOUT=60,
+                           **ENFORCE)
+    TrackingSpider.latest = None
+    crawling = run_crawl(TrackingSpider, settings, urls=urls, dont_filter=False)
+
+    def middleware() -> Any:
+        spider = TrackingSpider.latest
+        if spider is None or spider.crawler.engine is None:
+            return None
+        return spider.crawler.get_downloader_middleware(RobotsTxtMiddleware)
+
+    yield defer.ensureDeferred(until(lambda: middleware() is not None and middleware().tdm.waiting == len(urls),
+                                     "every request waiting for the tdmrep.json"))
+    parked = middleware().tdm.parking.count
+    gate.open()
+    result = yield crawling
+
+    assert parked >= len(urls) - 2 * 2  # all but those waiting in the downloader
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(urls[:count])
+    assert len(result.errors) == 10 and {type(e.exception) for e in result.errors} == {RobotsTxtTdmReserved}
+    hits = Counter(hit.path for hit in site.requests if hit.path.startswith(("/open/", "/reserved/")))
+    assert hits == Counter({f"/open/{i}": 1 for i in range(count)})
+    assert len(site.requests_for(TDMREP)) == 1
