@@ -35,7 +35,9 @@ class Document:
     (``robotstxt/<stat><name>``); ``key_path`` is added to the origin in its store
     key (robots.txt records keep the bare origin, as before tdmrep.json existed);
     ``unreachable`` says, in words, what an unreachable document means before its
-    requests are held."""
+    requests are held; ``html_is_no_file``, whether an HTML page answered with 2xx
+    is no file (a site's "not found" page; a robots.txt is parsed whatever it holds,
+    unless it was reached by a redirect)."""
 
     name: str
     path: str
@@ -43,6 +45,7 @@ class Document:
     stat: str
     key_path: str
     unreachable: str
+    html_is_no_file: bool = False
 
     def url(self, origin: Origin) -> str:
         """The document's URL on ``origin``."""
@@ -65,6 +68,7 @@ def _tdmrep(body: bytes, max_bytes: int, url: str | None) -> Parsed:
 
 
 ROBOTS_TXT = Document("robots.txt", "/robots.txt", _robots, "", "", "complete disallow")
-TDMREP = Document("tdmrep.json", TDMREP_PATH, _tdmrep, "tdmrep/", TDMREP_PATH, "TDM reservations unknown")
+TDMREP = Document("tdmrep.json", TDMREP_PATH, _tdmrep, "tdmrep/", TDMREP_PATH, "TDM reservations unknown",
+                  html_is_no_file=True)
 #: The documents by name (a stored record names its document).
 DOCUMENTS = {document.name: document for document in (ROBOTS_TXT, TDMREP)}

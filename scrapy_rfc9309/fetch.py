@@ -202,7 +202,7 @@ class RobotsFetcher(Reporting):
                 url = target
                 continue
             if kind == "parse":
-                return self._parsed(response, url, status, max_age, redirects, stat)
+                return self._parsed(response, url, status, max_age, redirects, document)
             if kind == "unavailable":
                 return FetchOutcome(Access.UNAVAILABLE, url, status, max_age=max_age,
                                     redirects=tuple(redirects), reason=f"status {status}")
@@ -289,10 +289,11 @@ class RobotsFetcher(Reporting):
         return target, ""
 
     def _parsed(self, response: Response, url: str, status: int, max_age: float | None,
-                redirects: list[str], stat: str) -> FetchOutcome:
-        if redirects and _is_html(response):
+                redirects: list[str], document: Document) -> FetchOutcome:
+        stat = document.stat
+        if (redirects or document.html_is_no_file) and _is_html(response):
             return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
-                                reason="redirected to an HTML page")
+                                reason="redirected to an HTML page" if redirects else "an HTML page")
         body = response.body
         truncated = "download_stopped" in response.flags or len(body) > self.max_size
         codings = [value.decode("latin-1") for value in response.headers.getlist(CODING_HEADER)]

@@ -395,3 +395,19 @@ def test_requests_waiting_for_the_file_are_parked_and_each_crawled_once(origins)
     hits = Counter(hit.path for hit in site.requests if hit.path.startswith(("/open/", "/reserved/")))
     assert hits == Counter({f"/open/{i}": 1 for i in range(count)})
     assert len(site.requests_for(TDMREP)) == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_html_page_in_place_of_the_file_is_no_file(origins):
+    """Many sites answer every path with a page: that is no tdmrep.json, not a broken one."""
+    site = origins()
+    site[TDMREP] = Static(b"<!doctype html><html><body>Welcome</body></html>", 200,
+                          {"Content-Type": "text/html; charset=utf-8"})
+    urls = [site.url("/reserved/a")]
+    result = yield crawl(urls, **ENFORCE)
+
+    assert result.responses == urls and tdm_meta(result) == {urls[0]: None}
+    assert stat(result, "tdmrep/unavailable") == 1 and stat(result, "tdmrep/invalid") == 0
+    assert not [m for m in result.messages(logging.WARNING) if "tdmrep.json" in m]
+    state = tdm_state(result, site)
+    assert state.access is Access.UNAVAILABLE and state.outcome.reason == "an HTML page"
