@@ -19,6 +19,9 @@ anyway); a rule of the wrong shape is skipped. Each problem is kept in
 from __future__ import annotations
 
 import json
+import zlib
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +40,10 @@ TDMREP_PATH = "/.well-known/tdmrep.json"
 RESERVED_CATEGORIES = frozenset({"train-ai", "ai-train", "bots"})
 #: Problems kept per file (the rest are counted).
 MAX_PROBLEMS = 10
+#: Bodies at least this long are kept compressed (a store reads them back; matching never does).
+_COMPRESS_FROM = 4096
+#: Raw deflate, no header: the bytes are only ever read back here.
+_WBITS = -15
 _WHITESPACE = " \t\r\n"
 _decoder = json.JSONDecoder()
 
@@ -69,62 +76,83 @@ class TdmRep:
     """A parsed tdmrep.json. ``body`` is the file's bytes (at most the size limit:
     what a store keeps), ``url`` its URL, ``truncated`` whether the file reached the
     limit (the fetch cuts a longer file there), ``problems`` what could not be read (at most
-    :data:`MAX_PROBLEMS`; ``problem_count`` counts them all)."""
+    :data:`MAX_PROBLEMS`; ``problem_count`` counts them all).
 
-    __slots__ = ("_rules", "body", "problem_count", "problems", "size", "truncated", "url")
+    The rules are kept compactly (a file of the size limit holds some ten thousand):
+    their locations, a compiled pattern only where one has wildcards, their positions
+    and reservations in an array, each policy URL once, and the body compressed; a
+    :class:`TdmEntry` is made for the rule a URL matches."""
+
+    __slots__ = ("_body", "_compressed", "_flags", "_locations", "_patterns", "_policies", "problem_count", "problems",
+                 "size", "truncated", "url")
 
     def __init__(self, body: bytes, max_bytes: int, *, url: str | None = None) -> None:
         self.size = len(body)
         self.truncated = self.size >= max_bytes
-        self.body = body[:max_bytes] if self.truncated else body
+        body = body[:max_bytes] if self.truncated else body
         self.url = url or ""
         self.problems: list[str] = []
         self.problem_count = 0
-        self._rules: list[tuple[list[str | tuple[str, str]], bool, TdmEntry]] = []
-        self._read()
+        self._locations: list[str] = []
+        #: Per rule: None for a location matched as a plain prefix, else its pattern's pieces and anchor.
+        self._patterns: list[tuple[list[str | tuple[str, str]], bool] | None] = []
+        #: Per rule: its position in the file's array, shifted left by one, or 1 when reserved.
+        self._flags = array("Q")
+        self._policies: list[str | None] = []
+        self._body, self._compressed = body, False
+        self._read(body)
+        if len(body) >= _COMPRESS_FROM:
+            self._body, self._compressed = _compress(body), True
+
+    @property
+    def body(self) -> bytes:
+        """The file's bytes, up to the size limit."""
+        return zlib.decompress(self._body, _WBITS) if self._compressed else self._body
 
     def _problem(self, text: str) -> None:
         self.problem_count += 1
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(text)
 
-    def _read(self) -> None:
+    def _read(self, body: bytes) -> None:
         try:
-            text = self.body.decode("utf-8-sig")
+            text = body.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            if not self.truncated or exc.start < len(self.body) - 3:
+            if not self.truncated or exc.start < len(body) - 3:
                 self._problem(f"not UTF-8 (byte {exc.start})")
                 return
-            text = self.body[: exc.start].decode("utf-8-sig")  # a character cut by the size limit
+            text = body[: exc.start].decode("utf-8-sig")  # a character cut by the size limit
+        policies: dict[str, str] = {}
         for index, item in enumerate(self._items(text)):
-            self._rule(index, item)
+            self._rule(index, item, policies)
 
-    def _items(self, text: str) -> list[Any]:
+    def _items(self, text: str) -> Iterator[Any]:
         """The array's elements read one by one, up to the end of the array or the
         first point where the text stops being JSON."""
         pos = _skip(text, 0)
         if not text.startswith("[", pos):
             self._problem("not a JSON array" if pos < len(text) else "empty file")
-            return []
-        items: list[Any] = []
+            return
+        read = 0
         pos = _skip(text, pos + 1)
         if text.startswith("]", pos):
-            return items
+            return
         while True:
             try:
                 item, pos = _decoder.raw_decode(text, pos)
             except ValueError as exc:
-                self._cut(len(items), f"invalid JSON: {exc}")
-                return items
-            items.append(item)
+                self._cut(read, f"invalid JSON: {exc}")
+                return
+            read += 1
+            yield item
             pos = _skip(text, pos)
             if text.startswith("]", pos):
                 if _skip(text, pos + 1) < len(text):
                     self._problem("text after the array (ignored)")
-                return items
+                return
             if not text.startswith(",", pos):
-                self._cut(len(items), f"invalid JSON: ',' or ']' expected at char {pos}")
-                return items
+                self._cut(read, f"invalid JSON: ',' or ']' expected at char {pos}")
+                return
             pos = _skip(text, pos + 1)
 
     def _cut(self, read: int, why: str) -> None:
@@ -134,7 +162,7 @@ class TdmRep:
         else:
             self._problem(f"{why}; the {read} rules before it are used")
 
-    def _rule(self, index: int, item: Any) -> None:
+    def _rule(self, index: int, item: Any, policies: dict[str, str]) -> None:
         if not isinstance(item, dict):
             self._problem(f"rule {index} is not an object")
             return
@@ -153,26 +181,40 @@ class TdmRep:
             self._problem(f"rule {index}: tdm-policy {policy!r} is not a URL (ignored)")
             policy = None
         pieces, anchored, _, _ = glob_pieces(location)
-        entry = TdmEntry(reservation == 1, policy.strip() if policy else None, location, index, self.url)
-        self._rules.append((pieces, anchored, entry))
+        plain = not anchored and len(pieces) == 1 and pieces[0] == location
+        if policy:
+            policy = policies.setdefault(policy.strip(), policy.strip())
+        self._locations.append(location)
+        self._patterns.append(None if plain else (pieces, anchored))
+        self._flags.append(index << 1 | (reservation == 1))
+        self._policies.append(policy or None)
+
+    def _entry(self, rule: int) -> TdmEntry:
+        flags = self._flags[rule]
+        return TdmEntry(bool(flags & 1), self._policies[rule], self._locations[rule], flags >> 1, self.url)
 
     @property
     def entries(self) -> list[TdmEntry]:
         """The rules read, in file order."""
-        return [entry for _, _, entry in self._rules]
+        return [self._entry(rule) for rule in range(len(self._locations))]
 
     def entry_for(self, url: str) -> TdmEntry | None:
         """The first rule whose location matches the path of ``url``, or None."""
-        if not self._rules:
+        if not self._locations:
             return None
         path = path_of(url)
-        for pieces, anchored, entry in self._rules:
-            if glob_match(path, pieces, anchored):
-                return entry
+        for rule, pattern in enumerate(self._patterns):
+            if (path.startswith(self._locations[rule]) if pattern is None else glob_match(path, *pattern)):
+                return self._entry(rule)
         return None
 
     def __repr__(self) -> str:
-        return f"<TdmRep {self.url or '(no URL)'}: {len(self._rules)} rules>"
+        return f"<TdmRep {self.url or '(no URL)'}: {len(self._locations)} rules>"
+
+
+def _compress(body: bytes) -> bytes:
+    compressor = zlib.compressobj(1, zlib.DEFLATED, _WBITS)
+    return compressor.compress(body) + compressor.flush()
 
 
 def _skip(text: str, pos: int) -> int:
