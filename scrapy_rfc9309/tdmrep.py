@@ -66,6 +66,11 @@ class TdmEntry:
     index: int
     url: str
 
+    def as_dict(self) -> dict[str, object]:
+        """The rule as plain data (for a feed, a log, JSON)."""
+        return {"reserved": self.reserved, "policy": self.policy, "location": self.location, "index": self.index,
+                "url": self.url}
+
     def __str__(self) -> str:
         state = "reserved" if self.reserved else "not reserved"
         policy = f", tdm-policy {self.policy}" if self.policy else ""

@@ -41,6 +41,14 @@ def test_the_specification_example() -> None:
     assert rep.entry_for("https://example.com/") is None
 
 
+def test_an_entry_as_plain_data() -> None:
+    entry = parse(SPEC_EXAMPLE).entry_for("https://example.com/directory-b/html/x")
+    assert entry is not None
+    assert json.loads(json.dumps(entry.as_dict())) == {
+        "reserved": True, "policy": "https://provider.com/policies/policy.json", "location": "/directory-b/html/",
+        "index": 1, "url": URL}
+
+
 def test_the_first_matching_rule_applies_not_the_longest() -> None:
     rep = parse('[{"location": "/", "tdm-reservation": 0}, {"location": "/private/", "tdm-reservation": 1}]')
     entry = rep.entry_for("https://example.com/private/x")
