@@ -35,9 +35,10 @@ class Document:
     (``robotstxt/<stat><name>``); ``key_path`` is added to the origin in its store
     key (robots.txt records keep the bare origin, as before tdmrep.json existed);
     ``unreachable`` says, in words, what an unreachable document means before its
-    requests are held; ``html_is_no_file``, whether an HTML page answered with 2xx
-    is no file (a site's "not found" page; a robots.txt is parsed whatever it holds,
-    unless it was reached by a redirect)."""
+    requests are held; ``html_is_no_file``, whether a body of markup (an HTML page,
+    whatever its ``Content-Type``) answered with 2xx is no file (a site's catch-all
+    page). A robots.txt is parsed whatever it holds, unless a redirect led to an
+    HTML page."""
 
     name: str
     path: str

@@ -45,6 +45,8 @@ _SIZE_META = "_robotstxt_rfc9309_bytes"
 #: Where the response's Content-Encoding is moved, out of HttpCompressionMiddleware's sight.
 CODING_HEADER = b"X-Robotstxt-Content-Encoding"
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+#: What may come before a document's first character: a UTF-8 byte order mark, white space.
+_LEADING = b"\xef\xbb\xbf \t\r\n"
 #: What an HTTP client accepts as a URL once Scrapy has escaped it (Twisted's check).
 _URI_CHARS = re.compile(r"[\x21-\x7e]+").fullmatch
 #: Distinct exceptions whose traceback is logged (beyond, each is logged at DEBUG).
@@ -291,9 +293,9 @@ class RobotsFetcher(Reporting):
     def _parsed(self, response: Response, url: str, status: int, max_age: float | None,
                 redirects: list[str], document: Document) -> FetchOutcome:
         stat = document.stat
-        if (redirects or document.html_is_no_file) and _is_html(response):
+        if redirects and not document.html_is_no_file and _is_html(response):
             return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
-                                reason="redirected to an HTML page" if redirects else "an HTML page")
+                                reason="redirected to an HTML page")
         body = response.body
         truncated = "download_stopped" in response.flags or len(body) > self.max_size
         codings = [value.decode("latin-1") for value in response.headers.getlist(CODING_HEADER)]
@@ -306,6 +308,10 @@ class RobotsFetcher(Reporting):
                 return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects), error=str(exc),
                                     reason="undecodable body")
             truncated = truncated or cut
+        if document.html_is_no_file and body.lstrip(_LEADING).startswith(b"<"):
+            # Markup, whatever its Content-Type says (a JSON file served as text/html is read).
+            return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
+                                reason="redirected to an HTML page" if redirects else "an HTML page")
         if truncated:
             self._inc(f"{stat}truncated")
             body = body[: self.max_size]

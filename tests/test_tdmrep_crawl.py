@@ -411,3 +411,15 @@ def test_an_html_page_in_place_of_the_file_is_no_file(origins):
     assert not [m for m in result.messages(logging.WARNING) if "tdmrep.json" in m]
     state = tdm_state(result, site)
     assert state.access is Access.UNAVAILABLE and state.outcome.reason == "an HTML page"
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_file_served_with_an_html_content_type_is_read(origins):
+    """The body decides, not the Content-Type: a tdmrep.json a server labels text/html is obeyed."""
+    site = origins()
+    site[TDMREP] = Static(json.dumps(RULES).encode(), 200, {"Content-Type": "text/html"})
+    urls = [site.url("/reserved/a")]
+    result = yield crawl(urls, **ENFORCE)
+
+    assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
+    assert tdm_state(result, site).access is Access.PARSED
