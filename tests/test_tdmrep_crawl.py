@@ -66,6 +66,20 @@ def tdm_state(result: Any, site: Any) -> Any:
     return state
 
 
+def _running_middleware() -> Any:
+    """The middleware of the crawl of ``TrackingSpider.latest`` once its engine runs, else None."""
+    spider = TrackingSpider.latest
+    if spider is None or spider.crawler.engine is None:
+        return None
+    return spider.crawler.get_downloader_middleware(RobotsTxtMiddleware)
+
+
+def _tdm_waiting() -> int:
+    """Requests of that crawl waiting for a tdmrep.json (-1 before it runs)."""
+    middleware = _running_middleware()
+    return -1 if middleware is None else middleware.tdm.waiting
+
+
 ENFORCE = {"ROBOTSTXT_TDMREP": True, "ROBOTSTXT_USAGE_DENY": ["train-ai"]}
 ERROR = Static(b"busy", 503, {"Content-Type": "text/plain"})
 
@@ -330,15 +344,8 @@ def test_requests_held_for_the_file_when_the_crawl_stops_are_crawled_once_after_
     TrackingSpider.latest = None
     crawling = run_crawl(TrackingSpider, settings, urls=urls, dont_filter=False)
 
-    def middleware() -> Any:
-        spider = TrackingSpider.latest
-        if spider is None or spider.crawler.engine is None:
-            return None
-        return next(m for m in spider.crawler.engine.downloader.middleware.middlewares
-                    if isinstance(m, RobotsTxtMiddleware))
-
     async def stop() -> Any:
-        await until(lambda: middleware() is not None and middleware().tdm.waiting >= count + 1, "all held")
+        await until(lambda: _tdm_waiting() >= count + 1, "all held")
         crawler = TrackingSpider.latest.crawler  # type: ignore[union-attr]
         stop_async = getattr(crawler, "stop_async", None)  # Scrapy 2.14 and later
         await (deferred_from_coro(stop_async()) if stop_async is not None else crawler.stop())
@@ -376,15 +383,8 @@ def test_requests_waiting_for_the_file_are_parked_and_each_crawled_once(origins)
     TrackingSpider.latest = None
     crawling = run_crawl(TrackingSpider, settings, urls=urls, dont_filter=False)
 
-    def middleware() -> Any:
-        spider = TrackingSpider.latest
-        if spider is None or spider.crawler.engine is None:
-            return None
-        return spider.crawler.get_downloader_middleware(RobotsTxtMiddleware)
-
-    yield defer.ensureDeferred(until(lambda: middleware() is not None and middleware().tdm.waiting == len(urls),
-                                     "every request waiting for the tdmrep.json"))
-    parked = middleware().tdm.parking.count
+    yield defer.ensureDeferred(until(lambda: _tdm_waiting() == len(urls), "every request waiting for the tdmrep.json"))
+    parked = _running_middleware().tdm.parking.count
     gate.open()
     result = yield crawling
 
