@@ -7,7 +7,8 @@ subprocess (so that its CPU is not counted), all traffic on 127.0.0.0/8:
     wildcards), a few thousand pages ``/p/<n>`` (all allowed, so every
     configuration does the same work), crawled as 16 chains (each page's callback
     yields the next). The same crawl runs with ``ROBOTSTXT_OBEY=False``, with this
-    middleware and with Scrapy's built-in middleware, several repetitions in
+    middleware, with this middleware and ``ROBOTSTXT_TDMREP`` (the origin serves a
+    tdmrep.json of 5 rules, none matching) and with Scrapy's built-in middleware, several repetitions in
     alternating order. The crawler measures its own CPU time
     (``getrusage(RUSAGE_SELF)``, user + sys, from creating the crawler to the end
     of the crawl) and wall time; the medians are compared. One more instrumented
@@ -58,16 +59,29 @@ SCRIPT = Path(__file__).resolve()
 
 OFF = "off"
 OURS = "ours"
+TDM = "tdmrep"
 BUILTIN = "builtin"
 LABELS = {
     OFF: "ROBOTSTXT_OBEY=False",
     OURS: "scrapy-rfc9309",
+    TDM: "scrapy-rfc9309 + ROBOTSTXT_TDMREP",
     BUILTIN: "Scrapy built-in",
 }
 BUILTIN_MW = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 OURS_MW = "scrapy_rfc9309.RobotsTxtMiddleware"
 
 GOAL_CPU_OVERHEAD = 1.0  # percent, ours vs ROBOTSTXT_OBEY=False
+GOAL_TDM_OVERHEAD = 2.0  # percent, ours with ROBOTSTXT_TDMREP vs without
+
+#: The CPU benchmark origin's tdmrep.json (ROBOTSTXT_TDMREP): rules of the usual shapes, none of which
+#: matches /p/<n>, so every request walks them all.
+TDMREP_JSON = json.dumps([
+    {"location": "/private/", "tdm-reservation": 1, "tdm-policy": "https://www.example.com/tdm-policy.json"},
+    {"location": "/archive/*.pdf$", "tdm-reservation": 1},
+    {"location": "/images/*.jpg", "tdm-reservation": 1},
+    {"location": "/news/", "tdm-reservation": 0},
+    {"location": "/*.zip$", "tdm-reservation": 1},
+])
 GOAL_BROAD_RATIO = 1.1  # healthy-origin completion time, with / without failing origins
 
 SERVER_MAX_LIFE = 900.0  # a server stops by itself after this many seconds
@@ -185,11 +199,14 @@ def serve_main(spec_path: str, log_path: str) -> int:
             os.sched_setaffinity(0, {spec["cpu"]})
     from twisted.internet import reactor
 
-    from scrapy_rfc9309.testing import Origin
+    from scrapy_rfc9309.testing import Origin, Static
 
     origins = []
     for site in spec["sites"]:
-        origin = Origin(site["host"], {"/robots.txt": _robots_behaviour(site)})
+        origin = Origin(site["host"], {
+            "/robots.txt": _robots_behaviour(site),
+            "/.well-known/tdmrep.json": Static(TDMREP_JSON.encode(), headers={"Content-Type": "application/json"}),
+        })
         origin.default = _pages_behaviour(float(site.get("delay", 0.0)), site.get("headers"), site.get("head", ""))
         origins.append(origin.start())
     print(json.dumps({"ports": [origin.port for origin in origins]}), flush=True)
@@ -630,6 +647,8 @@ def config_settings(config: str) -> dict[str, Any]:
         return {"ROBOTSTXT_OBEY": False}
     if config == OURS:
         return {"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {BUILTIN_MW: None, OURS_MW: 100}}
+    if config == TDM:  # enforced, so that each request is judged by the tdmrep.json as a TDM crawl's would be
+        return {**config_settings(OURS), "ROBOTSTXT_TDMREP": True, "ROBOTSTXT_USAGE_DENY": ["train-ai"]}
     return {"ROBOTSTXT_OBEY": True}
 
 
@@ -666,7 +685,7 @@ def _machine_busy() -> float:
 
 def bench_cpu(pages: int, reps: int, workdir: Path, pin: bool) -> dict[str, Any]:
     crawler_cpu, server_cpu = _cpus() if pin else (None, None)
-    configs = [OFF, OURS, BUILTIN]
+    configs = [OFF, OURS, TDM, BUILTIN]
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
     extra: dict[str, Any] = {}
     with Server([{"host": "127.0.0.1", "robots": "ok"}], workdir, server_cpu) as server:
@@ -686,7 +705,7 @@ def bench_cpu(pages: int, reps: int, workdir: Path, pin: bool) -> dict[str, Any]
             result = run_crawl(spec(config, min(1000, pages), probe=True), workdir, f"cpu-warm-{config}")
             extra.setdefault("probe_max", {})[config] = _probe_max(result["samples"])
         for rep in range(reps):
-            order = configs[rep % 3 :] + configs[: rep % 3]
+            order = configs[rep % len(configs) :] + configs[: rep % len(configs)]
             for config in order:
                 busy0 = _machine_busy()
                 result = run_crawl(spec(config, pages), workdir, f"cpu-{config}-{rep}")
@@ -703,7 +722,7 @@ def bench_cpu(pages: int, reps: int, workdir: Path, pin: bool) -> dict[str, Any]
                     flush=True,
                 )
         # The middlewares' own time in their hooks, from one instrumented run each (not in the medians).
-        for config in (OURS, BUILTIN):
+        for config in (OURS, TDM, BUILTIN):
             result = run_crawl(spec(config, pages, instrument=True), workdir, f"cpu-instrumented-{config}")
             extra.setdefault("self_time", {})[config] = result.get("timings", {})
     summary: dict[str, Any] = {
@@ -731,7 +750,7 @@ def bench_cpu(pages: int, reps: int, workdir: Path, pin: bool) -> dict[str, Any]
             "robots_stats": {k: v for k, v in runs[config][-1]["stats"].items() if k.startswith("robotstxt/")},
         }
     off = summary["configs"][OFF]
-    for config in (OURS, BUILTIN):
+    for config in (OURS, TDM, BUILTIN):
         c = summary["configs"][config]
         c["cpu_overhead_pct"] = 100.0 * (c["cpu_median"] - off["cpu_median"]) / off["cpu_median"]
         c["cpu_overhead_min_pct"] = 100.0 * (c["cpu_min"] - off["cpu_min"]) / off["cpu_min"]
@@ -742,6 +761,12 @@ def bench_cpu(pages: int, reps: int, workdir: Path, pin: bool) -> dict[str, Any]
         c["cpu_overhead_paired_median_pct"] = _median(paired)
         c["cpu_overhead_paired_pct"] = [round(x, 2) for x in paired]
     off["cpu_spread_pct"] = 100.0 * (off["cpu_max"] - off["cpu_min"]) / off["cpu_median"]
+    # ROBOTSTXT_TDMREP on against off, both with this middleware (paired by repetition too).
+    tdm, ours = summary["configs"][TDM], summary["configs"][OURS]
+    tdm["tdm_overhead_pct"] = 100.0 * (tdm["cpu_median"] - ours["cpu_median"]) / ours["cpu_median"]
+    tdm["tdm_us_per_request"] = 1e6 * (tdm["cpu_median"] - ours["cpu_median"]) / pages
+    tdm["tdm_overhead_paired_median_pct"] = _median(
+        [100.0 * (a["cpu"] - b["cpu"]) / b["cpu"] for a, b in zip(runs[TDM], runs[OURS], strict=True)])
     summary["others_cpus_median"] = _median([r["others_cpus"] for c in configs for r in runs[c]])
     return summary
 
@@ -922,7 +947,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def report_cpu(cpu: dict[str, Any]) -> str:
     rows = []
     off = cpu["configs"][OFF]
-    for config in (OFF, OURS, BUILTIN):
+    for config in (OFF, OURS, TDM, BUILTIN):
         c = cpu["configs"][config]
         dash = config == OFF
         rows.append(
@@ -975,7 +1000,14 @@ def report_cpu(cpu: dict[str, Any]) -> str:
         f"**{'met' if ours['cpu_overhead_pct'] <= GOAL_CPU_OVERHEAD else 'NOT met'}** "
         f"({ours['cpu_overhead_pct']:+.2f} % on medians).",
     ]
-    for config in (OFF, OURS, BUILTIN):
+    tdm = cpu["configs"][TDM]
+    text.append(
+        f"\nROBOTSTXT_TDMREP (the origin's tdmrep.json of 5 rules, none matching, enforced) against the same crawl "
+        f"without it: {tdm['tdm_overhead_pct']:+.2f} % on medians ({tdm['tdm_us_per_request']:+.1f} µs/request; "
+        f"paired median {tdm['tdm_overhead_paired_median_pct']:+.2f} %). Goal: within {GOAL_TDM_OVERHEAD:g} % -> "
+        f"**{'met' if tdm['tdm_overhead_pct'] <= GOAL_TDM_OVERHEAD else 'NOT met'}**."
+    )
+    for config in (OFF, OURS, TDM, BUILTIN):
         short = [n for n in cpu["configs"][config]["pages_ok"] if n != cpu["pages"]]
         if short:
             text.append(f"\n**Warning: {LABELS[config]}: runs fetched only {short} of {cpu['pages']} pages.**")
@@ -1232,6 +1264,15 @@ def summary_md(cpu: dict[str, Any] | None, broad: dict[str, Any] | None, fingerp
                 f"<= {GOAL_CPU_OVERHEAD:g} %",
             ]
         )
+        tdm = cpu["configs"][TDM]
+        rows.append(
+            [
+                "crawler CPU time with ROBOTSTXT_TDMREP (a tdmrep.json of 5 rules, enforced) vs without, same crawl",
+                f"{tdm['tdm_overhead_pct']:+.2f} % ({tdm['tdm_us_per_request']:+.1f} µs/request)",
+                "-",
+                f"<= {GOAL_TDM_OVERHEAD:g} %",
+            ]
+        )
         self_time = cpu.get("self_time") or {}
         if self_time:
             rows.append(
@@ -1380,7 +1421,7 @@ def main(argv: list[str] | None = None) -> int:
         _RUN["package_root"] = str(snapshot)
         fingerprint = package_fingerprint(snapshot)
         if args.only in (None, "cpu"):
-            print(f"(a) CPU overhead: {pages} pages x {reps} repetitions x 3 configurations", file=sys.stderr)
+            print(f"(a) CPU overhead: {pages} pages x {reps} repetitions x 4 configurations", file=sys.stderr)
             cpu = bench_cpu(pages, reps, workdir, args.pin)
         if args.only in (None, "broad"):
             print(f"(b) broad crawl: 30 origins x {broad_pages} pages", file=sys.stderr)

@@ -11,8 +11,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from .documents import ROBOTS_TXT, Document, Parsed
 from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt
+from .tdmrep import TdmRep
 
 __all__ = [
     "Access",
@@ -188,7 +190,7 @@ def max_age_of(cache_control: str | bytes | Iterable[str | bytes] | None,
 
 @dataclass(frozen=True, slots=True)
 class FetchOutcome:
-    """What one robots.txt fetch (after its redirects) gave."""
+    """What one fetch of an origin's ``document`` (after its redirects) gave."""
 
     access: Access
     url: str
@@ -201,6 +203,8 @@ class FetchOutcome:
     reason: str = ""
     #: For an unreachable result: why (see :class:`Cause`).
     cause: Cause = Cause.TRANSIENT
+    #: The document fetched (robots.txt, tdmrep.json).
+    document: Document = ROBOTS_TXT
 
     @property
     def detail(self) -> str:
@@ -210,27 +214,41 @@ class FetchOutcome:
 
 @dataclass(frozen=True, slots=True)
 class OriginState:
-    """What is known of one origin's robots.txt. Immutable: ``apply`` returns the
-    next state. ``robots`` is the file that applies and ``good_at`` when it was
-    fetched; while the origin is unreachable the last good copy keeps applying, up
-    to ``Policy.keep_cached``. ``unreachable_since`` is the time of the first of the
-    ``failures`` in a row (``Policy.max_wait`` counts from it). ``outcome`` is kept
-    without its body: the good copy's bytes are ``good_body``, read back from
-    ``robots`` (which keeps them compressed) when a store persists the state."""
+    """What is known of one origin's robots.txt (or another :class:`Document`,
+    ``outcome.document``). Immutable: ``apply`` returns the next state. ``parsed``
+    is the file that applies (:attr:`robots` for a robots.txt, :attr:`tdmrep` for a
+    tdmrep.json) and ``good_at`` when it was fetched; while the origin is
+    unreachable the last good copy keeps applying, up to ``Policy.keep_cached``.
+    ``unreachable_since`` is the time of the first of the ``failures`` in a row
+    (``Policy.max_wait`` counts from it). ``outcome`` is kept without its body: the
+    good copy's bytes are ``good_body``, read back from ``parsed`` (a robots.txt
+    keeps them compressed) when a store persists the state."""
 
     access: Access
     fetched_at: float
     expires_at: float
-    robots: RobotsTxt | None = None
+    parsed: Parsed | None = None
     good_at: float | None = None
     failures: int = 0
     outcome: FetchOutcome | None = field(default=None, compare=False)
     unreachable_since: float | None = None
 
     @property
+    def robots(self) -> RobotsTxt | None:
+        """The robots.txt that applies (None for another document)."""
+        parsed = self.parsed
+        return parsed if isinstance(parsed, RobotsTxt) else None
+
+    @property
+    def tdmrep(self) -> TdmRep | None:
+        """The tdmrep.json that applies (None for another document)."""
+        parsed = self.parsed
+        return parsed if isinstance(parsed, TdmRep) else None
+
+    @property
     def good_body(self) -> bytes:
         """The good copy's bytes (up to the parsing limit), ``b""`` without one."""
-        return self.robots.body if self.robots is not None and self.good_at is not None else b""
+        return self.parsed.body if self.parsed is not None and self.good_at is not None else b""
 
     @classmethod
     def initial(cls, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
@@ -244,8 +262,8 @@ class OriginState:
         cls, previous: OriginState | None, outcome: FetchOutcome, now: float, policy: Policy
     ) -> OriginState:
         if outcome.access is Access.PARSED:
-            robots = RobotsTxt(outcome.body, policy.parse_limit, url=outcome.url)
-            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), robots, now, 0,
+            parsed = outcome.document.parse(outcome.body, policy.parse_limit, outcome.url)
+            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), parsed, now, 0,
                        replace(outcome, body=b""))
         if outcome.access is Access.UNAVAILABLE:
             return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
@@ -256,9 +274,9 @@ class OriginState:
         if previous is not None and previous.access is Access.UNREACHABLE and previous.unreachable_since is not None:
             since = min(previous.unreachable_since, now)
         good, good_at = None, None
-        if previous is not None and previous.robots is not None and previous.good_at is not None:
+        if previous is not None and previous.parsed is not None and previous.good_at is not None:
             if now - previous.good_at <= policy.keep_cached:
-                good, good_at = previous.robots, previous.good_at
+                good, good_at = previous.parsed, previous.good_at
         return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, since)
 
     def backoff(self) -> OriginState:
@@ -277,7 +295,7 @@ class OriginState:
             return Decision.RULES
         if self.access is Access.UNAVAILABLE:
             return Decision.ALLOW_ALL
-        if self.robots is not None and self.good_at is not None and now - self.good_at <= policy.keep_cached:
+        if self.parsed is not None and self.good_at is not None and now - self.good_at <= policy.keep_cached:
             return Decision.RULES
         return Decision.HOLD
 

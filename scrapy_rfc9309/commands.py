@@ -5,11 +5,14 @@
 
 Fetches the URL's robots.txt through the same code path as the middleware (the
 engine, the downloader middlewares, the RFC's status, redirect and size rules) and
-prints the access result, the lifetime, the verdict and the deciding line.
+prints the access result, the lifetime, the verdict and the deciding line. With
+``ROBOTSTXT_TDMREP`` on, the origin's tdmrep.json is fetched too, and the rule that
+applies to the URL printed.
 ``--file`` checks a local robots.txt without fetching anything.
 
 The exit status is the verdict, for scripts: 0 allowed, 1 disallowed (or held:
-the robots.txt is unreachable), 2 a usage error (no URL, a URL that cannot be
+the robots.txt is unreachable; or a TDM reservation that ``ROBOTSTXT_USAGE_DENY``
+enforces), 2 a usage error (no URL, a URL that cannot be
 parsed, an unreadable ``--file``), 3 no verdict (the check itself failed; see the
 log).
 
@@ -46,7 +49,7 @@ from .origin import Origin
 from .robotstxt import RobotsTxt, parse
 
 __all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "SettingsCommand", "exit_status",
-           "explain", "url_problem"]
+           "explain", "explain_tdmrep", "url_problem"]
 
 #: Why an unreachable robots.txt disallows, and what becomes of the origin's requests.
 _UNREACHABLE_VERDICT = {
@@ -129,6 +132,32 @@ def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState |
     return lines
 
 
+def explain_tdmrep(state: OriginState | None, url: str, enforced: bool) -> tuple[list[str], bool]:
+    """The report's lines for the origin's tdmrep.json, and whether the URL's
+    request would be dropped for a TDM reservation (``enforced``: with
+    ``ROBOTSTXT_USAGE_DENY`` listing a category a reservation denies)."""
+    if state is None or state.outcome is None:
+        return ["TDMRep:     no verdict (the spider closed)"], False
+    outcome = state.outcome
+    status = outcome.status if outcome.status is not None else "-"
+    detail = f", {outcome.detail}" if outcome.detail and outcome.detail != f"status {status}" else ""
+    lines = [f"TDMRep:     {outcome.url} ({state.access.value}, status {status}{detail})"]
+    tdmrep = state.tdmrep
+    if tdmrep is None:
+        held = state.access is Access.UNREACHABLE
+        lines.append("TDM rule:   unknown (unreachable): requests are held" if held and enforced else
+                     "TDM rule:   unknown (unreachable)" if held else "TDM rule:   none (no tdmrep.json)")
+        return lines, held and enforced
+    entry = tdmrep.entry_for(url)
+    if entry is None:
+        lines.append("TDM rule:   none applies")
+        return lines, False
+    dropped = entry.reserved and enforced
+    consequence = ": dropped (ROBOTSTXT_USAGE_DENY)" if dropped else ""
+    lines.append(f"TDM rule:   {entry}{consequence}")
+    return lines, dropped
+
+
 class _ExplainSpider(Spider):
     name = "robotstxt_explain"
 
@@ -150,7 +179,13 @@ class _ExplainSpider(Spider):
             self.lines.append("(unreachable now; the last good copy applies)")
         stored = state is not None and state.fetched_at < started
         self.lines.extend(explain(robots, self.url, self.agent, state, stored))
-        self.status.append(exit_status(robots, self.url, self.agent, state))
+        status = exit_status(robots, self.url, self.agent, state)
+        if middleware.tdm is not None and status == ALLOWED:
+            lines, dropped = explain_tdmrep(await middleware.fetch_tdmrep_state(self.url), self.url,
+                                            bool(middleware.tdm_deny))
+            self.lines.extend(lines)
+            status = DISALLOWED if dropped else status
+        self.status.append(status)
         return
         yield
 

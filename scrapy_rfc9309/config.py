@@ -80,7 +80,7 @@ SETTINGS: tuple[Setting, ...] = (
             example=10),
     Setting("ROBOTSTXT_USAGE_DENY", [], "list",
             "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request", example=["train-ai"]),
-    # -- usage preferences stated by responses (see docs/usage-sources.md) --
+    # -- usage preferences stated by responses (see docs/preferences.md) --
     Setting("ROBOTSTXT_USAGE_HEADERS", True, "bool",
             "read the usage preferences of each response's headers (`Content-Usage`, `tdm-reservation`/`tdm-policy`, "
             "`X-Robots-Tag`) into `robotstxt_preferences`", example=False),
@@ -90,6 +90,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_USAGE_META_MAX_BYTES", 32_768, "int",
             "bytes of an HTML body searched for the meta tags of its head (`ROBOTSTXT_USAGE_META`)", 1024, 1 << 24,
             example=65_536),
+    Setting("ROBOTSTXT_TDMREP", False, "bool",
+            "fetch each origin's `/.well-known/tdmrep.json` (TDMRep) once per lifetime, as robots.txt is, and put the "
+            "rule that applies to each request in its `robotstxt_tdmrep` meta key; with `ROBOTSTXT_USAGE_DENY` "
+            "listing `\"train-ai\"`, requests of reserved URLs are dropped (off by default: one more request per "
+            "origin)", example=True),
     Setting("ROBOTSTXT_MAX_WAITING", 100_000, "int",
             "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place (most of them "
             "parked outside the downloader, about 1 KB each); beyond, waiting requests take places again, so the "
@@ -195,6 +200,7 @@ class Config:
     usage_headers: bool = True
     usage_meta: bool = False
     usage_meta_max_bytes: int = 32_768
+    tdmrep: bool = False
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -239,6 +245,7 @@ class Config:
             usage_headers=flag(settings, "ROBOTSTXT_USAGE_HEADERS"),
             usage_meta=flag(settings, "ROBOTSTXT_USAGE_META"),
             usage_meta_max_bytes=_number(settings, "ROBOTSTXT_USAGE_META_MAX_BYTES"),
+            tdmrep=flag(settings, "ROBOTSTXT_TDMREP"),
         )
 
 

@@ -8,11 +8,13 @@ from scrapy.exceptions import IgnoreRequest
 
 if TYPE_CHECKING:
     from .robotstxt import Verdict
+    from .tdmrep import TdmEntry
 
 __all__ = [
     "RobotsTxtConfigError",
     "RobotsTxtForbidden",
     "RobotsTxtMetaError",
+    "RobotsTxtTdmReserved",
     "RobotsTxtUnreachable",
     "RobotsTxtUsageDenied",
     "RobotsTxtUsageDeniedByResponse",
@@ -70,6 +72,16 @@ class RobotsTxtUsageDeniedByResponse(RobotsTxtUsageDenied):
         super().__init__(message, preference, robots_url)
         self.category = category
         self.sources = sources
+class RobotsTxtTdmReserved(IgnoreRequest):
+    """Dropped because the origin's tdmrep.json reserves text and data mining rights
+    on the URL (TDMRep) and ``ROBOTSTXT_USAGE_DENY`` lists a category a reservation
+    denies (see :data:`scrapy_rfc9309.tdmrep.RESERVED_CATEGORIES`). ``entry`` is the
+    rule that applies, ``tdmrep_url`` the file it comes from."""
+
+    def __init__(self, message: str, entry: TdmEntry, tdmrep_url: str) -> None:
+        super().__init__(message)
+        self.entry = entry
+        self.tdmrep_url = tdmrep_url
 
 
 class RobotsTxtMetaError(IgnoreRequest):

@@ -1,15 +1,19 @@
-"""Fetching one origin's robots.txt through Scrapy's engine (RFC 9309, 2.3).
+"""Fetching one origin's robots.txt (RFC 9309, 2.3), or its tdmrep.json, through
+Scrapy's engine.
 
 The request goes through ``crawler.engine`` and so through every downloader
 middleware (proxies, auth, headers, the HTTP cache), but this module applies the
 RFC's redirect, status and size rules itself: Scrapy's redirect and retry
-middlewares are told to leave it alone.
+middlewares are told to leave it alone. A tdmrep.json follows the same rules (its
+specification allows redirects; a missing file, a 4xx, means no reservation), and
+its stats are counted under ``robotstxt/tdmrep/``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
@@ -20,6 +24,7 @@ from scrapy.http.request import NO_CALLBACK
 from . import _compat
 from .access import Access, Cause, FetchOutcome, Policy, classify_status, max_age_of
 from .content_coding import UnsupportedCoding, decode_body
+from .documents import ROBOTS_TXT, Document
 from .reporting import Reporting
 
 if TYPE_CHECKING:
@@ -40,6 +45,8 @@ _SIZE_META = "_robotstxt_rfc9309_bytes"
 #: Where the response's Content-Encoding is moved, out of HttpCompressionMiddleware's sight.
 CODING_HEADER = b"X-Robotstxt-Content-Encoding"
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+#: What may come before a document's first character: a UTF-8 byte order mark, white space.
+_LEADING = b"\xef\xbb\xbf \t\r\n"
 #: What an HTTP client accepts as a URL once Scrapy has escaped it (Twisted's check).
 _URI_CHARS = re.compile(r"[\x21-\x7e]+").fullmatch
 #: Distinct exceptions whose traceback is logged (beyond, each is logged at DEBUG).
@@ -131,14 +138,20 @@ class RobotsFetcher(Reporting):
             },
         )
 
-    async def fetch(self, origin: Origin) -> FetchOutcome:
-        """Fetch the origin's robots.txt, following redirects; every way it can
-        end is an outcome (an exception from a component of the crawl included)."""
-        url = origin.robots_url
+    async def fetch(self, origin: Origin, document: Document = ROBOTS_TXT) -> FetchOutcome:
+        """Fetch the origin's robots.txt (or another ``document``), following
+        redirects; every way it can end is an outcome (an exception from a
+        component of the crawl included)."""
+        outcome = await self._fetch(origin, document)
+        return outcome if document is ROBOTS_TXT else replace(outcome, document=document)
+
+    async def _fetch(self, origin: Origin, document: Document) -> FetchOutcome:
+        url = document.url(origin)
+        name, stat = document.name, document.stat
         redirects: list[str] = []
         while True:
             request = self.request_for(url, origin)
-            self._inc("request_count")
+            self._inc(f"{stat}request_count")
             if not self._in_flight:
                 self._listen(True)
             self._in_flight += 1
@@ -149,22 +162,22 @@ class RobotsFetcher(Reporting):
             except IgnoreRequest as exc:
                 # Another component refused the fetch (HTTPCACHE_IGNORE_MISSING, a
                 # custom middleware): there is no file to obey.
-                logger.warning("robots.txt request %s was ignored (%s): treating it as unavailable", url, exc,
+                logger.warning("%s request %s was ignored (%s): treating it as unavailable", name, url, exc,
                                extra=self._log_extra)
                 return FetchOutcome(Access.UNAVAILABLE, url, redirects=tuple(redirects),
                                     error=f"ignored: {exc}", reason="request ignored")
             except self._cannot_request as exc:
-                return self._cannot_make(exc, url, origin, redirects)
+                return self._cannot_make(exc, url, origin, redirects, document)
             except self._network_errors as exc:
-                self._inc(f"exception_count/{type(exc)}")
+                self._inc(f"{stat}exception_count/{type(exc)}")
                 cause = self._cause(exc)
-                logger.debug("robots.txt of %s: %s: %s", origin, type(exc).__name__, exc, extra=self._log_extra)
+                logger.debug("%s of %s: %s: %s", name, origin, type(exc).__name__, exc, extra=self._log_extra)
                 return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
                                     error=f"{type(exc).__name__}: {exc}", reason="network error", cause=cause)
             except Exception as exc:
                 # Not the network: a downloader middleware or handler of the crawl raised.
-                self._inc(f"exception_count/{type(exc)}")
-                self._component_error(exc, url)
+                self._inc(f"{stat}exception_count/{type(exc)}")
+                self._component_error(exc, url, name)
                 return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
                                     error=f"{type(exc).__name__}: {exc}", reason="error in the crawl's components")
             finally:
@@ -174,24 +187,24 @@ class RobotsFetcher(Reporting):
                 if not self._in_flight:
                     self._listen(False)
             status = response.status
-            self._inc("response_count")
-            self._inc(f"response_status_count/{status}")
+            self._inc(f"{stat}response_count")
+            self._inc(f"{stat}response_status_count/{status}")
             if "dataloss" in response.flags:
                 return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
                                     error="incomplete body (data loss)", reason="truncated response")
             kind = classify_status(status)
             max_age = max_age_of(response.headers.getlist(b"Cache-Control"), response.headers.get(b"Age"))
             if kind == "redirect":
-                target, reason = self._redirect_target(response, url, origin, redirects)
+                target, reason = self._redirect_target(response, url, document.url(origin), origin, redirects)
                 if target is None:
-                    self._inc("redirect_failed")
+                    self._inc(f"{stat}redirect_failed")
                     return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects), reason=reason)
-                self._inc("redirect_count")
+                self._inc(f"{stat}redirect_count")
                 redirects.append(target)
                 url = target
                 continue
             if kind == "parse":
-                return self._parsed(response, url, status, max_age, redirects)
+                return self._parsed(response, url, status, max_age, redirects, document)
             if kind == "unavailable":
                 return FetchOutcome(Access.UNAVAILABLE, url, status, max_age=max_age,
                                     redirects=tuple(redirects), reason=f"status {status}")
@@ -205,25 +218,27 @@ class RobotsFetcher(Reporting):
             return Cause.REFUSED
         return Cause.TRANSIENT
 
-    def _cannot_make(self, exc: BaseException, url: str, origin: Origin, redirects: list[str]) -> FetchOutcome:
+    def _cannot_make(self, exc: BaseException, url: str, origin: Origin, redirects: list[str],
+                     document: Document) -> FetchOutcome:
         """The outcome of a robots.txt request Scrapy cannot make at all. A redirect
         to such a URL leads to no usable file (unavailable: allow all, as Google
         treats one); the origin's own URL means the crawl cannot download this
         origin with its settings: logged once per cause, naming the fix."""
-        self._inc(f"exception_count/{type(exc)}")
+        name, stat = document.name, document.stat
+        self._inc(f"{stat}exception_count/{type(exc)}")
         error = f"{type(exc).__name__}: {exc}"
         if redirects:
             # A Location the site got wrong is the site's business; a scheme the crawl cannot download is not.
             if not isinstance(exc, ValueError):
-                self._config_error(exc, url, error, urlsplit(url).scheme, "the redirected robots.txt is unavailable")
-            self._inc("redirect_failed")
-            logger.debug("robots.txt of %s: redirect to %s, which Scrapy cannot request (%s): unavailable", origin,
+                self._config_error(exc, url, error, urlsplit(url).scheme, f"the redirected {name} is unavailable")
+            self._inc(f"{stat}redirect_failed")
+            logger.debug("%s of %s: redirect to %s, which Scrapy cannot request (%s): unavailable", name, origin,
                          url, error, extra=self._log_extra)
             return FetchOutcome(Access.UNAVAILABLE, url, redirects=tuple(redirects), error=error,
                                 reason="redirect to a URL Scrapy cannot request")
         self._config_error(exc, url, error, origin.scheme,
                            "requests of the origins this affects are dropped (robotstxt/dropped_cannot_request) "
-                           "and their robots.txt is not fetched again in this crawl")
+                           f"and their {name} is not fetched again in this crawl")
         return FetchOutcome(Access.UNREACHABLE, url, error=error, reason="Scrapy cannot make the request",
                             cause=Cause.CANNOT_REQUEST)
 
@@ -236,22 +251,22 @@ class RobotsFetcher(Reporting):
         logger.error("Scrapy cannot request %s: %s. %s This is logged once; %s.", url, error,
                      _fix_for(exc, scheme), consequence, extra=self._log_extra)
 
-    def _component_error(self, exc: BaseException, url: str) -> None:
+    def _component_error(self, exc: BaseException, url: str, name: str) -> None:
         """Log a downloader middleware's or handler's exception: its traceback once
         per kind and message, a line at DEBUG after that (it is retried on the
         backoff)."""
         cause = (type(exc), str(exc))
         if cause in self._component_errors_logged:
-            logger.debug("robots.txt request %s failed again: %s: %s", url, type(exc).__name__, exc,
+            logger.debug("%s request %s failed again: %s: %s", name, url, type(exc).__name__, exc,
                          extra=self._log_extra)
             return
         if len(self._component_errors_logged) < _MAX_LOGGED_CAUSES:
             self._component_errors_logged.add(cause)
-        logger.error("robots.txt request %s failed in a downloader middleware or handler: %s: %s; counted as a "
-                     "failed fetch, retried later (logged once)", url, type(exc).__name__, exc, exc_info=exc,
+        logger.error("%s request %s failed in a downloader middleware or handler: %s: %s; counted as a "
+                     "failed fetch, retried later (logged once)", name, url, type(exc).__name__, exc, exc_info=exc,
                      extra=self._log_extra)
 
-    def _redirect_target(self, response: Response, url: str, origin: Origin,
+    def _redirect_target(self, response: Response, url: str, start: str, origin: Origin,
                          redirects: list[str]) -> tuple[str | None, str]:
         """The URL a redirect leads to, or None and why it is not followed. A
         ``Location`` that is no usable http(s) URL makes the file unavailable, as
@@ -269,15 +284,16 @@ class RobotsFetcher(Reporting):
                 raise ValueError("a URL Scrapy's HTTP clients refuse (a space or a control character)")
         except ValueError as exc:
             return None, f"redirect to an unusable Location {location[:200]!r} ({exc})"
-        if target == url or target in redirects or target == origin.robots_url:
+        if target == url or target in redirects or target == start:
             return None, "redirect loop"
         if len(redirects) >= self.policy.max_redirects:
             return None, f"more than {self.policy.max_redirects} redirects"
         return target, ""
 
     def _parsed(self, response: Response, url: str, status: int, max_age: float | None,
-                redirects: list[str]) -> FetchOutcome:
-        if redirects and _is_html(response):
+                redirects: list[str], document: Document) -> FetchOutcome:
+        stat = document.stat
+        if redirects and not document.html_is_no_file and _is_html(response):
             return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
                                 reason="redirected to an HTML page")
         body = response.body
@@ -292,8 +308,12 @@ class RobotsFetcher(Reporting):
                 return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects), error=str(exc),
                                     reason="undecodable body")
             truncated = truncated or cut
+        if document.html_is_no_file and body.lstrip(_LEADING).startswith(b"<"):
+            # Markup, whatever its Content-Type says (a JSON file served as text/html is read).
+            return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
+                                reason="redirected to an HTML page" if redirects else "an HTML page")
         if truncated:
-            self._inc("truncated")
+            self._inc(f"{stat}truncated")
             body = body[: self.max_size]
         return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects), truncated=truncated)
 

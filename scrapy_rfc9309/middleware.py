@@ -4,6 +4,8 @@ way RFC 9309 says.
 Data flows one way: request -> origin -> cached state -> matcher -> verdict. The
 origin's state comes from :class:`~scrapy_rfc9309.origin_states.OriginStates`
 (cache, store, single-flight fetch, waiting, retries); this class only judges.
+With ``ROBOTSTXT_TDMREP`` on, a request allowed by robots.txt is judged by the
+origin's tdmrep.json as well, from a second :class:`OriginStates` of the same kind.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from .agent import agent_note, product_token
 from .config import Config
 from .crawl_delay import CrawlDelay
 from .dns_warmup import DnsWarmup
+from .documents import TDMREP
 from .exceptions import (
     RobotsTxtConfigError,
     RobotsTxtForbidden,
     RobotsTxtMetaError,
+    RobotsTxtTdmReserved,
     RobotsTxtUnreachable,
     RobotsTxtUsageDenied,
     RobotsTxtUsageDeniedByResponse,
@@ -36,9 +40,10 @@ from .origin import Origin
 from .origin_states import Closing, OriginStates
 from .parking import GIVEN_UP_META, KEEPER_META
 from .reporting import Reporting
-from .response_usage import PREFERENCES_META, ResponseUsage
+from .response_usage import PREFERENCES_META, TDMREP_META, ResponseUsage
 from .store_client import StoreClient
 from .stores import store_class
+from .tdmrep import reserves
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
     from .preferences import Preferences
     from .robotstxt import RobotsTxt, Verdict
 
-__all__ = ["AGENT_META", "PREFERENCES_META", "USAGE_META", "RobotsTxtMiddleware"]
+__all__ = ["AGENT_META", "PREFERENCES_META", "TDMREP_META", "USAGE_META", "RobotsTxtMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +102,13 @@ class RobotsTxtMiddleware(Reporting):
         self.fetcher = RobotsFetcher(crawler, self.policy, self.config.max_size,
                                      warmup.route_seen if warmup is not None else None)
         self.states = OriginStates(crawler, self.config, self.fetcher, store, warmup, self._origin_of)
+        #: The usage categories listed in ROBOTSTXT_USAGE_DENY that a TDM reservation denies.
+        self.tdm_deny = tuple(category for category in self.config.usage_deny if reserves(category))
+        #: The tdmrep.json states (ROBOTSTXT_TDMREP): an unreachable file holds requests when reservations
+        #: are enforced, as an unreachable robots.txt does; otherwise they go on, with nothing known.
+        self.tdm = (OriginStates(crawler, self.config, self.fetcher, store, None, self._origin_of, document=TDMREP,
+                                 holds=bool(self.tdm_deny), peer=self.states)
+                    if self.config.tdmrep else None)
         self.crawl_delay = CrawlDelay(crawler, self.config.crawl_delay_max) if self.config.crawl_delay else None
         self._origins: dict[str, Origin | None] = {}
         self._meta_errors_logged: set[type] = set()
@@ -147,12 +159,25 @@ class RobotsTxtMiddleware(Reporting):
         meta.pop(USAGE_META, None)
         meta.pop(PREFERENCES_META, None)
         agent = self.user_agent_for(request)
-        if meta.pop(GIVEN_UP_META, False) and (given_up := self.states.given_up(origin)) is not None:
-            self._give_up(request, origin, given_up)  # a held request back from parking: not held again
-        state = self.states.cached(origin, time.time())
+        now = time.time()
+        tdm = self.tdm
+        if meta.pop(GIVEN_UP_META, False):  # a held request back from parking after its origin was given up
+            for lifecycle in (self.states, tdm):
+                if lifecycle is not None and (given_up := lifecycle.given_up(origin)) is not None:
+                    self._give_up(request, origin, given_up, lifecycle)  # not held again
+        state = self.states.cached(origin, now)
         if state is not None:
             self._judge(request, origin, state, agent)
-            return None
+            if tdm is None:
+                return None
+            meta.pop(TDMREP_META, None)
+            tdm_state = tdm.cached(origin, now)
+            if tdm_state is not None:
+                self._judge_tdm(request, origin, tdm_state)
+                return None
+            return tdm.park(origin, request) or self._process_tdm(request, origin)
+        if tdm is not None:
+            tdm.prefetch(origin, request)  # fetched beside the robots.txt, not after it
         parked = self.states.park(origin, request)
         if parked is not None:
             return parked  # Scrapy schedules a returned request: it is parked on the way (see parking)
@@ -194,55 +219,76 @@ class RobotsTxtMiddleware(Reporting):
         raise RobotsTxtUsageDeniedByResponse(message, preferences, origin.robots_url, category, sources)
 
     async def _process_waiting(self, request: Request, origin: Origin, agent: str | bytes) -> Request | None:
-        held = False
-        try:
-            state = await self.states.current(origin, request)
-            while True:
-                now = time.time()
-                if state.decision(now, self.policy) is not Decision.HOLD:
-                    break
-                if state.waited_too_long(now, self.policy):
-                    self._give_up(request, origin, state)
-                if not held:
-                    held = True
-                    self._inc("held")
-                    logger.debug("Holding %s: robots.txt of %s is unreachable (%s)", request, origin,
-                                 state.detail, extra=self._log_extra)
-                fetched = await self.states.wait(origin, request, state.give_up_at(self.policy) - now)
-                # Woken by a fetch's state, or at the deadline (a retry still running then serves nobody).
-                state = fetched or self.states.cache.get(origin) or await self.states.current(origin, request)
-        except Closing:
-            if _compat.scheduler_persists(self.crawler.engine):
-                return self._requeue(request, origin)
-            self._drop(request, origin, "was not known when the spider closed", "closing")
-        if held:
-            self._inc("released")
+        state = await self._known(self.states, request, origin)
+        if isinstance(state, Request):
+            return state
         self._judge(request, origin, state, agent)
+        if self.tdm is None:
+            return None
+        request.meta.pop(TDMREP_META, None)
+        return await self._process_tdm(request, origin)
+
+    async def _process_tdm(self, request: Request, origin: Origin) -> Request | None:
+        assert self.tdm is not None
+        state = await self._known(self.tdm, request, origin)
+        if isinstance(state, Request):
+            return state
+        self._judge_tdm(request, origin, state)
         return None
 
-    def _requeue(self, request: Request, origin: Origin) -> Request:
+    async def _known(self, states: OriginStates, request: Request, origin: Origin) -> OriginState | Request:
+        """The origin's state of ``states``' document once it is known (waiting for
+        its fetch, and while it holds the request), or the request to hand back to
+        the scheduler at close. Raises :class:`RobotsTxtUnreachable` for a request
+        dropped instead."""
+        held = False
+        try:
+            state = await states.current(origin, request)
+            while True:
+                now = time.time()
+                if not states.holding(state, now):
+                    break
+                if state.waited_too_long(now, self.policy):
+                    self._give_up(request, origin, state, states)
+                if not held:
+                    held = True
+                    self._inc(f"{states.document.stat}held")
+                    logger.debug("Holding %s: %s of %s is unreachable (%s)", request, states.document.name, origin,
+                                 state.detail, extra=self._log_extra)
+                fetched = await states.wait(origin, request, state.give_up_at(self.policy) - now)
+                # Woken by a fetch's state, or at the deadline (a retry still running then serves nobody).
+                state = fetched or states.cache.get(origin) or await states.current(origin, request)
+        except Closing:
+            if _compat.scheduler_persists(self.crawler.engine):
+                return self._requeue(request, origin, states)
+            self._drop(request, origin, "was not known when the spider closed", "closing", states)
+        if held:
+            self._inc(f"{states.document.stat}released")
+        return state
+
+    def _requeue(self, request: Request, origin: Origin, states: OriginStates) -> Request:
         """A request still waiting when the spider closes, handed back to a scheduler
         that keeps it (``JOBDIR``, a persistent scrapy-redis queue): a resumed crawl
         judges it then. The copy is not filtered as a duplicate: the original was
         seen already, and it is taken out of the queue once, so it is crawled once."""
-        self._inc("requeued_on_close")
-        self.states.requeued()
-        logger.debug("Put back in the scheduler: %s (robots.txt of %s was not known when the spider closed)",
-                     request, origin, extra=self._log_extra)
+        self._inc(f"{states.document.stat}requeued_on_close")
+        states.requeued()
+        logger.debug("Put back in the scheduler: %s (%s of %s was not known when the spider closed)",
+                     request, states.document.name, origin, extra=self._log_extra)
         return request.replace(dont_filter=True)
 
-    def _give_up(self, request: Request, origin: Origin, state: OriginState) -> None:
+    def _give_up(self, request: Request, origin: Origin, state: OriginState, states: OriginStates) -> NoReturn:
         """Drop a request of an origin that waiting cannot help, or no longer helps."""
-        self.states.give_up(origin)
+        states.give_up(origin)
         cause = state.cause
         if cause is Cause.NO_HOST:
             self._drop(request, origin, f"cannot be fetched: its host name does not resolve ({state.detail})",
-                       "no_host")
+                       "no_host", states)
         if cause is Cause.CANNOT_REQUEST:
             self._drop(request, origin, f"cannot be fetched: Scrapy cannot make the request ({state.detail})",
-                       "cannot_request")
+                       "cannot_request", states)
         waited = self.policy.max_wait_for(cause)
-        self._drop(request, origin, f"unreachable for {waited:g} s ({state.detail})", "max_wait")
+        self._drop(request, origin, f"unreachable for {waited:g} s ({state.detail})", "max_wait", states)
 
     # -- the agent ------------------------------------------------------------------------
     def _configured_agent(self) -> tuple[str, str]:
@@ -312,15 +358,16 @@ class RobotsTxtMiddleware(Reporting):
         self._inc("forbidden")
         raise RobotsTxtForbidden(f"Forbidden by robots.txt: {request} ({reason})", verdict, origin.robots_url)
 
-    def _drop(self, request: Request, origin: Origin, why: str, reason: str) -> NoReturn:
+    def _drop(self, request: Request, origin: Origin, why: str, reason: str, states: OriginStates) -> NoReturn:
         """Raise :class:`RobotsTxtUnreachable` for ``request``, counted under
         ``reason`` (its stat and the close summary; the origin's state change is
         logged once, by :class:`OriginStates`)."""
-        self._inc(DROP_STATS[reason])
-        self.states.dropped(origin, reason)
-        message = f"Dropped: robots.txt of {origin} {why}: {request}"
+        self._inc(states.document.stat + DROP_STATS[reason])
+        states.dropped(origin, reason)
+        document = states.document
+        message = f"Dropped: {document.name} of {origin} {why}: {request}"
         logger.debug(message, extra=self._log_extra)
-        raise RobotsTxtUnreachable(message, origin.robots_url, reason)
+        raise RobotsTxtUnreachable(message, document.url(origin), reason)
 
     def _apply_usage(self, request: Request, origin: Origin, robots: RobotsTxt, agent: str | bytes) -> None:
         preference = robots.usage(request.url, agent)
@@ -336,6 +383,22 @@ class RobotsTxtMiddleware(Reporting):
                 logger.debug(message, extra=self._log_extra)
                 raise RobotsTxtUsageDenied(message, preference, origin.robots_url)
 
+    def _judge_tdm(self, request: Request, origin: Origin, state: OriginState) -> None:
+        """Put the tdmrep.json rule that applies in the request's meta; raise for a
+        reserved URL when reservations are enforced. An unreachable file without a
+        copy at hand (only when they are not enforced) leaves the meta key unset."""
+        if state.decision(time.time(), self.policy) is Decision.HOLD:
+            return
+        tdmrep = state.tdmrep
+        entry = None if tdmrep is None else tdmrep.entry_for(request.url)
+        request.meta[TDMREP_META] = entry
+        if entry is None or not entry.reserved or not self.tdm_deny:
+            return
+        self._inc("tdm_reserved")
+        message = f"TDM rights reserved ({', '.join(self.tdm_deny)} denied): {request} ({entry})"
+        logger.debug(message, extra=self._log_extra)
+        raise RobotsTxtTdmReserved(message, entry, entry.url)
+
     # -- public API -----------------------------------------------------------------------
     def state_for(self, url: str) -> OriginState | None:
         """The cached state of the origin of ``url`` (no fetch), or None."""
@@ -347,11 +410,19 @@ class RobotsTxtMiddleware(Reporting):
         engine (once, shared with the requests waiting for it) when it is not
         cached or expired. None for a URL without an http(s) origin, or when the
         spider closes meanwhile."""
+        return await self._fetched(self.states, url)
+
+    async def fetch_tdmrep_state(self, url: str) -> OriginState | None:
+        """With ``ROBOTSTXT_TDMREP`` on, the tdmrep.json state of the origin of
+        ``url``, fetched as :meth:`fetch_state` fetches the robots.txt; otherwise None."""
+        return None if self.tdm is None else await self._fetched(self.tdm, url)
+
+    async def _fetched(self, states: OriginStates, url: str) -> OriginState | None:
         origin = self._origin_of(url)
         if origin is None:
             return None
         try:
-            return await self.states.current(origin, Request(origin.robots_url, dont_filter=True))
+            return await states.current(origin, Request(states.document.url(origin), dont_filter=True))
         except Closing:
             return None
 
@@ -379,16 +450,21 @@ class RobotsTxtMiddleware(Reporting):
             return origin
 
     def _spider_idle(self, spider: Any = None) -> None:
-        if self.states.waiting and not self.states.closing:
+        waiting = self.states.waiting + (self.tdm.waiting if self.tdm is not None else 0)
+        if waiting and not self.states.closing:
             raise DontCloseSpider
 
     async def _spider_closed(self, spider: Any = None) -> None:
         self.states.close()
+        if self.tdm is not None:
+            self.tdm.close()
         if self.states.store is not None:
             await self.states.store.close()  # after the saves still running
-        summary = self.states.summary()
-        if summary is not None:
-            logger.warning("robots.txt: %s", summary, extra=self._log_extra)
+        for states in (self.states, self.tdm):
+            summary = None if states is None else states.summary()
+            if summary is not None:
+                assert states is not None
+                logger.warning("%s: %s", states.document.name, summary, extra=self._log_extra)
 
 
 

@@ -1,6 +1,8 @@
 """Each origin's robots.txt state through its life: cached, fetched once at a time
 (from the store, or through the engine), waited for, retried, and let go when the
-spider closes.
+spider closes. The same lifecycle serves the origin's other documents (see
+:mod:`.documents`): one :class:`OriginStates` per document, the requests that wait
+for any of them parked together.
 
 The middleware asks two things: :meth:`OriginStates.cached` (a usable state, with
 no waiting) and :meth:`OriginStates.current` (a state, waiting for a fetch when
@@ -23,6 +25,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from . import _compat
 from . import signals as rfc_signals
 from .access import Access, Cause, Decision, FetchOutcome, OriginState
+from .documents import ROBOTS_TXT, Document
 from .origin import Origin
 from .parking import Parking
 from .reporting import Reporting
@@ -64,12 +67,21 @@ class Closing(Exception):
 
 
 class OriginStates(Reporting):
-    """The robots.txt states of the origins one crawl uses."""
+    """The robots.txt states (or those of another ``document``) of the origins one
+    crawl uses. ``holds`` says whether the requests of an origin whose document is
+    unreachable (without a good copy) are held until a retry succeeds or
+    ``ROBOTSTXT_MAX_WAIT`` ends (robots.txt: complete disallow); when False they
+    are judged at once with the state at hand. ``peer``: the lifecycle of another
+    document of the same origins, whose parked requests and ``ROBOTSTXT_MAX_WAITING``
+    bound this one shares."""
 
     def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
                  store: StoreClient | None = None, warmup: DnsWarmup | None = None,
-                 origin_of: Callable[[str], Origin | None] | None = None) -> None:
+                 origin_of: Callable[[str], Origin | None] | None = None, *,
+                 document: Document = ROBOTS_TXT, holds: bool = True, peer: OriginStates | None = None) -> None:
         self.crawler = crawler
+        self.document = document
+        self.holds = holds
         self.policy = config.policy
         self.max_waiting = config.max_waiting
         #: Requests of one origin that wait for its fetch in the downloader, and of all origins
@@ -79,7 +91,11 @@ class OriginStates(Reporting):
         #: robots.txt downloads in flight at once (``ROBOTSTXT_CONCURRENT_FETCHES``).
         self._fetch_slots = defer.DeferredSemaphore(config.concurrent_fetches)
         #: Requests kept out of the downloader while their robots.txt is not known.
-        self.parking = Parking(crawler, origin_of or Origin.from_url, self._held, self._room)
+        self._peer = peer
+        if peer is not None:
+            peer._peer = self
+        self.parking: Parking = (peer.parking if peer is not None else
+                                 Parking(crawler, origin_of or Origin.from_url, self._held, self._room))
         self.fetcher = fetcher
         self.store = store
         #: Resolves the host of an origin whose robots.txt another process is fetching.
@@ -105,6 +121,13 @@ class OriginStates(Reporting):
         self._requeued = 0
         self._discarded = 0
 
+    def _inc(self, key: str, count: int = 1) -> None:
+        super()._inc(self.document.stat + key, count)
+
+    def holding(self, state: OriginState, now: float) -> bool:
+        """Whether ``state`` holds its origin's requests now (see ``holds``)."""
+        return self.holds and state.decision(now, self.policy) is Decision.HOLD
+
     # -- what the middleware asks ---------------------------------------------------------
     def cached(self, origin: Origin, now: float) -> OriginState | None:
         """The origin's state when it is cached, fresh and reachable (judge at
@@ -114,6 +137,13 @@ class OriginStates(Reporting):
             return None
         self._hit()
         return state
+
+    def prefetch(self, origin: Origin, request: Request) -> None:
+        """Start the origin's fetch unless its state is cached and not expired (for
+        an unreachable origin: unless its retry is not due), or a fetch runs."""
+        state = self.cache.get(origin)
+        if state is None or state.expired(time.time()):
+            self._start_fetch(origin, request)
 
     def park(self, origin: Origin, request: Request) -> Request | None:
         """Park ``request`` (see :mod:`.parking`) when it would wait: its origin is
@@ -128,8 +158,8 @@ class OriginStates(Reporting):
         state = self.cache.get(origin)
         held = False
         if state is not None and state.access is Access.UNREACHABLE:
-            if state.decision(now, self.policy) is not Decision.HOLD:
-                return None  # judged by its good copy
+            if not self.holding(state, now):
+                return None  # judged by its good copy, or with the state at hand
             if not state.waited_too_long(now, self.policy):
                 held = True
                 self._schedule_retry(origin, request)
@@ -153,7 +183,7 @@ class OriginStates(Reporting):
         its maximum wait, no fetch succeeded since), else None."""
         state = self.cache.get(origin)
         now = time.time()
-        if state is None or state.decision(now, self.policy) is not Decision.HOLD:
+        if state is None or not self.holding(state, now):
             return None
         return state if state.waited_too_long(now, self.policy) else None
 
@@ -161,11 +191,12 @@ class OriginStates(Reporting):
         """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS``
         place (``ROBOTSTXT_MAX_WAITING``, for the requests waiting in the downloader
         and those parked)."""
-        return self._waiting + self.parking.count < self.max_waiting
+        peer = self._peer
+        return self._waiting + (peer._waiting if peer is not None else 0) + self.parking.count < self.max_waiting
 
     def _held(self, origin: Origin) -> bool:
         state = self.cache.get(origin)
-        return state is not None and state.decision(time.time(), self.policy) is Decision.HOLD
+        return state is not None and self.holding(state, time.time())
 
     async def current(self, origin: Origin, request: Request) -> OriginState:
         """The origin's state, fetched (and waited for) when there is none or it
@@ -260,14 +291,14 @@ class OriginStates(Reporting):
         try:
             if self.store is not None:
                 try:
-                    found = await self.store.obtain(origin, previous, self._waiting_for_store)
+                    found = await self.store.obtain(origin, previous, self._waiting_for_store, self.document)
                 finally:
                     if self.warmup is not None:
                         self.warmup.done(origin)
                 if found.state is not None:
                     state = found.state
                     self._inc("store_hit")
-                    logger.debug("robots.txt of %s from the store (%s, fetched %.0f s ago)", origin,
+                    logger.debug("%s of %s from the store (%s, fetched %.0f s ago)", self.document.name, origin,
                                  state.access.value, time.time() - state.fetched_at, extra=self._log_extra)
                     self._put(origin, state)
                     try:
@@ -284,11 +315,12 @@ class OriginStates(Reporting):
         except (defer.CancelledError, Closing):
             raise
         except Exception as exc:
-            logger.error("robots.txt of %s: unexpected error; counted as a failed fetch, retried later", origin,
-                         exc_info=True, extra=self._log_extra)
+            logger.error("%s of %s: unexpected error; counted as a failed fetch, retried later", self.document.name,
+                         origin, exc_info=True, extra=self._log_extra)
             self._inc("fetch_error")
-            outcome = FetchOutcome(Access.UNREACHABLE, origin.robots_url, error=f"{type(exc).__name__}: {exc}",
-                                   reason="unexpected error")
+            outcome = FetchOutcome(Access.UNREACHABLE, self.document.url(origin),
+                                   error=f"{type(exc).__name__}: {exc}", reason="unexpected error",
+                                   document=self.document)
             state = self._next(previous, outcome)
         finally:
             if state is None:  # cancelled
@@ -301,12 +333,12 @@ class OriginStates(Reporting):
             if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
                 self.store.release(lease)  # this process's settings, not the origin's state: not shared
             else:
-                self.store.save(origin, state, lease)
+                self.store.save(origin, state, lease, self.document)
         self._put(origin, state)
         try:
             await self._report(origin, state, previous)
         except Exception:
-            logger.error("robots.txt of %s: error while reporting the fetch", origin, exc_info=True,
+            logger.error("%s of %s: error while reporting the fetch", self.document.name, origin, exc_info=True,
                          extra=self._log_extra)
         finally:
             self._settle(origin, state)
@@ -323,7 +355,9 @@ class OriginStates(Reporting):
                 self._inc("fetch_queued")
             await maybe_deferred_to_future(slot)
             acquired = True
-            return await self.fetcher.fetch(origin)
+            if self.document is ROBOTS_TXT:  # the fetcher's call with its one argument, as code that wraps it expects
+                return await self.fetcher.fetch(origin)
+            return await self.fetcher.fetch(origin, self.document)
         finally:
             if acquired:
                 self._fetch_slots.release()
@@ -336,7 +370,7 @@ class OriginStates(Reporting):
         self.cache.put(origin, state)
         evicted = self.cache.evictions - self._evictions_counted
         if evicted and self.crawler.stats is not None:
-            self.crawler.stats.inc_value("robotstxt/cache_evicted", evicted)
+            self.crawler.stats.inc_value(f"robotstxt/{self.document.stat}cache_evicted", evicted)
         self._evictions_counted = self.cache.evictions
 
     def _fetching(self, origin: Origin) -> None:
@@ -354,10 +388,11 @@ class OriginStates(Reporting):
             remedy = f"raise ROBOTSTXT_CACHE_SIZE (now {self.cache.max_origins})"
             if self.store is None:
                 remedy += " or set ROBOTSTXT_STORE (\"disk\", \"redis\") to load them from a store instead"
+            name = self.document.name
             logger.warning(
-                "robots.txt cache: %d of the %d robots.txt fetches so far were of origins evicted from the in-memory "
-                "cache while their robots.txt was still fresh: %s", self._refetches_evicted, self._fetches_made,
-                remedy, extra=self._log_extra)
+                "%s cache: %d of the %d %s fetches so far were of origins evicted from the in-memory cache while their "
+                "%s was still fresh: %s", name, self._refetches_evicted, self._fetches_made, name, name, remedy,
+                extra=self._log_extra)
 
     def _next(self, previous: OriginState | None, outcome: FetchOutcome) -> OriginState:
         now = time.time()
@@ -370,19 +405,19 @@ class OriginStates(Reporting):
         self._fetches.pop(origin, None)
         self._put(origin, state)
         now = time.time()
-        decision = state.decision(now, self.policy)
-        if decision is not Decision.HOLD:
+        holding = self.holding(state, now)
+        if not holding:
             self._triggers.pop(origin, None)
         self._notify(origin, state)
         if origin not in self.parking:
             return
-        if decision is not Decision.HOLD:
+        if not holding:
             self._inc("released", self.parking.release(origin))
         elif state.waited_too_long(now, self.policy):
             self.parking.release(origin, given_up=True)  # dropped as they come back
         else:  # held: the next retry and the deadline, for the parked requests
             self._inc("held", self.parking.hold(origin))
-            self._schedule_retry(origin, self._triggers.get(origin) or Request(origin.robots_url))
+            self._schedule_retry(origin, self._triggers.get(origin) or Request(self.document.url(origin)))
             self._wake_at(origin, state.give_up_at(self.policy))
 
     async def _report(self, origin: Origin, state: OriginState, previous: OriginState | None) -> None:
@@ -390,11 +425,20 @@ class OriginStates(Reporting):
         assert outcome is not None
         self._inc(outcome.access.value)
         self._flush_stats()
-        await _compat.send_signal(self.crawler, rfc_signals.robotstxt_fetched, origin=origin, state=state,
-                                  request=self._triggers.get(origin))
+        if self.document is ROBOTS_TXT:
+            await _compat.send_signal(self.crawler, rfc_signals.robotstxt_fetched, origin=origin, state=state,
+                                      request=self._triggers.get(origin))
         await self._announce(origin, state)
-        if outcome.access is Access.UNREACHABLE and state.robots is not None:
+        if outcome.access is Access.UNREACHABLE and state.parsed is not None:
             self._inc("stale_used")
+        tdmrep = state.tdmrep
+        if outcome.access is Access.PARSED and tdmrep is not None and tdmrep.problem_count:
+            # The file is the site's: what could not be read is skipped (see tdmrep), and said once per fetch.
+            self._inc("invalid")
+            more = tdmrep.problem_count - len(tdmrep.problems)
+            logger.warning("%s of %s (%s): %s%s; %d rules read", self.document.name, origin, outcome.url,
+                           "; ".join(tdmrep.problems), f" (and {more} more problems)" if more else "",
+                           len(tdmrep.entries), extra=self._log_extra)
         self._log_change(origin, state, previous)
 
     def _log_change(self, origin: Origin, state: OriginState, previous: OriginState | None) -> None:
@@ -404,11 +448,12 @@ class OriginStates(Reporting):
         now = time.time()
         was_unreachable = previous is not None and previous.access is Access.UNREACHABLE
         detail = state.detail
+        name = self.document.name
         if state.access is not Access.UNREACHABLE:
             if was_unreachable:
                 assert previous is not None
                 since = previous.unreachable_since or previous.fetched_at
-                logger.info("robots.txt of %s is reachable again (%s) after %d failed fetches over %.0f s", origin,
+                logger.info("%s of %s is reachable again (%s) after %d failed fetches over %.0f s", name, origin,
                             state.access.value, previous.failures, now - since, extra=self._log_extra)
             return
         retry = state.expires_at - now
@@ -416,20 +461,23 @@ class OriginStates(Reporting):
         if cause is Cause.CANNOT_REQUEST and not was_unreachable:
             self._gave_up(origin, cause)
         if was_unreachable or cause is Cause.CANNOT_REQUEST:  # the cause was logged once, by the fetcher
-            logger.debug("robots.txt of %s still unreachable (%s), failure %d, next fetch in %.1f s", origin,
+            logger.debug("%s of %s still unreachable (%s), failure %d, next fetch in %.1f s", name, origin,
                          detail, state.failures, retry, extra=self._log_extra)
-        elif state.robots is not None:
-            logger.warning("robots.txt of %s unreachable (%s); keeping the copy fetched %.0f s ago, retrying in "
-                           "%.1f s", origin, detail, now - (state.good_at or now), retry, extra=self._log_extra)
+        elif state.parsed is not None:
+            logger.warning("%s of %s unreachable (%s); keeping the copy fetched %.0f s ago, retrying in "
+                           "%.1f s", name, origin, detail, now - (state.good_at or now), retry, extra=self._log_extra)
+        elif not self.holds:
+            logger.warning("%s of %s unreachable (%s): %s, its requests go on; retrying in %.1f s", name, origin,
+                           detail, self.document.unreachable, retry, extra=self._log_extra)
         elif cause is Cause.NO_HOST:
             self._gave_up(origin, cause)
-            logger.warning("robots.txt of %s cannot be fetched: its host name does not resolve (%s). Its requests are "
-                           "dropped (robotstxt/dropped_no_host); fetched again in %.0f s if more come", origin, detail,
-                           retry, extra=self._log_extra)
+            logger.warning("%s of %s cannot be fetched: its host name does not resolve (%s). Its requests are "
+                           "dropped (robotstxt/%sdropped_no_host); fetched again in %.0f s if more come", name, origin,
+                           detail, self.document.stat, retry, extra=self._log_extra)
         else:
-            logger.warning("robots.txt of %s unreachable (%s): complete disallow. Its requests are held for up to "
-                           "%.0f s, retrying in %.1f s", origin, detail, self.policy.max_wait_for(cause), retry,
-                           extra=self._log_extra)
+            logger.warning("%s of %s unreachable (%s): %s. Its requests are held for up to "
+                           "%.0f s, retrying in %.1f s", name, origin, detail, self.document.unreachable,
+                           self.policy.max_wait_for(cause), retry, extra=self._log_extra)
 
     async def _announce(self, origin: Origin, state: OriginState) -> None:
         """Send ``robotstxt_sitemaps`` and Scrapy's ``robots_parsed`` for a file
@@ -456,7 +504,7 @@ class OriginStates(Reporting):
         def retry() -> None:
             self._retries.pop(origin, None)
             if (self._waiters.get(origin) or origin in self.parking) and not self.closing:
-                self._start_fetch(origin, self._triggers.get(origin) or Request(origin.robots_url))
+                self._start_fetch(origin, self._triggers.get(origin) or Request(self.document.url(origin)))
 
         delay = max(0.0, state.expires_at - time.time())
         self._retries[origin] = _compat.call_later(delay, retry)
@@ -482,9 +530,10 @@ class OriginStates(Reporting):
         if given_up and (self._waiters.get(origin) or origin in self.parking):
             assert state is not None
             self._gave_up(origin, state.cause)
-            logger.warning("robots.txt of %s unreachable for %.0f s (%s): its held requests, and new ones until a "
-                           "fetch succeeds, are dropped (robotstxt/dropped_unreachable)", origin,
-                           self.policy.max_wait_for(state.cause), state.detail, extra=self._log_extra)
+            logger.warning("%s of %s unreachable for %.0f s (%s): its held requests, and new ones until a "
+                           "fetch succeeds, are dropped (robotstxt/%sdropped_unreachable)", self.document.name, origin,
+                           self.policy.max_wait_for(state.cause), state.detail, self.document.stat,
+                           extra=self._log_extra)
         self._notify(origin, None)
         if given_up:
             self.parking.release(origin, given_up=True)  # dropped as they come back
@@ -571,10 +620,11 @@ class OriginStates(Reporting):
             parts.append(f"{count} {cause.words} ({', '.join(names)}{more})")
         origins = "; ".join(parts) or "none"
         requests = ", ".join(f"{count} {_DROP_WORDS.get(reason, reason)}" for reason, count in self._dropped.items())
-        back = (f". Put back in the scheduler for the next run: {self._requeued} requests that waited for a robots.txt"
+        name = self.document.name
+        back = (f". Put back in the scheduler for the next run: {self._requeued} requests that waited for a {name}"
                 if self._requeued else "")
         if self._discarded:
-            back += (f". Not crawled: {self._discarded} requests that waited for a robots.txt outside the downloader "
+            back += (f". Not crawled: {self._discarded} requests that waited for a {name} outside the downloader "
                      "when the spider closed (a JOBDIR keeps them for a resumed crawl)")
         return f"origins given up: {origins}. Requests dropped: {requests or 'none'}{back}"
 
@@ -586,6 +636,6 @@ class OriginStates(Reporting):
 
     def _flush_stats(self) -> None:
         if self._cache_hits and self.crawler.stats is not None:
-            self.crawler.stats.inc_value("robotstxt/cache_hit", self._cache_hits)
+            self.crawler.stats.inc_value(f"robotstxt/{self.document.stat}cache_hit", self._cache_hits)
             self._cache_hits = 0
 

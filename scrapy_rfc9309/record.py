@@ -1,5 +1,6 @@
 """The stored form of an origin's state, for stores that outlive the process or
-are shared by a fleet: the raw robots.txt with its access result and timestamps.
+are shared by a fleet: the raw robots.txt (or tdmrep.json) with its access result
+and timestamps.
 
 Plain data (JSON metadata and raw bytes), never pickled objects: processes that
 run different versions of the package read each other's records, and a record is
@@ -15,12 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .access import Access, Cause, FetchOutcome, OriginState, Policy
-from .robotstxt import RobotsTxt
+from .documents import ROBOTS_TXT, Document
 
 __all__ = ["CLOCK_TOLERANCE", "FORMAT", "Record", "RecordError", "Unreadable", "dated_ahead", "decode", "encode"]
 
 #: Version of the metadata layout. A reader ignores fields it does not know and
-#: treats a record of another version as missing (the file is fetched again).
+#: treats a record of another version as missing (the file is fetched again). A
+#: record of a document other than robots.txt names it (``doc``): its layout is the
+#: same, and it is stored under a key of its own (see :meth:`Document.key`), which
+#: readers that know no such document never read.
 FORMAT = 1
 
 #: Seconds a record's fetch time may lie ahead of the reader's clock (the clocks of a
@@ -83,9 +87,11 @@ def encode(state: OriginState, policy: Policy) -> Record:
         "failures": state.failures,
         "unreachable_since": state.unreachable_since,
     }
-    if state.robots is not None and state.robots.url:
-        meta["good_url"] = state.robots.url  # the base of relative Sitemap values
+    if state.parsed is not None and state.parsed.url:
+        meta["good_url"] = state.parsed.url  # the base of relative Sitemap values
     if outcome is not None:
+        if outcome.document is not ROBOTS_TXT:
+            meta["doc"] = outcome.document.name
         meta.update(
             url=outcome.url, status=outcome.status, max_age=outcome.max_age, redirects=list(outcome.redirects),
             error=outcome.error, truncated=outcome.truncated, reason=outcome.reason,
@@ -97,8 +103,9 @@ def encode(state: OriginState, policy: Policy) -> Record:
                   json.dumps(meta, separators=(",", ":")), body)
 
 
-def decode(record: Record, policy: Policy, now: float | None = None) -> OriginState:
-    """The state a record holds, parsed again, as this process reads it at ``now``
+def decode(record: Record, policy: Policy, now: float | None = None,
+           document: Document = ROBOTS_TXT) -> OriginState:
+    """The state a record of ``document`` holds, parsed again, as this process reads it at ``now``
     (the current time by default): never fresh for longer than its
     ``ROBOTSTXT_CACHE_TTL`` from its fetch or from ``now``, its body cut to its
     ``ROBOTSTXT_MAX_SIZE``. A record dated ahead of ``now`` (beyond
@@ -116,6 +123,8 @@ def decode(record: Record, policy: Policy, now: float | None = None) -> OriginSt
         raise RecordError("metadata is not a JSON object")
     if meta.get("v") != FORMAT:
         raise RecordError(f"format {meta.get('v')!r}, this version reads {FORMAT}")
+    if meta.get("doc", ROBOTS_TXT.name) != document.name:
+        raise RecordError(f"a record of {meta.get('doc')!r}, read as {document.name}")
     try:
         access = Access(meta["access"])
     except (KeyError, ValueError):
@@ -159,10 +168,11 @@ def decode(record: Record, policy: Policy, now: float | None = None) -> OriginSt
         bool(meta.get("truncated", False)),
         _text(meta, "reason") or "",
         _cause(meta),
+        document,
     )
     good_url = _text(meta, "good_url") or outcome.url or None
-    robots = RobotsTxt(body, policy.parse_limit, url=good_url) if good_at is not None else None
-    return OriginState(access, fetched_at, expires_at, robots, good_at, failures, outcome,
+    parsed = document.parse(body, policy.parse_limit, good_url) if good_at is not None else None
+    return OriginState(access, fetched_at, expires_at, parsed, good_at, failures, outcome,
                        since if access is Access.UNREACHABLE else None)
 
 

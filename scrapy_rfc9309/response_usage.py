@@ -40,7 +40,10 @@ logger = logging.getLogger(__name__)
 
 #: Request (and so response) meta key set to the response's :class:`~scrapy_rfc9309.preferences.Preferences`.
 PREFERENCES_META = "robotstxt_preferences"
-#: Request meta key the tdmrep.json part sets to the entry that applies to the URL (or None).
+#: Request (and so response) meta key set, with ``ROBOTSTXT_TDMREP`` on, to the rule
+#: of the origin's tdmrep.json that applies (a :class:`~scrapy_rfc9309.tdmrep.TdmEntry`),
+#: or None (no rule applies, or the origin has no tdmrep.json); not set while the
+#: file is unreachable and no copy of it is at hand (nothing is known).
 TDMREP_META = "robotstxt_tdmrep"
 #: The response headers read, in the order :meth:`ResponseUsage._fields` gives them.
 _FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag")

@@ -28,6 +28,7 @@ from twisted.python.failure import Failure
 
 from . import _compat
 from .access import OriginState
+from .documents import ROBOTS_TXT, Document
 from .exceptions import RobotsTxtConfigError
 from .record import Record, RecordError, dated_ahead, decode, encode
 from .reporting import Reporting
@@ -112,7 +113,7 @@ class StoreClient(Reporting):
         self._probing = False
         self._outage: str | None = None
         self._pending: set[defer.Deferred[Any]] = set()
-        self._unsaved: dict[str, OriginState] = {}
+        self._unsaved: dict[str, tuple[OriginState, Document]] = {}
         #: Records found unreadable, and dated ahead, so far: the first of each is a warning.
         self._unreadable_seen = 0
         self._ahead_seen = 0
@@ -192,8 +193,8 @@ class StoreClient(Reporting):
                     extra=self._log_extra)
         self._outage = None
         unsaved, self._unsaved = self._unsaved, {}
-        for key, state in unsaved.items():
-            self._background(self._save(key, state, None))
+        for key, (state, document) in unsaved.items():
+            self._background(self._save(key, state, None, document))
 
     def _background(self, coroutine: Any) -> None:
         running = deferred_from_coro(coroutine)
@@ -207,12 +208,13 @@ class StoreClient(Reporting):
 
     # -- what the middleware calls ----------------------------------------------------------
     async def obtain(self, origin: Origin, previous: OriginState | None,
-                     on_wait: Callable[[Origin], None] | None = None) -> Obtained:
-        """A state of ``origin`` that is still fresh in the store, waiting while
-        another process fetches it (``on_wait`` is called when that wait starts);
-        otherwise the fetch lock (and the expired state kept, when it is newer than
-        this process's). With the store down: nothing but ``previous``."""
-        key = str(origin)
+                     on_wait: Callable[[Origin], None] | None = None,
+                     document: Document = ROBOTS_TXT) -> Obtained:
+        """A state of ``origin``'s ``document`` that is still fresh in the store,
+        waiting while another process fetches it (``on_wait`` is called when that
+        wait starts); otherwise the fetch lock (and the expired state kept, when it
+        is newer than this process's). With the store down: nothing but ``previous``."""
+        key = document.key(origin)
         delay = _POLL_FIRST
         waited = False
         give_up = time.time() + self.max_busy_wait
@@ -229,7 +231,7 @@ class StoreClient(Reporting):
             if claim is Claim.FRESH and record is not None:
                 if record == stale:  # a store that does not take fetched_after: fetched without its lock
                     return Obtained(previous=previous)
-                fresh = self._decoded(key, record, now)
+                fresh = self._decoded(key, record, now, document)
                 if fresh is not None and fresh.expires_at > now:
                     return Obtained(state=fresh)
                 # Fresh for the store, not for this process (its lifetime is shorter, the record
@@ -240,20 +242,20 @@ class StoreClient(Reporting):
                 # Another process may have fetched since this one's copy: the newer one
                 # carries the last good copy and the failure count on.
                 if record is not None and record != stale:
-                    previous = _newer(self._decoded(key, record, now), previous)
+                    previous = _newer(self._decoded(key, record, now, document), previous)
                 return Obtained(previous=previous, lease=self._lease(key))
             if claim is Claim.BUSY:
                 if not waited:
                     waited = True
-                    self._inc("store_wait")
-                    logger.debug("robots.txt of %s is being fetched by another process; waiting for it", origin,
-                                 extra=self._log_extra)
+                    self._inc(f"{document.stat}store_wait")
+                    logger.debug("%s of %s is being fetched by another process; waiting for it", document.name,
+                                 origin, extra=self._log_extra)
                     if on_wait is not None:
                         on_wait(origin)
                 now = time.time()
                 if now >= give_up:
-                    logger.warning("robots.txt of %s: another process has held its fetch lock for %.0f s; fetching "
-                                   "it here", origin, self.max_busy_wait, extra=self._log_extra)
+                    logger.warning("%s of %s: another process has held its fetch lock for %.0f s; fetching "
+                                   "it here", document.name, origin, self.max_busy_wait, extra=self._log_extra)
                     return Obtained(previous=previous)
                 # Woken when the holder saves or lets go (the store tells), or at its lock's expiry.
                 try:
@@ -263,36 +265,37 @@ class StoreClient(Reporting):
                 if isinstance(told, Record):
                     # The holder's save, carried by the message that told: as a fresh claim's.
                     now = time.time()
-                    fresh = self._decoded(key, told, now)
+                    fresh = self._decoded(key, told, now, document)
                     if fresh is not None and fresh.expires_at > now:
-                        self._inc("store_woken")
+                        self._inc(f"{document.stat}store_woken")
                         return Obtained(state=fresh)
                     stale, previous, fetched_after = told, _newer(fresh, previous), _after(told)
                 if told:
-                    self._inc("store_woken")
+                    self._inc(f"{document.stat}store_woken")
                     continue
-                self._inc("store_poll")
+                self._inc(f"{document.stat}store_poll")
                 if told is None:  # the store cannot tell: poll
                     await _compat.sleep(min(delay, max(give_up - time.time(), 0.0)))
                     delay = min(delay * _POLL_GROWTH, _POLL_MAX)
 
-    def _decoded(self, key: str, record: Record | None, now: float) -> OriginState | None:
+    def _decoded(self, key: str, record: Record | None, now: float,
+                 document: Document = ROBOTS_TXT) -> OriginState | None:
         """The state ``record`` holds as this process reads it at ``now``; None (logged,
         counted) when it cannot be read."""
         if record is None:
             return None
         ahead = dated_ahead(record, now)
         if ahead:
-            self._inc("store_future_dated")
+            self._inc(f"{document.stat}store_future_dated")
             self._ahead_seen += 1
             logger.log(logging.WARNING if self._ahead_seen == 1 else logging.DEBUG,
                        "robots.txt store %s: the record of %s is dated %.0f s ahead of this process's clock (written "
                        "by a process whose clock is ahead?); it is not trusted, fetched again and replaced%s",
                        self.name, key, ahead, _LATER, extra=self._log_extra)
         try:
-            return decode(record, self.policy, now)
+            return decode(record, self.policy, now, document)
         except RecordError as exc:
-            self._inc("store_unreadable")
+            self._inc(f"{document.stat}store_unreadable")
             self._unreadable_seen += 1
             logger.log(logging.WARNING if self._unreadable_seen == 1 else logging.DEBUG,
                        "robots.txt store %s: the record of %s cannot be read (%s); it is fetched again and replaced%s",
@@ -316,20 +319,21 @@ class StoreClient(Reporting):
             lease.renewer.cancel()
         return True
 
-    def save(self, origin: Origin, state: OriginState, lease: Lease | None) -> None:
+    def save(self, origin: Origin, state: OriginState, lease: Lease | None,
+             document: Document = ROBOTS_TXT) -> None:
         """Keep ``state`` in the store (in the background) and release the lease."""
         owner = self.owner if self._end(lease) else None
-        self._background(self._save(str(origin), state, owner))
+        self._background(self._save(document.key(origin), state, owner, document))
 
-    async def _save(self, key: str, state: OriginState, owner: str | None) -> None:
+    async def _save(self, key: str, state: OriginState, owner: str | None, document: Document) -> None:
         try:
             written = await self._call("save", key, encode(state, self.policy), owner)
         except StoreUnavailable:
             if len(self._unsaved) < _MAX_UNSAVED or key in self._unsaved:
-                self._unsaved[key] = state
+                self._unsaved[key] = (state, document)
             raise
         if written:
-            self._inc("store_saved")
+            self._inc(f"{document.stat}store_saved")
 
     def release(self, lease: Lease | None) -> None:
         """Give the lease up without saving (the fetch was cancelled)."""

@@ -389,3 +389,45 @@ def test_robotstxt_help_is_not_mangled_at_80_columns(tmp_path):
         if line and set(line) <= {"=", "-"}
     ]
     assert headings == ["Usage", "Options", "Global Options"]
+
+
+TDMREP_RULES = ('[{"location": "/reserved/", "tdm-reservation": 1, "tdm-policy": "https://example.com/p.json"},'
+                ' {"location": "/", "tdm-reservation": 0}]')
+
+
+def test_fetch_mode_with_tdmrep_reports_the_rule_and_an_enforced_reservation(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+    http_server.route("/.well-known/tdmrep.json", 200, TDMREP_RULES, Content_Type="application/json")
+    tdm = ("-s", "ROBOTSTXT_TDMREP=True")
+    reserved = http_server.url("/reserved/x")
+
+    shown = scrapy(tmp_path, "robotstxt", reserved, *tdm)
+    enforced = scrapy(tmp_path, "robotstxt", reserved, *tdm, "-s", "ROBOTSTXT_USAGE_DENY=train-ai")
+    open_url = scrapy(tmp_path, "robotstxt", http_server.url("/public/x"), *tdm, "-s", "ROBOTSTXT_USAGE_DENY=train-ai")
+    forbidden = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"), *tdm)
+    without = scrapy(tmp_path, "robotstxt", reserved)
+
+    tdmrep_url = http_server.url("/.well-known/tdmrep.json")
+    assert shown.returncode == 0, shown.stderr
+    assert field(shown.stdout, "TDMRep") == f"{tdmrep_url} (parsed, status 200)"
+    assert field(shown.stdout, "TDM rule") == (f"TDM rights reserved (rule 0, location '/reserved/', tdm-policy "
+                                               f"https://example.com/p.json, of {tdmrep_url})")
+    assert enforced.returncode == 1, enforced.stderr
+    assert field(enforced.stdout, "TDM rule").endswith(": dropped (ROBOTSTXT_USAGE_DENY)")
+    assert open_url.returncode == 0, open_url.stderr
+    assert field(open_url.stdout, "TDM rule").startswith("TDM rights not reserved (rule 1, location '/'")
+    # A URL the robots.txt forbids is not judged by the tdmrep.json; without the setting it is not fetched.
+    assert forbidden.returncode == 1 and not has_field(forbidden.stdout, "TDMRep")
+    assert without.returncode == 0 and not has_field(without.stdout, "TDMRep")
+    assert http_server.paths().count("/.well-known/tdmrep.json") == 3
+
+
+def test_fetch_mode_with_tdmrep_and_no_file(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/reserved/x"), "-s", "ROBOTSTXT_TDMREP=True",
+                 "-s", "ROBOTSTXT_USAGE_DENY=train-ai")
+
+    assert run.returncode == 0, run.stderr
+    assert field(run.stdout, "TDMRep") == http_server.url("/.well-known/tdmrep.json") + " (unavailable, status 404)"
+    assert field(run.stdout, "TDM rule") == "none (no tdmrep.json)"

@@ -122,6 +122,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_USAGE_HEADERS": config.usage_headers,
         "ROBOTSTXT_USAGE_META": config.usage_meta,
         "ROBOTSTXT_USAGE_META_MAX_BYTES": config.usage_meta_max_bytes,
+        "ROBOTSTXT_TDMREP": config.tdmrep,
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name

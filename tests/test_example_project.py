@@ -212,6 +212,16 @@ def test_each_usage_source_is_shown_with_the_answer(sections: dict[str, str]) ->
     assert "/robots.txt line 3 (Content-Usage): train-ai=y" in usage
     assert "search=n (from <meta name=\"robots\">)" in usage
     assert "not followed (NofollowMiddleware)" in usage
+def test_a_tdm_reservation_is_shown(sections: dict[str, str]) -> None:
+    """The demo turns ROBOTSTXT_TDMREP on: the ai-prefs origin's tdmrep.json reserves one page,
+    which the crawl reports and still fetches (ROBOTSTXT_USAGE_DENY is not set)."""
+    prefs = sections["ai-prefs"]
+    assert re.search(r"tdmrep\.json: /articles/2\.html: TDM rights reserved \(rule 0, location '/articles/2\.html\$', "
+                     r"tdm-policy http://\S+/tdm-policy\.json\); fetched", prefs)
+    assert "/articles/1.html: TDM" not in prefs
+    stats = dict(re.findall(r"^\s+(\S+): (.*)$", sections["stats"], re.M))
+    assert stats["robotstxt/tdmrep/parsed"] == "1"
+    assert stats["robotstxt/tdmrep/unavailable"] == "6"  # the other crawled origins have none
 
 
 def test_stats(sections: dict[str, str]) -> None:

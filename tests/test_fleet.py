@@ -210,3 +210,41 @@ def test_two_scrapy_redis_spiders_share_the_queue_and_the_robots_txt_state(origi
     assert all(r["responses"] for r in reports), "both processes crawled"
     assert len(client.keys("robotstxt:*:state")) == 4
     client.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "disk"])
+@pytest_twisted.inlineCallbacks
+def test_two_processes_sharing_a_store_fetch_each_tdmrep_json_once(origins, tmp_path, request, kind):
+    """ROBOTSTXT_TDMREP in a fleet: each origin's tdmrep.json is fetched once for the
+    fleet, through the same store as its robots.txt, and obeyed by both processes."""
+    redis_url = request.getfixturevalue("redis_url") if kind == "redis" else ""
+    store = ({"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url} if kind == "redis" else
+             {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(tmp_path / "shared-store")})
+    sites = _sites(origins, 4)
+    rules = json.dumps([{"location": "/reserved/", "tdm-reservation": 1}]).encode()
+    for site in sites:
+        # Slow enough that the processes, started together, find each other's lock.
+        site["/.well-known/tdmrep.json"] = Delay(1.0, rules)
+    settings = _settings(**store, ROBOTSTXT_TDMREP=True, ROBOTSTXT_USAGE_DENY=["train-ai"])
+    start_at = time.time() + START_DELAY
+    specs = [{"settings": settings, "start_at": start_at,
+              "urls": [s.url(f"/public/{n}") for s in sites] + [s.url(f"/reserved/{n}") for s in sites]}
+             for n in (1, 2)]
+    reports = yield defer.gatherResults([_crawl(spec, tmp_path, f"t{n}") for n, spec in enumerate(specs)],
+                                        consumeErrors=True)
+
+    assert [len(s.requests_for("/.well-known/tdmrep.json")) for s in sites] == [1, 1, 1, 1]
+    assert [len(robots_hits(s)) for s in sites] == [1, 1, 1, 1]
+    assert sum(_robotstxt(r, "tdmrep/request_count") for r in reports) == 4
+    assert sum(_robotstxt(r, "tdmrep/store_hit") for r in reports) == 4
+    assert sum(_robotstxt(r, "tdmrep/store_wait") for r in reports) >= 1
+    for n, report in enumerate(reports, 1):
+        assert sorted(report["responses"]) == sorted(s.url(f"/public/{n}") for s in sites)
+        assert sorted(report["errors"]) == sorted([s.url(f"/reserved/{n}"), "RobotsTxtTdmReserved"] for s in sites)
+        assert report["stats"]["finish_reason"] == "finished"
+    assert all(not h.path.startswith("/reserved/") for s in sites for h in page_hits(s))
+    if kind != "redis":
+        return
+    client = redis.Redis.from_url(redis_url)
+    assert [client.exists(f"robotstxt:{{{s.base}/.well-known/tdmrep.json}}:state") for s in sites] == [1, 1, 1, 1]
+    client.close()

@@ -139,7 +139,8 @@ def _access(state: Any, robots: RobotsTxt | None, origin: DemoOrigin, agent: str
     return lines
 
 
-def _extras(origin: DemoOrigin, robots: RobotsTxt | None, agent: str, pages_fetched: list[str]) -> list[str]:
+def _extras(origin: DemoOrigin, robots: RobotsTxt | None, agent: str, pages_fetched: list[str],
+            tdmrep: dict[str, Any]) -> list[str]:
     """What is special about each origin."""
     lines: list[str] = []
     if origin.name == "ordinary" and robots is not None:
@@ -166,6 +167,11 @@ def _extras(origin: DemoOrigin, robots: RobotsTxt | None, agent: str, pages_fetc
         records = robots.records(agent, "content-usage")
         shown = ", ".join(f"'{value}' (line {line})" for value, line in records) or "none"
         lines.append(f"Content-Usage for {agent}: {shown}; it does not restrict crawling, the pages are fetched")
+        for url, entry in sorted(tdmrep.items()):
+            if entry is not None and entry.reserved and _base(url) == origin.base:
+                lines.append(f"tdmrep.json: {_path(url)}: TDM rights reserved (rule {entry.index}, location "
+                             f"'{entry.location}', tdm-policy {entry.policy}); fetched, because "
+                             "ROBOTSTXT_USAGE_DENY does not list train-ai (with it, it would be dropped)")
     return lines
 
 
@@ -243,7 +249,7 @@ def summary(site: DemoSite, spider: DemoSpider, observer: Observer, stats: dict[
         leaked = [hit.path for hit in origin.page_hits() if any(_path(b.url) == hit.path for b in blocked[base])]
         if leaked:
             out.append(f"    !! blocked pages that reached the server anyway: {', '.join(leaked)}")
-        out.extend(f"    {line}" for line in _extras(origin, robots, agent, pages))
+        out.extend(f"    {line}" for line in _extras(origin, robots, agent, pages, spider.tdmrep))
         if origin.name == "usage-sources":
             out.extend(f"    {line}" for line in _usage_sources(origin, spider, pages))
 

@@ -25,12 +25,14 @@ demo can show what really reached the server.
 from __future__ import annotations
 
 import html
+import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy_rfc9309.tdmrep import TDMREP_PATH
 from scrapy_rfc9309.testing import Behaviour, Origin, respond
 from scrapy_rfc9309.testing.loopback import unusable_address
 
@@ -54,6 +56,9 @@ DEMO_SETTINGS: dict[str, Any] = {
     "DOWNLOAD_TIMEOUT": 10,
     "CLOSESPIDER_TIMEOUT": 50,  # a safety net: the demo takes a few seconds
     "HTTPPROXY_ENABLED": False,  # loopback traffic must not go to a proxy from the environment
+    # Each origin's /.well-known/tdmrep.json too (one more request per origin; the ai-prefs origin
+    # reserves TDM rights on a page). Nothing is dropped for it: ROBOTSTXT_USAGE_DENY is not set.
+    "ROBOTSTXT_TDMREP": True,
 }
 BEYOND_LIMIT_RULE = "Disallow: /beyond-limit/"
 
@@ -143,7 +148,8 @@ class DemoOrigin:
         answer = _Answer(self)
         server = Origin(self.host)
         server.default = answer
-        server["/robots.txt"] = answer  # an Origin answers an unconfigured robots.txt with a 404 itself
+        # An Origin answers an unconfigured robots.txt and tdmrep.json with a 404 itself.
+        server["/robots.txt"] = server[TDMREP_PATH] = answer
         self._server = server.start()
         self.port = server.port
         return self
@@ -156,7 +162,7 @@ class DemoOrigin:
         return [hit for hit in self.hits if hit.path.endswith("robots.txt")]
 
     def page_hits(self) -> list[Hit]:
-        return [hit for hit in self.hits if not hit.path.endswith("robots.txt")]
+        return [hit for hit in self.hits if not hit.path.endswith(("robots.txt", TDMREP_PATH))]
 
 
 def demo_addresses(count: int) -> list[str]:
@@ -292,8 +298,13 @@ def build_site() -> DemoSite:
     for path in ("/p1.html", "/p2.html", "/p3.html", "/admin/"):
         slow.page(path, "/")
 
-    prefs = site.add("ai-prefs", next(address), "robots.txt has a 'Content-Usage: train-ai=n' record")
+    prefs = site.add("ai-prefs", next(address), "robots.txt has a 'Content-Usage: train-ai=n' record, "
+                     "tdmrep.json reserves TDM rights on /articles/2.html")
     prefs.robots("User-agent: *\nContent-Usage: train-ai=n\nAllow: /\n")
+    prefs.route(TDMREP_PATH, lambda _n: (200, {"Content-Type": "application/json"}, json.dumps([
+        {"location": "/articles/2.html$", "tdm-reservation": 1, "tdm-policy": prefs.url("/tdm-policy.json")},
+        {"location": "/", "tdm-reservation": 0},
+    ]).encode()))
     prefs.page("/", "/articles/1.html", "/articles/2.html")
     prefs.page("/articles/1.html", "/")
     prefs.page("/articles/2.html", "/")

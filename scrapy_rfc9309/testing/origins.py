@@ -19,6 +19,7 @@ Everything runs in the reactor thread, so no locking is needed; ``requests`` is 
 from __future__ import annotations
 
 import html
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Sequence as SequenceABC
@@ -529,7 +530,8 @@ class Origin:
     * ``behaviours``: ``path -> Behaviour`` (``origin[path] = ...`` works too), changeable any time.
       A key with ``?`` matches the exact path-with-query, otherwise the path part. Raw ``bytes``/``str``
       become :class:`Static`.
-    * Unconfigured ``/robots.txt`` -> 404 (no robots.txt); any other unconfigured path ->
+    * Unconfigured ``/robots.txt`` and ``/.well-known/tdmrep.json`` -> 404 (no such file); any other
+      unconfigured path ->
       ``default`` (a 200 HTML :class:`Page` linking to ``links``).
     * ``requests``: list of :class:`Hit` ``(time, method, path, headers)`` in arrival order.
     """
@@ -658,13 +660,24 @@ class Origin:
         self.behaviours["/robots.txt"] = static
         return static
 
+    def tdmrep(self, rules: Any, status: int = 200, **headers: str) -> Static:
+        """Serve ``rules`` (JSON-encoded unless ``str`` or ``bytes``) as /.well-known/tdmrep.json."""
+        if isinstance(rules, str):
+            rules = rules.encode()
+        body = rules if isinstance(rules, bytes) else json.dumps(rules).encode()
+        hdrs = {"Content-Type": "application/json"}
+        hdrs.update({k.replace("_", "-"): v for k, v in headers.items()})
+        static = Static(body, status, hdrs)
+        self.behaviours["/.well-known/tdmrep.json"] = static
+        return static
+
     def behaviour_for(self, path: str) -> Behaviour:
         if path in self.behaviours:
             return _as_behaviour(self.behaviours[path])
         path_only = path.split("?", 1)[0]
         if path_only in self.behaviours:
             return _as_behaviour(self.behaviours[path_only])
-        if path_only == "/robots.txt":
+        if path_only in ("/robots.txt", "/.well-known/tdmrep.json"):
             return ROBOTS_NOT_FOUND
         return self.default
 

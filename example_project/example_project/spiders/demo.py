@@ -58,6 +58,8 @@ class DemoSpider(scrapy.Spider):
         self.unreachable: list[Blocked] = []  # RobotsTxtUnreachable
         self.failed: list[tuple[str, str]] = []  # any other error
         self.preferences: dict[str, Any] = {}  # URL -> response.meta["robotstxt_preferences"], where set
+        #: The tdmrep.json rule that applied to each page fetched (ROBOTSTXT_TDMREP), None for none.
+        self.tdmrep: dict[str, Any] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DemoSpider:
@@ -91,6 +93,8 @@ class DemoSpider(scrapy.Spider):
         preferences = response.meta.get("robotstxt_preferences")
         if preferences is not None:
             self.preferences[response.url] = preferences
+        if "robotstxt_tdmrep" in response.meta:
+            self.tdmrep[response.url] = response.meta["robotstxt_tdmrep"]
         yield {"url": response.url, "status": response.status, "title": response.css("title::text").get()}
         here = urlsplit(response.url)[:2]
         for href in response.css("a::attr(href)").getall():
