@@ -221,7 +221,7 @@ def test_a_tdm_reservation_is_shown(sections: dict[str, str]) -> None:
     assert "/articles/1.html: TDM" not in prefs
     stats = dict(re.findall(r"^\s+(\S+): (.*)$", sections["stats"], re.M))
     assert stats["robotstxt/tdmrep/parsed"] == "1"
-    assert stats["robotstxt/tdmrep/unavailable"] == "6"  # the other crawled origins have none
+    assert stats["robotstxt/tdmrep/unavailable"] == "7"  # the other crawled origins (usage-sources too) have none
 
 
 def test_stats(sections: dict[str, str]) -> None:

@@ -423,3 +423,36 @@ def test_a_file_served_with_an_html_content_type_is_read(origins):
 
     assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
     assert tdm_state(result, site).access is Access.PARSED
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_tdmrep_json_rule_is_a_source_of_the_responses_preferences(origins):
+    """The entry the tdmrep.json lifecycle puts in request meta is what the response's
+    combined preferences read: a reserved URL's answer is train-ai=n from that entry,
+    beside a Content-Usage header that says y (n wins), and a URL the file does not
+    reserve has no tdmrep.json statement saying n."""
+    site = origins()
+    site.tdmrep(RULES)
+    site["/reserved/a"] = Static(b"<html>a</html>", 200, {"Content-Type": "text/html", "Content-Usage": "train-ai=y"})
+    urls = [site.url("/reserved/a"), site.url("/open/x.jpg")]
+
+    class Spider(TrackingSpider):
+        name = "tdm-prefs"
+        seen: dict[str, Any] = {}
+
+        def parse(self, response: Any, **kwargs: Any) -> Any:
+            type(self).seen[response.url] = response.meta.get("robotstxt_preferences")
+            yield from super().parse(response, **kwargs)
+
+    Spider.seen = {}
+    result = yield run_crawl(Spider, mw_settings(ROBOTSTXT_TDMREP=True), urls=urls)
+
+    assert sorted(result.responses) == sorted(urls)
+    reserved = Spider.seen[urls[0]]
+    assert reserved.get("train-ai") == "n"
+    [where] = reserved.sources_of("train-ai")
+    assert where.startswith(site.url(TDMREP)) and "/reserved/" in where
+    assert [s.source for s in reserved.statements] == ["tdmrep.json", "content-usage-header"]
+    open_jpg = Spider.seen[urls[1]]
+    assert open_jpg is not None and open_jpg.get("train-ai") == "y"  # the rule says tdm-reservation 0
+    assert [s.source for s in open_jpg.statements] == ["tdmrep.json"]
