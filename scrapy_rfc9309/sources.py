@@ -36,7 +36,7 @@ from .preferences import (
     Statement,
     TdmRepMatch,
 )
-from .vocab import ALLOW, DISALLOW, canonical
+from .vocab import ALLOW, DISALLOW, TDM_CATEGORY, canonical
 
 if TYPE_CHECKING:
     from .usage import UsagePreference
@@ -104,7 +104,7 @@ def tdm_statement(reservation: Sequence[str], policy: Sequence[str], meta: bool)
     if said:
         if len(said) > 1 or not said <= {"0", "1"}:
             raise Malformed(f"{kind} must be 0 or 1, got {', '.join(sorted(said))!r}")
-        values["train-ai"] = DISALLOW if said == {"1"} else ALLOW
+        values[TDM_CATEGORY] = DISALLOW if said == {"1"} else ALLOW
     link = next((p.strip() for p in reversed(policy) if p.strip()), None)
     text = ", ".join(f"tdm-reservation: {v.strip()}" for v in reservation)
     if link is not None:
@@ -115,7 +115,7 @@ def tdm_statement(reservation: Sequence[str], policy: Sequence[str], meta: bool)
 
 def tdmrep_statement(match: TdmRepMatch) -> Statement:
     """The statement of the tdmrep.json entry that applies to a URL."""
-    values = {"train-ai": DISALLOW if match.reserved else ALLOW}
+    values = {TDM_CATEGORY: DISALLOW if match.reserved else ALLOW}
     where = f"{match.url} entry {match.index} ({match.location})"
     text = f'"location": "{match.location}", "tdm-reservation": {1 if match.reserved else 0}'
     policy = match.policy if match.reserved else None

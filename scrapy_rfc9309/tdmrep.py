@@ -27,17 +27,19 @@ from typing import Any
 
 from .matcher import glob_match, glob_pieces
 from .urlnorm import path_of
+from .vocab import TDM_CATEGORY, labels_for
 
 __all__ = ["MAX_PROBLEMS", "RESERVED_CATEGORIES", "TDMREP_PATH", "TdmEntry", "TdmRep", "reserves"]
 
 #: Where an origin publishes the file.
 TDMREP_PATH = "/.well-known/tdmrep.json"
-#: The usage categories (AIPREF vocabulary, and Content-Signal's name for the same
-#: one) that a TDM reservation denies: ``ROBOTSTXT_USAGE_DENY`` listing one of them
-#: drops the requests of reserved URLs. ``train-ai`` is the one category of the
-#: current vocabulary draft that text and data mining covers; ``bots`` ("automated
-#: processing") is the earlier drafts' top category, which contained it.
-RESERVED_CATEGORIES = frozenset({"train-ai", "ai-train", "bots"})
+#: The usage categories that a TDM reservation denies: ``ROBOTSTXT_USAGE_DENY``
+#: listing one of them drops the requests of reserved URLs. The vocabulary's
+#: :data:`~scrapy_rfc9309.vocab.TDM_CATEGORY` (``train-ai``, the one category of the
+#: current AIPREF draft that text and data mining covers) under each of its labels
+#: (``ai-train`` is Content-Signal's): the same category the response side reads a
+#: reservation as.
+RESERVED_CATEGORIES = frozenset(labels_for(TDM_CATEGORY))
 #: Problems kept per file (the rest are counted).
 MAX_PROBLEMS = 10
 #: Bodies at least this long are kept compressed (a store reads them back; matching never does).

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ["ALLOW", "CATEGORIES", "DISALLOW", "canonical", "combine", "labels_for"]
+__all__ = ["ALLOW", "CATEGORIES", "DISALLOW", "TDM_CATEGORY", "canonical", "combine", "labels_for"]
 
 #: The categories of the vocabulary, by label.
 CATEGORIES: tuple[str, ...] = ("train-ai", "search")
 ALLOW = "y"
 DISALLOW = "n"
+#: The category a TDMRep reservation speaks for (``tdm-reservation: 1`` is ``n``, ``0``
+#: is ``y``), whichever technique states it: text and data mining for AI training.
+TDM_CATEGORY = "train-ai"
 #: Labels of other vocabularies that name a category of this one.
 _ALIASES = {"ai-train": "train-ai"}
 

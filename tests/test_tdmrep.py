@@ -136,7 +136,20 @@ def test_problems_are_bounded() -> None:
 
 def test_reserved_categories() -> None:
     assert "train-ai" in RESERVED_CATEGORIES
-    assert reserves("TRAIN-AI") and reserves("ai-train") and not reserves("search")
+    assert reserves("TRAIN-AI") and reserves("ai-train") and not reserves("search") and not reserves("bots")
+
+
+def test_a_reservation_denies_the_same_categories_before_download_and_on_the_response() -> None:
+    """The tdmrep.json rule that drops a request before download and the statement the
+    response side reads from it name the same category: one ROBOTSTXT_USAGE_DENY entry
+    applies to both."""
+    from scrapy_rfc9309.preferences import build
+    from scrapy_rfc9309.sources import tdmrep_statement
+
+    entry = TdmEntry(True, None, "/", 0, "https://example.com/.well-known/tdmrep.json")
+    preferences = build([tdmrep_statement(entry)])
+    for category in ("train-ai", "ai-train", "search", "bots"):
+        assert preferences.denies(category) == reserves(category), category
 
 
 def test_a_state_and_its_stored_record() -> None:
