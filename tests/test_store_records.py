@@ -25,6 +25,7 @@ from crawl import run_crawl
 from middleware_support import mw_settings, robots_hits, stat
 from scrapy.utils.defer import deferred_from_coro
 from test_stores_crawl import _settings
+from test_stores_crawl import _sites as _origins
 from twisted.internet import defer
 
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
@@ -46,13 +47,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     return request.param, where
 
 
-def _sites(origins: Any, count: int, rules: str = V2) -> list[Any]:
-    sites = []
-    for n in range(count):
-        site = origins(f"127.0.0.{n + 1}")
-        site.robots(rules)
-        sites.append(site)
-    return sites
+def _sites(origins: Any, count: int) -> list[Any]:
+    """``count`` origins on 127.0.0.1 and up, each serving V2."""
+    return _origins(origins, count, V2)
 
 
 class _ClockAhead:

@@ -53,11 +53,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     return "redis", request.getfixturevalue("redis_url")
 
 
-def _sites(origins: Any, count: int = 3) -> list[Any]:
+def _sites(origins: Any, count: int = 3, rules: str = RULES) -> list[Any]:
     sites = []
     for n in range(count):
         site = origins(f"127.0.0.{n + 1}")
-        site.robots(RULES)
+        site.robots(rules)
         sites.append(site)
     return sites
 
