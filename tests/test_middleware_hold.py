@@ -54,11 +54,11 @@ def test_every_request_waiting_for_one_robots_txt_gets_its_verdict(origins, midd
 
     crawl = run_crawl(TrackingSpider, settings, urls=urls)
     yield a.wait_for("/robots.txt")
-    yield sleep(0.5)
-    # All 20 requests have left the scheduler and wait for the one robots.txt fetch.
+    # All 20 requests leave the scheduler and wait for the one robots.txt fetch.
     spider = TrackingSpider.latest
     assert spider is not None
-    assert spider.crawler.stats.get_value("scheduler/dequeued") == 20
+    yield deferred_from_coro(until(lambda: spider.crawler.stats.get_value("scheduler/dequeued") == 20,
+                                   "the 20 requests left the scheduler"))
     assert a.paths() == ["/robots.txt"]
     assert gate.waiting == 1
     gate.open()
@@ -306,12 +306,13 @@ def test_requests_waiting_outside_the_active_set_are_bounded(origins):
 
     crawl = run_crawl(TrackingSpider, settings, urls=urls)
     yield a.wait_for("/robots.txt")
-    yield sleep(0.5)
     spider = TrackingSpider.latest
     assert spider is not None
     # 5 wait without taking a place (in the downloader, or parked), then 3 fill the places (the
     # robots.txt fetch takes none either); the other 52 stay in the scheduler.
     states = spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states
+    yield deferred_from_coro(until(lambda: states.waiting >= 5 + 3, "8 requests wait"))
+    yield sleep(0.3)  # the scheduler's next turns hand out no more
     assert states.waiting == 5 + 3
     gate.open()
     result = yield crawl
