@@ -173,8 +173,9 @@ def test_two_processes_sharing_a_redis_cluster_fetch_each_robots_txt_once(origin
 
 @pytest.mark.xfail(
     _compat.SCRAPY_VERSION < (2, 14), strict=False,
-    reason="with Scrapy 2.13, scrapy-redis's shared dupefilter let a page be fetched by both processes "
-           "(seen once; the robots.txt counts this test is about held)",
+    reason="with Scrapy 2.13, scrapy-redis 0.9.1 lets both processes fetch some pages of an origin (its shared "
+           "dupefilter does not stop them); the same happens with Scrapy's built-in middleware in place of this "
+           "one, so it is not this plugin's (the robots.txt counts this test is about hold)",
 )
 @pytest_twisted.inlineCallbacks
 def test_two_scrapy_redis_spiders_share_the_queue_and_the_robots_txt_state(origins, redis_url, tmp_path):
