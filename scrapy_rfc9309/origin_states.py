@@ -334,13 +334,13 @@ class OriginStates(Reporting):
                 self._fetches.pop(origin, None)
                 # Cancelled: at close, or a retry that served nobody (its waiters look again).
                 self._notify(origin, Closing() if self.closing else None)
+        if self.ledger is not None:  # before the save: a fleet's other processes find the version written
+            await self.ledger.settled(origin, state, self.document, "fetch")
         if self.store is not None:
             if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
                 self.store.release(lease)  # this process's settings, not the origin's state: not shared
             else:
                 self.store.save(origin, state, lease, self.document)
-        if self.ledger is not None:
-            await self.ledger.settled(origin, state, self.document, "fetch")
         self._put(origin, state)
         try:
             await self._report(origin, state, previous)
