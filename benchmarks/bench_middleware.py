@@ -254,6 +254,9 @@ def crawl_main(spec_path: str, out_path: str) -> int:
     responses: list[tuple[float, str]] = []
     errors: list[tuple[float, str, str]] = []
     counts = {"ok": 0, "error": 0}
+    # rss_at=[N, ...]: the process's resident memory when the Nth response reaches its callback.
+    rss_at = set(spec.get("rss_at") or ())
+    rss: list[tuple[int, int]] = []
 
     class BenchSpider(scrapy.Spider):
         name = "bench"
@@ -264,6 +267,8 @@ def crawl_main(spec_path: str, out_path: str) -> int:
 
         def parse(self, response: Any) -> Any:
             counts["ok"] += 1
+            if counts["ok"] in rss_at:
+                rss.append((counts["ok"], _rss_kb()))
             if record:
                 responses.append((time.time(), response.url))
             following = response.meta["i"] + chain
@@ -324,12 +329,22 @@ def crawl_main(spec_path: str, out_path: str) -> int:
         "responses": responses,
         "errors": errors,
         "samples": samples,
+        "rss": rss,
         "package_file": getattr(sys.modules.get("scrapy_rfc9309"), "__file__", None),
         "timings": _timing_summary(timings, counts["ok"]),
         "stats": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in stats.items()},
     }
     Path(out_path).write_text(json.dumps(result))
     return 0
+
+
+def _rss_kb() -> int:
+    """The process's resident memory now (KiB), from /proc (0 where there is none)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 _WAITED = 0.002  # a process_request call longer than this waited (for robots.txt): not self time
