@@ -52,12 +52,15 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from .config import Config
+    from .matcher import Rule
     from .origin import Origin
 
 __all__ = ["CLOSE_REASON", "Ledger"]
 
 logger = logging.getLogger(__name__)
 
+#: Request meta key: the URL and fingerprint of the request's verdict record, for its response record.
+FINGERPRINT_META = "_robotstxt_ledger_fp"
 #: The spider's close reason when the ledger cannot be written.
 CLOSE_REASON = "robotstxt_ledger_error"
 #: Seconds between two ``fsync`` of the open segment.
@@ -69,6 +72,8 @@ _DIGESTS_KEPT = 10_000
 _RENAMED = {b"content-encoding", b"transfer-encoding", b"content-length"}
 _STOP = object()
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
+#: A string as JSON (quoted, escaped, ASCII): JSON's own C function where there is one.
+_string: Callable[[str], str] = json.encoder.c_encode_basestring_ascii or json.encoder.py_encode_basestring_ascii  # type: ignore[attr-defined]
 
 
 def prepare_directory(directory: str) -> None:
@@ -115,6 +120,8 @@ class Ledger(Reporting):
         self._digests: dict[str, dict[Origin, tuple[object, str | None]]] = {}
         #: Digests whose file is known to be in ``versions/``.
         self._stored: set[str] = set()
+        self._origins: dict[Origin, str] = {}
+        self._rules: dict[Rule, str] = {}
         self._worker = _Worker(self)
         try:
             self._open_segment("")
@@ -124,27 +131,50 @@ class Ledger(Reporting):
 
     # -- records -------------------------------------------------------------------------
     def verdict(self, request: Request, origin: Origin, agent: str, version: str | None, verdict: str,
-                rule: list[Any] | None = None, why: str | None = None, usage: str | None = None,
+                rule: Rule | None = None, why: str | None = None, usage: str | None = None,
                 tdm: tuple[str | None, list[Any] | None] | None = None) -> None:
-        """Record a verdict; raises :class:`RobotsTxtLedgerError` when it cannot be written."""
-        record: dict[str, Any] = {
-            "k": "verdict", "t": round(time.time(), 3), "p": self._link, "m": request.method, "u": request.url,
-            "fp": self.crawler.request_fingerprinter.fingerprint(request).hex(),  # type: ignore[union-attr]
-            "o": _origin_text(origin), "a": agent, "ver": version, "d": verdict, "r": rule,
-        }
+        """Record a verdict; raises :class:`RobotsTxtLedgerError` when it cannot be written.
+        The line is formatted by hand (it is written for every request): strings through
+        JSON's own escaping, the rest of a known shape."""
+        fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+        request.meta[FINGERPRINT_META] = (request.url, fingerprint)
+        line = (f'{{"k":"verdict","t":{time.time():.3f},"p":"{self._link}","m":{_string(request.method)},'
+                f'"u":{_string(request.url)},"fp":"{fingerprint}","o":{self._origin_json(origin)},'
+                f'"a":{_string(agent)},"ver":{"null" if version is None else _string(version)},"d":"{verdict}",'
+                f'"r":{"null" if rule is None else self._rule_json(rule)}')
         if why is not None:
-            record["why"] = why
+            line += f',"why":{_string(why)}'
         if usage:
-            record["up"] = usage
+            line += f',"up":{_string(usage)}'
         if tdm is not None:
-            record["tv"], record["tr"] = tdm
-        self._write(record)
+            line += f',"tv":{_dumps(tdm[0])},"tr":{_dumps(tdm[1])}'
+        self._write(line + "}")
 
     def response(self, request: Request, status: int, verdict: str) -> None:
         """Record a response received for a judged request."""
-        self._write({"k": "response", "t": round(time.time(), 3), "p": self._link,
-                     "fp": self.crawler.request_fingerprinter.fingerprint(request).hex(),  # type: ignore[union-attr]
-                     "u": request.url, "s": status, "d": verdict})
+        known = request.meta.get(FINGERPRINT_META)
+        if known is not None and known[0] == request.url:  # not a copy of another request's meta
+            fingerprint = known[1]
+        else:
+            fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+        self._write(f'{{"k":"response","t":{time.time():.3f},"p":"{self._link}","fp":"{fingerprint}",'
+                    f'"u":{_string(request.url)},"s":{int(status)},"d":"{verdict}"}}')
+
+    def _origin_json(self, origin: Origin) -> str:
+        text = self._origins.get(origin)
+        if text is None:
+            if len(self._origins) >= _DIGESTS_KEPT:
+                self._origins.clear()
+            text = self._origins[origin] = _string(_origin_text(origin))
+        return text
+
+    def _rule_json(self, rule: Rule) -> str:
+        text = self._rules.get(rule)
+        if text is None:
+            if len(self._rules) >= _DIGESTS_KEPT:
+                self._rules.clear()
+            text = self._rules[rule] = _dumps([rule.directive, rule.pattern, rule.line])
+        return text
 
     def version_of(self, origin: Origin, state: OriginState, document: Document = ROBOTS_TXT) -> str | None:
         """The digest of the version of ``document`` that ``state`` applies (None when
@@ -195,14 +225,15 @@ class Ledger(Reporting):
                   "status": outcome.status if outcome is not None else None,
                   "err": state.detail if unreachable else None, "exp": round(state.expires_at, 3)}
         try:
-            self._write(record)
+            self._write(_dumps(record))
         except RobotsTxtLedgerError:
             pass  # logged, and the spider closes
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, text: str, seal: bool = False) -> None:
+        """Hand one record's line to the OS (one ``write``; a short one is completed)."""
         if self.failure is not None or self._fd < 0:
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
-        line = _dumps(record).encode()
+        line = text.encode()
         data = line + b"\n"
         try:
             done = os.write(self._fd, data)
@@ -219,7 +250,7 @@ class Ledger(Reporting):
         self._count += 1
         self.written += 1
         self._size += len(data)
-        if self._size >= self.rotate_bytes and record["k"] != "seal":
+        if self._size >= self.rotate_bytes and not seal:
             self._rotate()
 
     # -- segments ------------------------------------------------------------------------
@@ -236,8 +267,8 @@ class Ledger(Reporting):
         self._size = self._count = 0
         self._hash, self._link = GENESIS, ""
         self._inc("ledger/segments")
-        self._write({"k": "head", "t": round(time.time(), 3), "p": "", "v": FORMAT, "run": self.run,
-                     "seg": self._segment, "prev": previous, "pkg": __version__, "agent": self.agent})
+        self._write(_dumps({"k": "head", "t": round(time.time(), 3), "p": "", "v": FORMAT, "run": self.run,
+                            "seg": self._segment, "prev": previous, "pkg": __version__, "agent": self.agent}))
 
     def _seal(self, end: bool) -> str:
         last = self._hash.hex()
@@ -245,7 +276,7 @@ class Ledger(Reporting):
                                   "h": last}
         if end:
             record["end"] = True
-        self._write(record)
+        self._write(_dumps(record), seal=True)
         return last
 
     def _rotate(self) -> None:

@@ -178,10 +178,10 @@ class RobotsTxtMiddleware(Reporting):
                     self._give_up(request, origin, given_up, lifecycle)  # not held again
         state = self.states.cached(origin, now)
         if state is not None:
-            self._judge(request, origin, state, agent)
+            verdict = self._judge(request, origin, state, agent)
             if tdm is None:
                 if self.ledger is not None:
-                    self._allowed(request, origin, state, agent)
+                    self._allowed(request, origin, state, agent, verdict)
                 return None
             meta.pop(TDMREP_META, None)
             tdm_state = tdm.cached(origin, now)
@@ -247,10 +247,10 @@ class RobotsTxtMiddleware(Reporting):
         state = await self._known(self.states, request, origin)
         if isinstance(state, Request):
             return state
-        self._judge(request, origin, state, agent)
+        verdict = self._judge(request, origin, state, agent)
         if self.tdm is None:
             if self.ledger is not None:
-                self._allowed(request, origin, state, agent)
+                self._allowed(request, origin, state, agent, verdict)
             return None
         request.meta.pop(TDMREP_META, None)
         return await self._process_tdm(request, origin, state, agent)
@@ -372,21 +372,26 @@ class RobotsTxtMiddleware(Reporting):
         )
 
     # -- verdicts -------------------------------------------------------------------------
-    def _judge(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes) -> None:
+    def _judge(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes) -> Verdict | None:
         """Raise for a request the state forbids; apply Crawl-delay and usage
-        preferences to one it allows."""
+        preferences to one it allows. With the ledger on, returns the verdict with
+        its rule (asked once: the ledger records it)."""
         robots = state.robots
         if robots is None:  # unavailable: everything is allowed
-            return
-        if not robots.allowed(request.url, agent):
+            return None
+        verdict = None
+        if self.ledger is not None:
             verdict = robots.verdict(request.url, agent)
-            if self.ledger is not None:
+            if not verdict.allowed:
                 self._record(request, origin, "disallowed", state, verdict)
-            self._forbid(request, origin, verdict)
+                self._forbid(request, origin, verdict)
+        elif not robots.allowed(request.url, agent):
+            self._forbid(request, origin, robots.verdict(request.url, agent))
         if self.crawl_delay is not None:
             self.crawl_delay.apply(request, origin, robots.crawl_delay(agent))
         if robots.has_usage(agent):
             self._apply_usage(request, origin, state, robots, agent)
+        return verdict
 
     def _forbid(self, request: Request, origin: Origin, verdict: Verdict) -> None:
         reason = f"{_rule_text(verdict)} of {origin.robots_url}"
@@ -434,14 +439,14 @@ class RobotsTxtMiddleware(Reporting):
         ``robots`` is the robots.txt state that allowed the request, for the ledger."""
         if state.decision(time.time(), self.policy) is Decision.HOLD:
             if self.ledger is not None:
-                self._allowed(request, origin, robots, agent, state)
+                self._allowed(request, origin, robots, agent, tdm=state)
             return
         tdmrep = state.tdmrep
         entry = None if tdmrep is None else tdmrep.entry_for(request.url)
         request.meta[TDMREP_META] = entry
         if entry is None or not entry.reserved or not self.tdm_deny:
             if self.ledger is not None:
-                self._allowed(request, origin, robots, agent, state)
+                self._allowed(request, origin, robots, agent, tdm=state)
             return
         if self.ledger is not None:
             self._record(request, origin, "tdm_reserved", robots, _robots_verdict(robots, request, agent),
@@ -453,10 +458,11 @@ class RobotsTxtMiddleware(Reporting):
 
     # -- the ledger -----------------------------------------------------------------------
     def _allowed(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes,
-                 tdm: OriginState | None = None) -> None:
+                 verdict: Verdict | None = None, tdm: OriginState | None = None) -> None:
         """Record that ``request`` is released (before it is: raises
-        :class:`RobotsTxtLedgerError` when the record cannot be written)."""
-        self._record(request, origin, "allowed", state, _robots_verdict(state, request, agent),
+        :class:`RobotsTxtLedgerError` when the record cannot be written). ``verdict``:
+        the robots.txt's, when the caller has it."""
+        self._record(request, origin, "allowed", state, verdict or _robots_verdict(state, request, agent),
                      usage=_usage_text(request), tdm=tdm)
 
     def _record(self, request: Request, origin: Origin, verdict: str, state: OriginState | None = None,
@@ -472,8 +478,7 @@ class RobotsTxtMiddleware(Reporting):
             entry = request.meta.get(TDMREP_META)
             tdm_fields = (None if tdm is None else ledger.version_of(origin, tdm, TDMREP),
                           None if entry is None else [int(entry.reserved), entry.location, entry.index])
-        ledger.verdict(request, origin, self._token_of(request), version, verdict,
-                       None if rule is None else [rule.directive, rule.pattern, rule.line], why, usage, tdm_fields)
+        ledger.verdict(request, origin, self._token_of(request), version, verdict, rule, why, usage, tdm_fields)
 
     def _token_of(self, request: Request) -> str:
         """The product token obeyed for ``request`` (without logging it again)."""
