@@ -162,3 +162,57 @@ def test_an_unwritable_directory_fails_at_start_up_naming_the_setting_and_the_pa
     crawler = get_crawler(settings_dict=mw_settings(ROBOTSTXT_LEDGER=Path(tmp_path / "new" / "ledger")))
     assert RobotsTxtMiddleware.from_crawler(crawler).ledger is not None
     assert (tmp_path / "new" / "ledger" / "runs").is_dir() and (tmp_path / "new" / "ledger" / "versions").is_dir()
+
+
+@pytest_twisted.inlineCallbacks
+def test_tdmrep_versions_are_written_and_each_verdict_names_the_rule_and_version_it_obeyed(origins, tmp_path):
+    import json
+
+    site = origins("127.0.0.1")
+    site.robots("User-agent: *\nDisallow: /private\n")
+    rules = json.dumps([{"location": "/reserved/", "tdm-reservation": 1}]).encode()
+    site["/.well-known/tdmrep.json"] = Static(rules, 200, {"Content-Type": "application/json"})
+    urls = [site.url("/public/1"), site.url("/reserved/1"), site.url("/private/1")]
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_TDMREP=True,
+                                               ROBOTSTXT_USAGE_DENY=["train-ai"]))
+    assert result.responses == [site.url("/public/1")]
+    ledger = read(tmp_path)
+    documents = {v.fields["WARC-RFC9309-Document"]: v for v in ledger.versions.values()}
+    assert set(documents) == {"robots.txt", "tdmrep.json"}
+    assert documents["tdmrep.json"].body == rules
+    assert documents["tdmrep.json"].fields["WARC-Target-URI"] == site.url("/.well-known/tdmrep.json")
+    states = {r["doc"]: r for r in ledger.records("state")}
+    assert states["tdmrep.json"]["ver"] == documents["tdmrep.json"].digest
+    verdicts = {r["u"]: r for r in ledger.records("verdict")}
+    robots, tdm = documents["robots.txt"].digest, documents["tdmrep.json"].digest
+    assert verdicts[urls[0]]["d"] == "allowed" and verdicts[urls[0]]["ver"] == robots
+    assert (verdicts[urls[0]]["tv"], verdicts[urls[0]]["tr"]) == (tdm, None)
+    assert verdicts[urls[1]]["d"] == "tdm_reserved" and verdicts[urls[1]]["ver"] == robots
+    assert (verdicts[urls[1]]["tv"], verdicts[urls[1]]["tr"]) == (tdm, [1, "/reserved/", 0])
+    assert verdicts[urls[2]]["d"] == "disallowed" and verdicts[urls[2]]["r"] == ["Disallow", "/private", 2]
+    assert [r["u"] for r in ledger.records("response")] == [urls[0]]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_version_loaded_from_a_store_is_written_from_the_store_when_the_directory_lacks_it(origins, tmp_path):
+    site = origins("127.0.0.1")
+    site.robots(V1)
+    store = {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(tmp_path / "store")}
+    yield run_crawl([site.url("/c")], mw_settings(**store))  # an earlier run, without a ledger
+    directory = tmp_path / "ledger"
+    result = yield run_crawl([site.url("/a"), site.url("/c")], mw_settings(**store, ROBOTSTXT_LEDGER=str(directory)))
+    assert stat(result, "store_hit") == 1 and len(robots_hits(site)) == 1
+    ledger = read(directory)
+    [version] = ledger.versions.values()
+    assert version.fields["WARC-RFC9309-Source"] == "store"
+    assert version.status_line == "200 OK" and version.headers == [] and version.body == V1.encode()
+    [state] = ledger.records("state")
+    assert (state["src"], state["ver"]) == ("store", version.digest)
+    check_verdicts(ledger)
+    # Fetched, the same version has the same digest: a restart that fetches it writes no second file.
+    yield run_crawl([site.url("/c")], mw_settings(ROBOTSTXT_LEDGER=str(directory)))
+    assert len(robots_hits(site)) == 2
+    ledger = read(directory)
+    assert list(ledger.versions) == [version.digest] and len(ledger.runs()) == 2
+    assert sorted(r["src"] for r in ledger.records("state")) == ["fetch", "store"]
+    assert {r["ver"] for r in ledger.records("verdict")} == {version.digest}
