@@ -423,9 +423,11 @@ class _Worker(threading.Thread):
                 try:
                     result = job(*args)
                 except Exception as exc:
+                    if not isinstance(exc, OSError):  # unexpected: a failure to write all the same
+                        exc = OSError(errno.EIO, f"{type(exc).__name__}: {exc}")
                     if done is not None:
                         ledger._from_worker(_fire, done, exc, False)
-                    elif isinstance(exc, OSError):
+                    else:
                         ledger._from_worker(ledger.worker_failed, str(args[-1]), exc)
                 else:
                     if done is not None:
