@@ -7,8 +7,10 @@ rules), the same crawl with the ledger off and on, side by side:
     time (user + sys, ``getrusage``: every thread, the ledger's worker included). On a
     shared machine their spread is larger than the effect, so one more instrumented run
     of each times the middleware's hooks inside the crawl (``process_request`` and
-    ``process_response``, as ``bench_usage.py`` does): the time the ledger adds per
-    page, over the ledger-off crawl's CPU per page, is the figure against the goal.
+    ``process_response``, in CPU time of the thread, as ``bench_usage.py`` does): the
+    time the ledger adds per page, over the ledger-off crawl's CPU per page, is the
+    figure against the goal; the compression of the closed segments by the ledger's
+    worker thread, timed apart, is added to it.
 (b) **Bytes on disk** after the crawl: the closed segments (gzip) and the version
     files, per verdict record.
 (c) **Memory**: the crawler's resident memory when 25, 50, 75 and 100 % of the pages
@@ -69,7 +71,7 @@ def _disk(directory: Path) -> dict[str, Any]:
     # The worker thread's compression of the closed segments, done again here and timed (CPU of this thread).
     started = time.thread_time()
     for text in texts:
-        gzip.compress(text, compresslevel=9, mtime=0)
+        gzip.compress(text, compresslevel=6, mtime=0)
     compress_cpu = time.thread_time() - started
     return {"verdicts": verdicts, "responses": responses, "segments": len(runs), "versions": len(versions),
             "runs_bytes": runs_bytes, "versions_bytes": versions_bytes, "plain_bytes": plain,
@@ -108,7 +110,7 @@ def bench(pages: int, reps: int, workdir: Path) -> dict[str, Any]:
                       file=sys.stderr, flush=True)
         hooks: dict[str, dict[str, float]] = {}
         for name in CONFIGS:
-            result = bm.run_crawl(spec(name, pages, instrument=True), workdir, "ledger-timed")
+            result = bm.run_crawl(spec(name, pages, instrument="cpu"), workdir, "ledger-timed")
             timings = result.get("timings") or {}
             hooks[name] = {hook: (timings.get(hook) or {}).get("total_ms", 0.0) * 1e3 / pages
                            for hook in ("process_request", "process_response")}
@@ -148,16 +150,15 @@ def report(summary: dict[str, Any]) -> str:
            f"{sum(hooks['ledger off'].values()):.1f} µs |",
            f"| ledger on | {on['cpu_median']:.3f} | {on['overhead_pct']:+.2f} % | {on['paired_median_pct']:+.2f} % | "
            f"{sum(hooks['ledger on'].values()):.1f} µs |", "",
-           f"The ledger adds {summary['hook_added_us']:.1f} µs per page to the hooks: {share:.2f} % of the "
-           f"ledger-off crawl's CPU per page (goal <= {GOAL_CPU_PCT:g} %: "
-           f"{'PASS' if share <= GOAL_CPU_PCT else 'FAIL'}).", ""]
-    if summary["disk"]:
-        gz = summary["disk"]["compress_us_per_verdict"]
-        out += [f"Beside the hooks, the worker thread compresses each closed segment (gzip level 9): "
-                f"{gz:.1f} µs of CPU per verdict, {100.0 * gz / (1e6 * off['cpu_median'] / pages):.2f} % of the "
-                "ledger-off crawl's CPU per page; with the hooks' share, "
-                f"{share + 100.0 * gz / (1e6 * off['cpu_median'] / pages):.2f} %. The `fsync` once a second, "
-                "kernel time in the worker thread, is counted in the whole-crawl CPU medians only.", ""]
+           f"The ledger adds {summary['hook_added_us']:.1f} µs of CPU per page to the hooks (timed in CPU time of the "
+           f"thread): {share:.2f} % of the ledger-off crawl's CPU per page.", ""]
+    gz = summary["disk"]["compress_us_per_verdict"] if summary["disk"] else 0.0
+    gz_share = 100.0 * gz / (1e6 * off["cpu_median"] / pages)
+    total = share + gz_share
+    out += [f"The worker thread's compression of the closed segments (gzip level 6, done again after the crawl "
+            f"and timed): {gz:.1f} µs of CPU per verdict, {gz_share:.2f} %. Together: {total:.2f} % "
+            f"(goal <= {GOAL_CPU_PCT:g} %: {'PASS' if total <= GOAL_CPU_PCT else 'FAIL'}). The `fsync` once a "
+            "second, kernel time in the worker thread, is only in the whole-crawl CPU medians.", ""]
     disk = summary["disk"]
     if disk:
         per = disk["per_verdict"]

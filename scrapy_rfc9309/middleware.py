@@ -221,14 +221,10 @@ class RobotsTxtMiddleware(Reporting):
         return response
 
     def _read_usage(self, request: Request, response: Response, origin: Origin, reader: ResponseUsage) -> None:
-        meta = request.meta
-        agent = meta.get(AGENT_META)
-        if not agent or not isinstance(agent, (str, bytes)):  # judged (and logged) in process_request already
-            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
-        preferences = reader.read(request, response, product_token(agent), origin.robots_url)
+        preferences = reader.read(request, response, self._token_of(request), origin.robots_url)
         if preferences is None:
             return
-        meta[PREFERENCES_META] = preferences
+        request.meta[PREFERENCES_META] = preferences
         self.crawler.signals.send_catch_log(rfc_signals.robotstxt_usage_preferences, request=request,
                                             response=response, preferences=preferences)
         for category in self.config.usage_deny:
@@ -481,7 +477,8 @@ class RobotsTxtMiddleware(Reporting):
         ledger.verdict(request, origin, self._token_of(request), version, verdict, rule, why, usage, tdm_fields)
 
     def _token_of(self, request: Request) -> str:
-        """The product token obeyed for ``request`` (without logging it again)."""
+        """The product token obeyed for ``request`` (judged, and its agent logged, in
+        ``process_request`` already)."""
         agent = request.meta.get(AGENT_META)
         if not agent or not isinstance(agent, (str, bytes)):
             agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent

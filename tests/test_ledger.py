@@ -216,3 +216,19 @@ def test_a_version_loaded_from_a_store_is_written_from_the_store_when_the_direct
     assert list(ledger.versions) == [version.digest] and len(ledger.runs()) == 2
     assert sorted(r["src"] for r in ledger.records("state")) == ["fetch", "store"]
     assert {r["ver"] for r in ledger.records("verdict")} == {version.digest}
+
+
+@pytest_twisted.inlineCallbacks
+def test_held_and_dropped_requests_are_recorded_with_the_unreachable_state_and_why(origins, tmp_path):
+    site = origins("127.0.0.1")
+    site["/robots.txt"] = Static(b"busy", 503, {"Content-Type": "text/plain"})
+    result = yield run_crawl([site.url("/a")], mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_MAX_WAIT=0.5))
+    assert stat(result, "dropped_unreachable") == 1 and page_hits(site) == []
+    ledger = read(tmp_path)
+    assert ledger.versions == {}
+    states = ledger.records("state")
+    assert states and all((s["access"], s["ver"], s["status"], s["err"]) == ("unreachable", None, 503, "status 503")
+                          for s in states)
+    assert [(r["d"], r.get("why"), r["ver"]) for r in ledger.records("verdict")] == [
+        ("held", None, None), ("dropped", "max_wait", None)]
+    assert ledger.records("response") == []
