@@ -485,8 +485,9 @@ class _Version:
                    state.fetched_at, state.expires_at - state.fetched_at, outcome.truncated)
 
     def write_warc(self, handle: Any) -> None:
-        from warcio.statusandheaders import StatusAndHeaders
-        from warcio.warcwriter import WARCWriter
+        # warcio ships no type information.
+        from warcio.statusandheaders import StatusAndHeaders  # type: ignore[import-untyped]
+        from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]
 
         try:
             phrase = HTTPStatus(self.status).phrase
