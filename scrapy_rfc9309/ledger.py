@@ -157,8 +157,9 @@ class Ledger(Reporting):
             fingerprint = known[1]
         else:
             fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
-        self._write(f'{{"k":"response","t":{time.time():.3f},"p":"{self._link}","fp":"{fingerprint}",'
-                    f'"u":{_string(request.url)},"s":{int(status)},"d":"{verdict}"}}')
+        # "u" then "fp", as in the verdict record: compressed, the pair is one back-reference to it.
+        self._write(f'{{"k":"response","t":{time.time():.3f},"p":"{self._link}","u":{_string(request.url)},'
+                    f'"fp":"{fingerprint}","s":{int(status)},"d":"{verdict}"}}')
 
     def _origin_json(self, origin: Origin) -> str:
         text = self._origins.get(origin)
@@ -295,7 +296,7 @@ class Ledger(Reporting):
         closed = path + ".gz"
         temporary = closed + ".tmp"
         with open(path, "rb") as plain, open(temporary, "wb") as raw:
-            # Level 6: on verdict records about 2 % larger than level 9, for a third of its CPU.
+            # Level 6: on verdict records about 5 % larger than level 9, for less than half its CPU.
             with gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0) as packed:
                 while chunk := plain.read(1 << 20):
                     packed.write(chunk)
