@@ -254,6 +254,9 @@ def crawl_main(spec_path: str, out_path: str) -> int:
     responses: list[tuple[float, str]] = []
     errors: list[tuple[float, str, str]] = []
     counts = {"ok": 0, "error": 0}
+    # rss_at=[N, ...]: the process's resident memory when the Nth response reaches its callback.
+    rss_at = set(spec.get("rss_at") or ())
+    rss: list[tuple[int, int]] = []
 
     class BenchSpider(scrapy.Spider):
         name = "bench"
@@ -264,6 +267,8 @@ def crawl_main(spec_path: str, out_path: str) -> int:
 
         def parse(self, response: Any) -> Any:
             counts["ok"] += 1
+            if counts["ok"] in rss_at:
+                rss.append((counts["ok"], _rss_kb()))
             if record:
                 responses.append((time.time(), response.url))
             following = response.meta["i"] + chain
@@ -278,7 +283,7 @@ def crawl_main(spec_path: str, out_path: str) -> int:
     timings: dict[str, list[float]] = {}
     settings = spec["settings"]
     if spec.get("instrument"):
-        settings = _instrumented(settings, timings)
+        settings = _instrumented(settings, timings, spec.get("instrument") == "cpu")
     process = CrawlerProcess(settings=settings, install_root_handler=True)
     before = resource.getrusage(resource.RUSAGE_SELF)
     wall0 = time.perf_counter()
@@ -324,6 +329,7 @@ def crawl_main(spec_path: str, out_path: str) -> int:
         "responses": responses,
         "errors": errors,
         "samples": samples,
+        "rss": rss,
         "package_file": getattr(sys.modules.get("scrapy_rfc9309"), "__file__", None),
         "timings": _timing_summary(timings, counts["ok"]),
         "stats": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in stats.items()},
@@ -332,12 +338,24 @@ def crawl_main(spec_path: str, out_path: str) -> int:
     return 0
 
 
+def _rss_kb() -> int:
+    """The process's resident memory now (KiB), from /proc (0 where there is none)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 _WAITED = 0.002  # a process_request call longer than this waited (for robots.txt): not self time
 
 
-def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]]) -> dict[str, Any]:
+def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu: bool = False) -> dict[str, Any]:
     """The settings with the robots.txt middleware replaced by a subclass that times
-    its hooks and signal handlers (in this subprocess only; the package is not changed)."""
+    its hooks and signal handlers (in this subprocess only; the package is not changed).
+    ``cpu``: a ``process_request`` call that returns at once is timed in CPU time of the
+    thread (as ``process_response`` always is), not wall time, which on a loaded
+    machine counts the moments the process was descheduled."""
     from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
 
     from scrapy_rfc9309.fetch import RobotsFetcher
@@ -353,13 +371,17 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]]) -> 
             # Ours judges cached origins synchronously and returns a coroutine only
             # for requests that must wait: time both shapes.
             t = clock()
+            t_cpu = time.thread_time()
             try:
                 result = super().process_request(request)
             except BaseException:
                 add("process_request", t)
                 raise
             if result is None:
-                add("process_request", t)
+                if cpu:
+                    timings.setdefault("process_request", []).append(time.thread_time() - t_cpu)
+                else:
+                    add("process_request", t)
                 return None
 
             async def waiting() -> Any:

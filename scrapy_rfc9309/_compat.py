@@ -54,6 +54,7 @@ __all__ = [
     "call_from_thread",
     "call_later",
     "cannot_request_errors",
+    "close_spider",
     "direct_http_handler",
     "disable_builtin_middleware",
     "dns_cached",
@@ -261,6 +262,20 @@ async def download(crawler: Crawler, request: Request) -> Response:
     if download_async is not None:
         return await download_async(request)  # type: ignore[no-any-return]
     return await maybe_deferred_to_future(engine.download(request))  # type: ignore[no-any-return]
+
+
+def close_spider(crawler: Crawler, reason: str) -> None:
+    """Close the crawl's spider with ``reason`` (``engine.close_spider_async`` from
+    Scrapy 2.14, ``engine.close_spider`` before); nothing when it is closing already."""
+    engine = crawler.engine
+    if engine_closing(engine):
+        return
+    assert engine is not None
+    close_async = getattr(engine, "close_spider_async", None)
+    if close_async is not None:
+        deferred_from_coro(close_async(reason=reason))
+    else:
+        engine.close_spider(crawler.spider, reason)  # type: ignore[arg-type]
 
 
 def engine_closing(engine: ExecutionEngine | None) -> bool:

@@ -205,6 +205,9 @@ class FetchOutcome:
     cause: Cause = Cause.TRANSIENT
     #: The document fetched (robots.txt, tdmrep.json).
     document: Document = ROBOTS_TXT
+    #: The final response's header lines as received, ``(name, value)`` bytes pairs, for the
+    #: ledger's copy of the version (not stored: a state loaded from a store has none).
+    headers: tuple[tuple[bytes, bytes], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def detail(self) -> str:

@@ -5,6 +5,7 @@ from the same table (:func:`settings_table`, called by ``docs/conf.py``)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +96,13 @@ SETTINGS: tuple[Setting, ...] = (
             "rule that applies to each request in its `robotstxt_tdmrep` meta key; with `ROBOTSTXT_USAGE_DENY` "
             "listing `\"train-ai\"`, requests of reserved URLs are dropped (off by default: one more request per "
             "origin)", example=True),
+    Setting("ROBOTSTXT_LEDGER", None, "str",
+            "directory where the crawl records every robots.txt version it used (WARC) and every verdict it gave "
+            "(JSON Lines, hash-chained), for proving compliance afterwards (see the ledger format page); created "
+            "if missing, checked writable at start-up; a fleet may share one", example="/data/ledger"),
+    Setting("ROBOTSTXT_LEDGER_ROTATE_BYTES", 64 * 1024 * 1024, "int",
+            "size of the ledger's open segment (plain JSON Lines) at which it is sealed, compressed and a new one "
+            "started", 4096, 1 << 40, example=16_777_216),
     Setting("ROBOTSTXT_MAX_WAITING", 100_000, "int",
             "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place (most of them "
             "parked outside the downloader, about 1 KB each); beyond, waiting requests take places again, so the "
@@ -181,6 +189,16 @@ def _text(settings: BaseSettings, name: str) -> str | None:
     return value or None
 
 
+def _path(settings: BaseSettings, name: str) -> str | None:
+    """A directory setting: a string or an ``os.PathLike``, None or empty for none."""
+    value = settings.get(name, DEFAULTS[name])
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if value is not None and not isinstance(value, str):
+        raise RobotsTxtConfigError(f"{name} must be a directory path, got {value!r}")
+    return value or None
+
+
 @dataclass(frozen=True)
 class Config:
     user_agent: str | None
@@ -201,6 +219,8 @@ class Config:
     usage_meta: bool = False
     usage_meta_max_bytes: int = 32_768
     tdmrep: bool = False
+    ledger: str | None = None
+    ledger_rotate_bytes: int = 64 * 1024 * 1024
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -246,6 +266,8 @@ class Config:
             usage_meta=flag(settings, "ROBOTSTXT_USAGE_META"),
             usage_meta_max_bytes=_number(settings, "ROBOTSTXT_USAGE_META_MAX_BYTES"),
             tdmrep=flag(settings, "ROBOTSTXT_TDMREP"),
+            ledger=_path(settings, "ROBOTSTXT_LEDGER"),
+            ledger_rotate_bytes=_number(settings, "ROBOTSTXT_LEDGER_ROTATE_BYTES"),
         )
 
 

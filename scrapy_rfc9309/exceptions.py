@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RobotsTxtConfigError",
     "RobotsTxtForbidden",
+    "RobotsTxtLedgerError",
     "RobotsTxtMetaError",
     "RobotsTxtTdmReserved",
     "RobotsTxtUnreachable",
@@ -91,3 +92,9 @@ class RobotsTxtMetaError(IgnoreRequest):
     def __init__(self, message: str, key: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+class RobotsTxtLedgerError(IgnoreRequest):
+    """Not released (a request) or not passed to the spider (a response): its record
+    could not be written to the ledger (``ROBOTSTXT_LEDGER``: a full disk, a file size
+    limit, permissions). The spider closes with the reason ``robotstxt_ledger_error``."""

@@ -207,7 +207,8 @@ class RobotsFetcher(Reporting):
                 return self._parsed(response, url, status, max_age, redirects, document)
             if kind == "unavailable":
                 return FetchOutcome(Access.UNAVAILABLE, url, status, max_age=max_age,
-                                    redirects=tuple(redirects), reason=f"status {status}")
+                                    redirects=tuple(redirects), reason=f"status {status}",
+                                    headers=_header_lines(response))
             return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
                                 reason=f"status {status}")
 
@@ -315,7 +316,18 @@ class RobotsFetcher(Reporting):
         if truncated:
             self._inc(f"{stat}truncated")
             body = body[: self.max_size]
-        return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects), truncated=truncated)
+        return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects), truncated=truncated,
+                            headers=_header_lines(response))
+
+
+def _header_lines(response: Response) -> tuple[tuple[bytes, bytes], ...]:
+    """The response's header lines, as received (the Content-Encoding this module moved
+    out of HttpCompressionMiddleware's sight under its own name again)."""
+    lines: list[tuple[bytes, bytes]] = []
+    for name, values in response.headers.items():
+        name = b"Content-Encoding" if name.lower() == CODING_HEADER.lower() else bytes(name)
+        lines.extend((name, bytes(value)) for value in values)
+    return tuple(lines)
 
 
 def _header(response: Response, name: bytes) -> str | None:

@@ -36,6 +36,7 @@ from .exceptions import (
     RobotsTxtUsageDeniedByResponse,
 )
 from .fetch import FETCH_META, RobotsFetcher
+from .ledger import Ledger
 from .origin import Origin
 from .origin_states import Closing, OriginStates
 from .parking import GIVEN_UP_META, KEEPER_META
@@ -115,6 +116,12 @@ class RobotsTxtMiddleware(Reporting):
         config = self.config
         self.response_usage = (ResponseUsage(crawler, config) if config.usage_headers or config.usage_meta
                                 else None)
+        #: The verdict ledger (``ROBOTSTXT_LEDGER``), told of every state settled and every verdict.
+        self.ledger = Ledger(crawler, config, product_token(self._default_agent)) if config.ledger else None
+        self._tokens: dict[str | bytes, str] = {}
+        for lifecycle in (self.states, self.tdm):
+            if lifecycle is not None:
+                lifecycle.ledger = self.ledger
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -150,7 +157,11 @@ class RobotsTxtMiddleware(Reporting):
         meta = request.meta
         if KEEPER_META in meta:
             return self.states.parking.keeper()
-        if FETCH_META in meta or meta.get("dont_obey_robotstxt") or request.url.startswith(("data:", "file:")):
+        if FETCH_META in meta or request.url.startswith(("data:", "file:")):
+            return None
+        if meta.get("dont_obey_robotstxt"):
+            if self.ledger is not None and (origin := self._origin_of(request.url)) is not None:
+                self._record(request, origin, "not_judged", why="dont_obey_robotstxt")
             return None
         origin = self._origin_of(request.url)
         if origin is None:
@@ -167,15 +178,17 @@ class RobotsTxtMiddleware(Reporting):
                     self._give_up(request, origin, given_up, lifecycle)  # not held again
         state = self.states.cached(origin, now)
         if state is not None:
-            self._judge(request, origin, state, agent)
+            verdict = self._judge(request, origin, state, agent)
             if tdm is None:
+                if self.ledger is not None:
+                    self._allowed(request, origin, state, agent, verdict)
                 return None
             meta.pop(TDMREP_META, None)
             tdm_state = tdm.cached(origin, now)
             if tdm_state is not None:
-                self._judge_tdm(request, origin, tdm_state)
+                self._judge_tdm(request, origin, tdm_state, state, agent)
                 return None
-            return tdm.park(origin, request) or self._process_tdm(request, origin)
+            return tdm.park(origin, request) or self._process_tdm(request, origin, state, agent)
         if tdm is not None:
             tdm.prefetch(origin, request)  # fetched beside the robots.txt, not after it
         parked = self.states.park(origin, request)
@@ -187,8 +200,8 @@ class RobotsTxtMiddleware(Reporting):
         """Read the usage preferences the response states (headers, and meta tags with
         ``ROBOTSTXT_USAGE_META``), combined with its request's robots.txt and
         tdmrep.json ones; raise for one that denies a category of ``ROBOTSTXT_USAGE_DENY``."""
-        reader = self.response_usage
-        if reader is None:
+        reader, ledger = self.response_usage, self.ledger
+        if reader is None and ledger is None:
             return response
         meta = request.meta
         if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
@@ -196,19 +209,27 @@ class RobotsTxtMiddleware(Reporting):
         origin = self._origin_of(request.url)
         if origin is None:
             return response
-        agent = meta.get(AGENT_META)
-        if not agent or not isinstance(agent, (str, bytes)):  # judged (and logged) in process_request already
-            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
-        preferences = reader.read(request, response, product_token(agent), origin.robots_url)
+        if reader is not None:
+            try:
+                self._read_usage(request, response, origin, reader)
+            except RobotsTxtUsageDeniedByResponse:
+                if ledger is not None:
+                    ledger.response(request, response.status, "usage_denied")
+                raise
+        if ledger is not None:
+            ledger.response(request, response.status, "passed")
+        return response
+
+    def _read_usage(self, request: Request, response: Response, origin: Origin, reader: ResponseUsage) -> None:
+        preferences = reader.read(request, response, self._token_of(request), origin.robots_url)
         if preferences is None:
-            return response
-        meta[PREFERENCES_META] = preferences
+            return
+        request.meta[PREFERENCES_META] = preferences
         self.crawler.signals.send_catch_log(rfc_signals.robotstxt_usage_preferences, request=request,
                                             response=response, preferences=preferences)
         for category in self.config.usage_deny:
             if preferences.denies(category):
                 self._deny_response(request, response, origin, preferences, category)
-        return response
 
     def _deny_response(self, request: Request, response: Response, origin: Origin, preferences: Preferences,
                        category: str) -> NoReturn:
@@ -222,18 +243,21 @@ class RobotsTxtMiddleware(Reporting):
         state = await self._known(self.states, request, origin)
         if isinstance(state, Request):
             return state
-        self._judge(request, origin, state, agent)
+        verdict = self._judge(request, origin, state, agent)
         if self.tdm is None:
+            if self.ledger is not None:
+                self._allowed(request, origin, state, agent, verdict)
             return None
         request.meta.pop(TDMREP_META, None)
-        return await self._process_tdm(request, origin)
+        return await self._process_tdm(request, origin, state, agent)
 
-    async def _process_tdm(self, request: Request, origin: Origin) -> Request | None:
+    async def _process_tdm(self, request: Request, origin: Origin, robots: OriginState,
+                           agent: str | bytes) -> Request | None:
         assert self.tdm is not None
         state = await self._known(self.tdm, request, origin)
         if isinstance(state, Request):
             return state
-        self._judge_tdm(request, origin, state)
+        self._judge_tdm(request, origin, state, robots, agent)
         return None
 
     async def _known(self, states: OriginStates, request: Request, origin: Origin) -> OriginState | Request:
@@ -252,6 +276,8 @@ class RobotsTxtMiddleware(Reporting):
                     self._give_up(request, origin, state, states)
                 if not held:
                     held = True
+                    if self.ledger is not None:
+                        self._record(request, origin, "held")
                     self._inc(f"{states.document.stat}held")
                     logger.debug("Holding %s: %s of %s is unreachable (%s)", request, states.document.name, origin,
                                  state.detail, extra=self._log_extra)
@@ -273,6 +299,8 @@ class RobotsTxtMiddleware(Reporting):
         seen already, and it is taken out of the queue once, so it is crawled once."""
         self._inc(f"{states.document.stat}requeued_on_close")
         states.requeued()
+        if self.ledger is not None:
+            self._record(request, origin, "requeued")
         logger.debug("Put back in the scheduler: %s (%s of %s was not known when the spider closed)",
                      request, states.document.name, origin, extra=self._log_extra)
         return request.replace(dont_filter=True)
@@ -323,6 +351,8 @@ class RobotsTxtMiddleware(Reporting):
         message = (f"Dropped {request}: request meta {AGENT_META!r} must be a product token string, "
                    f"got {kind.__name__} {value!r}")
         self._inc("invalid_meta")
+        if self.ledger is not None and (origin := self._origin_of(request.url)) is not None:
+            self._record(request, origin, "dropped", why="invalid_meta")
         if kind not in self._meta_errors_logged:
             self._meta_errors_logged.add(kind)
             logger.error(message, extra=self._log_extra)
@@ -338,18 +368,26 @@ class RobotsTxtMiddleware(Reporting):
         )
 
     # -- verdicts -------------------------------------------------------------------------
-    def _judge(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes) -> None:
+    def _judge(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes) -> Verdict | None:
         """Raise for a request the state forbids; apply Crawl-delay and usage
-        preferences to one it allows."""
+        preferences to one it allows. With the ledger on, returns the verdict with
+        its rule (asked once: the ledger records it)."""
         robots = state.robots
         if robots is None:  # unavailable: everything is allowed
-            return
-        if not robots.allowed(request.url, agent):
+            return None
+        verdict = None
+        if self.ledger is not None:
+            verdict = robots.verdict(request.url, agent)
+            if not verdict.allowed:
+                self._record(request, origin, "disallowed", state, verdict)
+                self._forbid(request, origin, verdict)
+        elif not robots.allowed(request.url, agent):
             self._forbid(request, origin, robots.verdict(request.url, agent))
         if self.crawl_delay is not None:
             self.crawl_delay.apply(request, origin, robots.crawl_delay(agent))
         if robots.has_usage(agent):
-            self._apply_usage(request, origin, robots, agent)
+            self._apply_usage(request, origin, state, robots, agent)
+        return verdict
 
     def _forbid(self, request: Request, origin: Origin, verdict: Verdict) -> None:
         reason = f"{_rule_text(verdict)} of {origin.robots_url}"
@@ -364,12 +402,15 @@ class RobotsTxtMiddleware(Reporting):
         logged once, by :class:`OriginStates`)."""
         self._inc(states.document.stat + DROP_STATS[reason])
         states.dropped(origin, reason)
+        if self.ledger is not None:
+            self._record(request, origin, "dropped", why=reason)
         document = states.document
         message = f"Dropped: {document.name} of {origin} {why}: {request}"
         logger.debug(message, extra=self._log_extra)
         raise RobotsTxtUnreachable(message, document.url(origin), reason)
 
-    def _apply_usage(self, request: Request, origin: Origin, robots: RobotsTxt, agent: str | bytes) -> None:
+    def _apply_usage(self, request: Request, origin: Origin, state: OriginState, robots: RobotsTxt,
+                     agent: str | bytes) -> None:
         preference = robots.usage(request.url, agent)
         if not preference:
             return
@@ -378,26 +419,75 @@ class RobotsTxtMiddleware(Reporting):
                                             preference=preference)
         for category in self.config.usage_deny:
             if preference.denies(category):
+                if self.ledger is not None:
+                    self._record(request, origin, "usage_denied", state, robots.verdict(request.url, agent),
+                                 usage=str(preference))
                 self._inc("usage_denied")
                 message = f"Usage preference denies {category}: {request} ({preference} of {origin.robots_url})"
                 logger.debug(message, extra=self._log_extra)
                 raise RobotsTxtUsageDenied(message, preference, origin.robots_url)
 
-    def _judge_tdm(self, request: Request, origin: Origin, state: OriginState) -> None:
+    def _judge_tdm(self, request: Request, origin: Origin, state: OriginState, robots: OriginState,
+                   agent: str | bytes) -> None:
         """Put the tdmrep.json rule that applies in the request's meta; raise for a
         reserved URL when reservations are enforced. An unreachable file without a
-        copy at hand (only when they are not enforced) leaves the meta key unset."""
+        copy at hand (only when they are not enforced) leaves the meta key unset.
+        ``robots`` is the robots.txt state that allowed the request, for the ledger."""
         if state.decision(time.time(), self.policy) is Decision.HOLD:
+            if self.ledger is not None:
+                self._allowed(request, origin, robots, agent, tdm=state)
             return
         tdmrep = state.tdmrep
         entry = None if tdmrep is None else tdmrep.entry_for(request.url)
         request.meta[TDMREP_META] = entry
         if entry is None or not entry.reserved or not self.tdm_deny:
+            if self.ledger is not None:
+                self._allowed(request, origin, robots, agent, tdm=state)
             return
+        if self.ledger is not None:
+            self._record(request, origin, "tdm_reserved", robots, _robots_verdict(robots, request, agent),
+                         usage=_usage_text(request), tdm=state)
         self._inc("tdm_reserved")
         message = f"TDM rights reserved ({', '.join(self.tdm_deny)} denied): {request} ({entry})"
         logger.debug(message, extra=self._log_extra)
         raise RobotsTxtTdmReserved(message, entry, entry.url)
+
+    # -- the ledger -----------------------------------------------------------------------
+    def _allowed(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes,
+                 verdict: Verdict | None = None, tdm: OriginState | None = None) -> None:
+        """Record that ``request`` is released (before it is: raises
+        :class:`RobotsTxtLedgerError` when the record cannot be written). ``verdict``:
+        the robots.txt's, when the caller has it."""
+        self._record(request, origin, "allowed", state, verdict or _robots_verdict(state, request, agent),
+                     usage=_usage_text(request), tdm=tdm)
+
+    def _record(self, request: Request, origin: Origin, verdict: str, state: OriginState | None = None,
+                judged: Verdict | None = None, why: str | None = None, usage: str | None = None,
+                tdm: OriginState | None = None) -> None:
+        """Write the verdict record of ``request`` (see docs/ledger-format.md)."""
+        ledger = self.ledger
+        assert ledger is not None
+        version = None if state is None else ledger.version_of(origin, state)
+        rule = None if judged is None or judged.rule is None else judged.rule
+        tdm_fields = None
+        if self.tdm is not None:
+            entry = request.meta.get(TDMREP_META)
+            tdm_fields = (None if tdm is None else ledger.version_of(origin, tdm, TDMREP),
+                          None if entry is None else [int(entry.reserved), entry.location, entry.index])
+        ledger.verdict(request, origin, self._token_of(request), version, verdict, rule, why, usage, tdm_fields)
+
+    def _token_of(self, request: Request) -> str:
+        """The product token obeyed for ``request`` (judged, and its agent logged, in
+        ``process_request`` already)."""
+        agent = request.meta.get(AGENT_META)
+        if not agent or not isinstance(agent, (str, bytes)):
+            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
+        token = self._tokens.get(agent)
+        if token is None:
+            if len(self._tokens) >= 1024:
+                self._tokens.clear()
+            token = self._tokens[agent] = product_token(agent)
+        return token
 
     # -- public API -----------------------------------------------------------------------
     def state_for(self, url: str) -> OriginState | None:
@@ -465,7 +555,18 @@ class RobotsTxtMiddleware(Reporting):
             if summary is not None:
                 assert states is not None
                 logger.warning("%s: %s", states.document.name, summary, extra=self._log_extra)
+        if self.ledger is not None:
+            await self.ledger.close()
 
+
+def _robots_verdict(state: OriginState, request: Request, agent: str | bytes) -> Verdict | None:
+    robots = state.robots
+    return None if robots is None else robots.verdict(request.url, agent)
+
+
+def _usage_text(request: Request) -> str | None:
+    preference = request.meta.get(USAGE_META)
+    return str(preference) if preference else None
 
 
 def _rule_text(verdict: Verdict) -> str:

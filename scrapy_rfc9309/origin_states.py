@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
+    from .ledger import Ledger
     from .store_client import StoreClient
 
 __all__ = ["Closing", "OriginStates"]
@@ -120,6 +121,8 @@ class OriginStates(Reporting):
         self._dropped: dict[str, int] = {}
         self._requeued = 0
         self._discarded = 0
+        #: Told of each state settled, before it is used (``ROBOTSTXT_LEDGER``).
+        self.ledger: Ledger | None = None
 
     def _inc(self, key: str, count: int = 1) -> None:
         super()._inc(self.document.stat + key, count)
@@ -300,6 +303,8 @@ class OriginStates(Reporting):
                     self._inc("store_hit")
                     logger.debug("%s of %s from the store (%s, fetched %.0f s ago)", self.document.name, origin,
                                  state.access.value, time.time() - state.fetched_at, extra=self._log_extra)
+                    if self.ledger is not None:
+                        await self.ledger.settled(origin, state, self.document, "store")
                     self._put(origin, state)
                     try:
                         await self._announce(origin, state)
@@ -329,6 +334,8 @@ class OriginStates(Reporting):
                 self._fetches.pop(origin, None)
                 # Cancelled: at close, or a retry that served nobody (its waiters look again).
                 self._notify(origin, Closing() if self.closing else None)
+        if self.ledger is not None:  # before the save: a fleet's other processes find the version written
+            await self.ledger.settled(origin, state, self.document, "fetch")
         if self.store is not None:
             if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
                 self.store.release(lease)  # this process's settings, not the origin's state: not shared

@@ -5,7 +5,8 @@
 ``SPEC`` gives ``settings``, ``kind`` (``"list"``: crawl ``urls``; ``"scrapy_redis"``:
 a scrapy-redis ``RedisSpider`` that reads its start URLs from Redis and follows
 links) and ``start_at`` (a wall-clock time to wait for before crawling, so that
-processes start together). With ``reactorless`` it crawls without a Twisted reactor
+processes start together). ``fsize_limit`` sets ``RLIMIT_FSIZE`` before the crawl
+(a full disk: writes past it fail with EFBIG). With ``reactorless`` it crawls without a Twisted reactor
 (``AsyncCrawlerProcess``, ``TWISTED_REACTOR_ENABLED = False``). Prints one JSON line: the stats, the URLs that reached
 a callback, the errors and the warnings logged.
 """
@@ -85,6 +86,12 @@ def main(spec_path: str) -> int:
         spider_cls = FleetSpider
 
     _wait(spec.get("start_at"))
+    if spec.get("fsize_limit"):
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # Python ignores it already; said here for clarity
+        resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_limit"], resource.RLIM_INFINITY))
     if spec.get("reactorless"):
         from scrapy.crawler import AsyncCrawlerProcess  # Scrapy 2.14 and later
 

@@ -123,6 +123,8 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_USAGE_META": config.usage_meta,
         "ROBOTSTXT_USAGE_META_MAX_BYTES": config.usage_meta_max_bytes,
         "ROBOTSTXT_TDMREP": config.tdmrep,
+        "ROBOTSTXT_LEDGER": config.ledger,
+        "ROBOTSTXT_LEDGER_ROTATE_BYTES": config.ledger_rotate_bytes,
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name

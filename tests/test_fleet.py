@@ -43,35 +43,48 @@ def _sites(origins: Any, count: int) -> list[Any]:
     return sites
 
 
-def _run(args: list[str], env: dict[str, str], cwd: Path) -> defer.Deferred[tuple[bytes, bytes, int]]:
+def _run(args: list[str], env: dict[str, str], cwd: Path,
+         started: Any = None) -> defer.Deferred[tuple[bytes, bytes, int]]:
     """Run a process from a thread, so that the origins keep answering; fires in the servers'
-    reactor with its output, its errors and its exit code."""
+    reactor with its output, its errors and its exit code. ``started`` is called (from
+    that thread) with the :class:`subprocess.Popen` of the process, to signal it."""
     reactor = server_reactor()
     done: defer.Deferred[tuple[bytes, bytes, int]] = defer.Deferred()
 
     def run() -> None:
         try:
-            ran = subprocess.run(args, env=env, cwd=cwd, capture_output=True, timeout=300, check=False)
+            with subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+                if started is not None:
+                    started(process)
+                try:
+                    out, err = process.communicate(timeout=300)
+                except BaseException:
+                    process.kill()
+                    raise
         except BaseException as exc:  # a timeout: reported, not lost in the thread
             reactor.callFromThread(done.errback, Failure(exc))
         else:
-            reactor.callFromThread(done.callback, (ran.stdout, ran.stderr, ran.returncode))
+            reactor.callFromThread(done.callback, (out, err, process.returncode))
 
     threading.Thread(target=run, daemon=True).start()
     return done
 
 
-def _crawl(spec: dict[str, Any], tmp_path: Path, name: str) -> defer.Deferred[dict[str, Any]]:
-    """Run one crawl process (without a reactor in the reactorless run); fires with its JSON report."""
+def _crawl(spec: dict[str, Any], tmp_path: Path, name: str, started: Any = None,
+           exit_code: int | None = 0) -> defer.Deferred[Any]:
+    """Run one crawl process (without a reactor in the reactorless run); fires with its JSON
+    report, or with its exit code and errors when ``exit_code`` is None (a process killed)."""
     spec_path = tmp_path / f"{name}.json"
     spec_path.write_text(json.dumps({"reactorless": is_reactorless(), **spec}))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
     env.pop("SCRAPY_SETTINGS_MODULE", None)
-    running = _run([sys.executable, str(HERE / "fleet_crawl.py"), str(spec_path)], env, tmp_path)
+    running = _run([sys.executable, str(HERE / "fleet_crawl.py"), str(spec_path)], env, tmp_path, started)
 
-    def report(result: tuple[bytes, bytes, int]) -> dict[str, Any]:
+    def report(result: tuple[bytes, bytes, int]) -> Any:
         out, err, code = result
-        assert code == 0, f"{name} exited with {code}:\n{err.decode(errors='replace')[-3000:]}"
+        if exit_code is None:
+            return code, err.decode(errors="replace")
+        assert code == exit_code, f"{name} exited with {code}:\n{err.decode(errors='replace')[-3000:]}"
         return json.loads(out.decode().strip().splitlines()[-1])
 
     return running.addCallback(report)
