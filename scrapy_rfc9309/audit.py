@@ -366,6 +366,8 @@ class _Segment:
         self.seal_hash: str | None = None
         self.ended = False
         self.torn = False
+        #: The chain broke at a record: later links and the seal cannot match.
+        self.broken = False
         #: A problem other than a missing seal was found: the missing seal is then not reported again.
         self.damaged = False
 
@@ -401,9 +403,13 @@ class _Segment:
         if not isinstance(record, dict):
             self.problem(number, CORRUPT, "not a JSON object")
             return
-        if record.get("p") != link(previous):
-            self.problem(number, CORRUPT, "its link p is not the hash of the record before it: records were "
-                         "edited, removed, added or reordered")
+        if record.get("p") != link(previous) and not self.broken:
+            # Every later hash depends on this one: the rest of the segment's links and its seal are
+            # not reported again.
+            self.broken = True
+            self.problem(number, CORRUPT, "the chain breaks here: its link p is not the hash of the records "
+                         "before it (records were edited, removed, added or reordered here or just before; "
+                         "the later links of this segment are not checked)")
         kind = record.get("k")
         if number == 1 and kind != "head":
             self.problem(number, CORRUPT, "the segment does not start with its head")
@@ -439,10 +445,15 @@ class _Segment:
             self.problem(number, CORRUPT, "the run's first segment has a prev")
 
     def seal(self, number: int, record: dict[str, Any], previous: bytes) -> None:
-        if record.get("n") != self.records or record.get("h") != previous.hex():
-            self.problem(number, CORRUPT, f"the seal (n {record.get('n')!r}) does not match the {self.records} "
-                         "records before it: records were edited, removed, added or reordered")
-        self.seal_hash = previous.hex()
+        if (record.get("n") != self.records or record.get("h") != previous.hex()) and not self.broken:
+            sealed = record.get("h")
+            shown = f"{sealed[:16]}..." if isinstance(sealed, str) else repr(sealed)
+            self.problem(number, CORRUPT, f"the seal (n {record.get('n')!r}, h {shown}) does not match the "
+                         f"records before it (n {self.records}, h {previous.hex()[:16]}...): records were edited, "
+                         "removed, added or reordered")
+        # The next segment's head names the hash this seal records (checked against the records above).
+        sealed_hash = record.get("h")
+        self.seal_hash = sealed_hash if isinstance(sealed_hash, str) else previous.hex()
         self.ended = record.get("end") is True
 
     def origin_report(self, origin: str) -> OriginReport:

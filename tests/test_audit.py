@@ -44,8 +44,8 @@ def build(tmp_path: Path) -> Fleet:
     a1 = write_version(one, "http://a.test/robots.txt", ROBOTS_A1)
     a2 = write_version(one, "http://a.test/robots.txt", ROBOTS_A2)
     b404 = write_version(one, "http://b.test/robots.txt", b"<h1>Not found</h1>", status=404)
-    c = write_version(one, "https://c.test/robots.txt", ROBOTS_C, redirects=["http://c.test/robots.txt"],
-                      final_url="https://c.test/robots.txt")
+    c = write_version(one, "https://c.test/robots.txt", ROBOTS_C, redirects=["https://c.test/robots.txt"],
+                      final_url="https://www.c.test/robots.txt")
     assert write_version(two, "http://a.test/robots.txt", ROBOTS_A1) == a1
 
     run1 = Run(one, RUN1)
@@ -173,7 +173,7 @@ def test_one_byte_edited_in_a_record(tmp_path: Path, closed: bool) -> None:
         lines[target - 1] = lines[target - 1].replace(b'"d":"disallowed"', b'"d":"Disallowed"')
     write_lines(path, lines)
     result = audited(fleet)
-    assert has(result, path, target + 1, CORRUPT, "link p")
+    assert has(result, path, target + 1, CORRUPT, "chain breaks")
     assert result.exit_status(allow_unsealed=True) == 1
 
 
@@ -193,7 +193,7 @@ def test_a_record_deleted(fleet: Fleet) -> None:
     del lines[3]  # the allowed verdict of f1 (line 4)
     write_lines(path, lines)
     result = audited(fleet)
-    assert has(result, path, 4, CORRUPT, "link p")
+    assert has(result, path, 4, CORRUPT, "chain breaks")
     # f1's response now has no allowed verdict before it.
     assert has(result, path, 5, MISMATCH, "without an earlier allowed verdict")
 
@@ -204,7 +204,7 @@ def test_two_records_reordered(fleet: Fleet) -> None:
     lines[2], lines[3] = lines[3], lines[2]
     write_lines(path, lines)
     result = audited(fleet)
-    assert has(result, path, 3, CORRUPT, "link p")
+    assert has(result, path, 3, CORRUPT, "chain breaks")
 
 
 def test_records_at_the_end_removed_the_seal_kept(fleet: Fleet) -> None:
@@ -212,7 +212,25 @@ def test_records_at_the_end_removed_the_seal_kept(fleet: Fleet) -> None:
     lines = read_lines(path)
     write_lines(path, [*lines[:-3], lines[-1]])
     result = audited(fleet)
-    assert has(result, path, len(lines) - 2, CORRUPT, "seal")
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), len(lines) - 2, CORRUPT)]
+    assert "chain breaks" in result.problems[0].message
+
+
+def test_records_at_the_end_removed_the_seals_link_mended(fleet: Fleet) -> None:
+    """The seal's own link made to fit the records kept: its count and hash still tell."""
+    from scrapy_rfc9309.ledger_format import GENESIS, chain, link
+
+    path = segment(fleet.one, fleet.run1, 2)
+    lines = read_lines(path)
+    kept, previous = lines[:-3], GENESIS
+    for line in kept:
+        previous = chain(previous, line[:-1])
+    seal = json.loads(lines[-1])
+    seal["p"] = link(previous)
+    write_lines(path, [*kept, json.dumps(seal, separators=(",", ":")).encode() + b"\n"])
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), len(kept) + 1, CORRUPT)]
+    assert "the seal (n 9" in result.problems[0].message
 
 
 def test_records_at_the_end_removed_with_the_seal(fleet: Fleet) -> None:
@@ -312,6 +330,15 @@ def test_a_verdict_the_archived_robots_txt_does_not_give(fleet: Fleet) -> None:
     result = audited(fleet)
     assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), 5, MISMATCH)]
     assert "Disallow: /private, line 2" in result.problems[0].message
+
+
+def test_a_verdict_turned_over_with_its_rule_kept(fleet: Fleet) -> None:
+    """a.test/open/1 recorded disallowed by the Allow rule that allows it."""
+    path = segment(fleet.one, fleet.run1, 2)
+    _rewrite_chain(path, {7: {"d": "disallowed"}})
+    result = audited(fleet)
+    assert [(p.line, p.kind) for p in result.problems] == [(7, MISMATCH), (9, MISMATCH)]
+    assert "disallowed, but version" in result.problems[0].message
 
 
 def test_a_rule_the_archived_robots_txt_does_not_give(fleet: Fleet) -> None:
@@ -415,7 +442,7 @@ def test_a_killed_run_with_an_edited_record_is_corrupt(tmp_path: Path) -> None:
     lines[1] = lines[1].replace(b"/private/2", b"/privatE/2")
     write_lines(open_segment, lines)
     result = audit([directory])
-    assert has(result, open_segment, 3, CORRUPT, "link p")
+    assert has(result, open_segment, 3, CORRUPT, "chain breaks")
     assert result.exit_status(allow_unsealed=True) == 1
 
 
