@@ -5,10 +5,12 @@ document. Kept in one module so that tests can swap it for ledgers a real crawl 
 
 from __future__ import annotations
 
+import calendar
 import gzip
 import io
 import json
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,11 +30,9 @@ from scrapy_rfc9309.ledger_format import (
 )
 from scrapy_rfc9309.origin import Origin
 
-T0 = 1_790_000_000.0
-
 
 def write_version(directory: Path, url: str, body: bytes, status: int = 200, *, document: str = "robots.txt",
-                  redirects: Sequence[str] = (), final_url: str | None = None, fetched: float = T0) -> str:
+                  redirects: Sequence[str] = (), final_url: str | None = None) -> str:
     """Write one version (if the directory does not have it) and return its digest."""
     access = "parsed" if 200 <= status < 300 else "unavailable"
     final = final_url or url
@@ -79,7 +79,7 @@ class Run:
         (directory / RUNS_DIR).mkdir(parents=True, exist_ok=True)
         self.segment = 0
         self.prev_seal = ""
-        self.clock = T0
+        self.clock = float(calendar.timegm(time.strptime(run[:16], "%Y%m%dT%H%M%SZ")))  # the run's start
         self._open(1)
 
     def _open(self, number: int) -> None:

@@ -429,7 +429,7 @@ def test_a_killed_run_verifies_and_reports_the_missing_seal(tmp_path: Path) -> N
 def test_a_killed_run_with_a_torn_last_line(tmp_path: Path) -> None:
     directory, open_segment = killed(tmp_path)
     with open(open_segment, "ab") as handle:
-        handle.write(b'{"k":"verdict","t":1790000099.0,"p":"0123')
+        handle.write(b'{"k":"verdict","t":1789992099.0,"p":"0123')
     result = audit([directory])
     assert [p.kind for p in result.problems] == [UNSEALED]
     assert "interrupted write" in result.problems[0].message
