@@ -505,3 +505,37 @@ def test_the_command_and_a_killed_run(tmp_path: Path) -> None:
     assert "unsealed: not sealed" in done.stdout and "Result: FAILED (exit 1)" in done.stdout
     done = scrapy(tmp_path, "robotstxt", "audit", "--allow-unsealed", str(directory))
     assert done.returncode == 0, done.stdout
+
+
+# -- memory ---------------------------------------------------------------------------------
+def _long_run(directory: Path, pairs: int) -> None:
+    version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
+    run = Run(directory, RUN1)
+    run.state(A, version)
+    for index in range(pairs):
+        url = f"http://a.test/page/{index}"
+        run.verdict(url, f"fp{index:08d}", "allowed", version)
+        run.response(url, f"fp{index:08d}")
+        if index % 2000 == 1999:
+            run.rotate()
+    run.close()
+
+
+def test_memory_follows_the_requests_awaiting_a_response_not_the_ledger(tmp_path: Path) -> None:
+    """Ten times the records, each response right after its verdict: the audit's peak
+    memory stays where it was (the files are streamed)."""
+    import tracemalloc
+
+    peaks = []
+    for pairs in (2_000, 20_000):
+        directory = tmp_path / str(pairs)
+        _long_run(directory, pairs)
+        tracemalloc.start()
+        try:
+            result = audit([directory])
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert result.problems == []
+        assert result.origins[A].requests["allowed"] == pairs == sum(result.origins[A].responses.values())
+    assert peaks[1] < 1.5 * peaks[0], peaks
