@@ -25,6 +25,7 @@ from .ledger_format import FORMAT, GENESIS, RUNS_DIR, SEGMENT_RE, VERSIONS_DIR, 
 from .origin import Origin
 from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt, parse
+from .tdmrep import TdmRep
 from .usage import UsagePreference
 
 __all__ = ["CORRUPT", "MISMATCH", "MISSING", "UNSEALED", "Audit", "LedgerError", "Problem", "audit", "format_text"]
@@ -73,6 +74,7 @@ class VersionInfo:
     final_url: str
     status: int
     access: str
+    truncated: bool
     ok: bool
 
 
@@ -252,7 +254,7 @@ class _Auditor:
             if known is None:
                 self.result.versions += 1
             self.versions[digest] = VersionInfo(path, info["document"], info["requested_url"], info["final_url"],
-                                                info["status"], info["access"], ok)
+                                                info["status"], info["access"], info["truncated"], ok)
 
     def robots(self, digest: str, info: VersionInfo) -> RobotsTxt:
         """The version parsed again (kept for the next verdicts)."""
@@ -266,6 +268,11 @@ class _Auditor:
         if len(self.parsed) > _PARSED_CACHE:
             self.parsed.popitem(last=False)
         return robots
+
+    def tdmrep(self, digest: str, info: VersionInfo) -> TdmRep:
+        """A tdmrep.json version parsed again (not kept: TDM-reserved verdicts are few)."""
+        _, body = _read_version(info.path)
+        return TdmRep(body, len(body) if info.truncated else len(body) + 1, url=info.final_url)
 
     def version(self, digest: object, file: str, line: int, document: str) -> VersionInfo | None:
         """The version a record names, or None (a problem said why, once per missing digest)."""
@@ -488,9 +495,18 @@ class _Segment:
             self.problem(number, MISMATCH, f"the URL {url!r} is not of the origin {origin!r}")
             return
         tdm = record.get("tv")
+        tdm_info = None
         if tdm is not None:
             tdm_info = self.auditor.version(tdm, self.path, number, "tdmrep.json")
             report.used(str(tdm), _time(record), tdm_info)
+            tdm_in_force = self.context.in_force.get((origin, "tdmrep.json"), "no state")
+            if tdm_in_force != tdm:
+                self.problem(number, MISMATCH, f"judged with tdmrep.json version {tdm}, but the run's last state "
+                             f"of the origin names {tdm_in_force}")
+                return
+        elif d == "tdm_reserved":
+            self.problem(number, MISMATCH, "tdm_reserved without a tdmrep.json version")
+            return
         digest = record.get("ver")
         if digest is None:
             if d in _DECIDED:
@@ -508,12 +524,27 @@ class _Segment:
         if Origin.from_url(info.requested_url) != url_origin:
             self.problem(number, MISMATCH, f"version {digest} is the robots.txt of {info.requested_url}")
             return
+        if d == "tdm_reserved" and tdm_info is not None and not self.reserved(number, url, str(tdm), tdm_info):
+            return
         if self.recomputed(number, record, d, url, agent, digest, info) and d == "allowed":
             awaiting = self.context.awaiting.get(fp)
             if awaiting is None:
                 self.context.awaiting[fp] = [1, origin]
             else:
                 awaiting[0] += 1
+
+    def reserved(self, number: int, url: str, digest: str, info: VersionInfo) -> bool:
+        """Whether the tdmrep.json version reserves TDM rights for ``url`` (a ``tdm_reserved`` verdict)."""
+        if info.access == "unavailable":
+            entry = None
+        else:
+            entry = self.auditor.tdmrep(digest, info).entry_for(url)
+        if entry is None or not entry.reserved:
+            said = "no rule applies" if entry is None else str(entry)
+            self.problem(number, MISMATCH, f"tdm_reserved, but tdmrep.json version {digest} does not reserve "
+                         f"{url} ({said})")
+            return False
+        return True
 
     def recomputed(self, number: int, record: dict[str, Any], d: str, url: str, agent: str, digest: str,
                    info: VersionInfo) -> bool:
@@ -627,6 +658,7 @@ def _read_version(path: str) -> tuple[dict[str, Any], bytes]:
         "final_url": headers.get_header("WARC-Target-URI") or "",
         "status": int(status),
         "access": headers.get_header("WARC-RFC9309-Access") or "",
+        "truncated": headers.get_header("WARC-RFC9309-Truncated") == "true",
     }
     return info, body
 

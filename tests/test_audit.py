@@ -399,6 +399,41 @@ def test_a_response_after_a_disallowed_verdict(fleet: Fleet) -> None:
     assert [(p.line, p.kind) for p in result.problems] == [(6, MISMATCH)]
 
 
+def tdm_ledger(tmp_path: Path) -> tuple[Path, Path]:
+    """A crawl with ROBOTSTXT_TDMREP: a robots.txt that allows everything, a tdmrep.json that
+    reserves /reserved/."""
+    directory = tmp_path / "tdm"
+    origin = "http://t.test"
+    robots = write_version(directory, f"{origin}/robots.txt", b"User-agent: *\nAllow: /\n")
+    tdm = write_version(directory, f"{origin}/.well-known/tdmrep.json",
+                        b'[{"location": "/reserved/", "tdm-reservation": 1}]', document="tdmrep.json")
+    run = Run(directory, RUN1)
+    run.state(origin, robots)
+    run.state(origin, tdm, document="tdmrep.json")
+    run.verdict(f"{origin}/reserved/a", "t1", "tdm_reserved", robots, ["Allow", "/", 2], tv=tdm)  # line 4
+    run.verdict(f"{origin}/free", "t2", "allowed", robots, ["Allow", "/", 2], tv=tdm)
+    run.response(f"{origin}/free", "t2")
+    run.close()
+    return directory, segment(directory, run, 1)
+
+
+def test_tdm_reserved_verdicts_are_recomputed_from_the_archived_tdmrep_json(tmp_path: Path) -> None:
+    directory, path = tdm_ledger(tmp_path)
+    result = audit([directory])
+    assert result.problems == []
+    assert result.origins["http://t.test"].requests == {"tdm_reserved": 1, "allowed": 1}
+    assert [use.document for use in result.origins["http://t.test"].versions.values()] == ["robots.txt",
+                                                                                         "tdmrep.json"]
+    _rewrite_chain(path, {4: {"u": "http://t.test/free/a"}})
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(4, MISMATCH)]
+    assert "does not reserve http://t.test/free/a" in result.problems[0].message
+    _rewrite_chain(path, {4: {"tv": None}})
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(4, MISMATCH)]
+    assert "without a tdmrep.json version" in result.problems[0].message
+
+
 # -- kill -9 ------------------------------------------------------------------------------
 def killed(tmp_path: Path) -> tuple[Path, Path]:
     directory = tmp_path / "killed"
