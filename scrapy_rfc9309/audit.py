@@ -339,6 +339,12 @@ class _Auditor:
             elif segment.ended and number != last:
                 ending = "incomplete"
                 self.problem(primary[1], None, CORRUPT, "sealed as the run's end, but later segments follow")
+            elif not segment.ended and number == last and not primary[2] and len(files) == 1:
+                # Sealed at rotation, killed before its gzip form was written (and the next segment opened).
+                ending = "not sealed" if ending == "ended" else ending
+                self.problem(primary[1], None, UNSEALED, f"not sealed: run {run} did not end cleanly (killed as "
+                             f"it rotated: its last segment is sealed, not closed); its {segment.records} records "
+                             "verify")
             elif not segment.ended and number == last:
                 ending = "incomplete"
                 self.problem(primary[1], None, MISSING, f"run {run} stops at a segment closed by rotation: "
@@ -514,6 +520,8 @@ class _Segment:
             return
         info = self.auditor.version(digest, self.path, number, "robots.txt")
         report.used(str(digest), _time(record), info)
+        if d not in _DECIDED and d != "held":
+            return  # a version named without deciding: nothing to recompute
         in_force = self.context.in_force.get((origin, "robots.txt"), "no state")
         if in_force != digest:
             self.problem(number, MISMATCH, f"judged with version {digest}, but the run's last state of the origin "

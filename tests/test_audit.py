@@ -471,6 +471,25 @@ def test_a_killed_run_with_a_torn_last_line(tmp_path: Path) -> None:
     assert result.exit_status(allow_unsealed=True) == 0
 
 
+def test_a_run_killed_as_it_rotated(tmp_path: Path) -> None:
+    """Its last segment sealed (no end) but left plain: not sealed, not a missing segment."""
+    directory, open_segment = killed(tmp_path)
+    with open(open_segment, "ab") as handle:
+        handle.write(json.dumps({"k": "seal", "t": 1789992099.0, "p": "", "n": 4, "h": ""}).encode())
+    lines = read_lines(open_segment)
+    write_lines(open_segment, [*lines[:-1], lines[-1] + b"\n"])
+    _rewrite_chain(open_segment, {})
+    result = audit([directory])
+    assert [(p.file, p.kind) for p in result.problems] == [(str(open_segment), UNSEALED)]
+    assert "killed as it rotated" in result.problems[0].message
+    assert result.exit_status(allow_unsealed=True) == 0
+    # Its gzip form without the next segment: a run whose end was removed.
+    write_lines(open_segment.with_name(open_segment.name + ".gz"), read_lines(open_segment))
+    open_segment.unlink()
+    result = audit([directory])
+    assert [p.kind for p in result.problems] == [MISSING]
+
+
 def test_a_killed_run_with_an_edited_record_is_corrupt(tmp_path: Path) -> None:
     directory, open_segment = killed(tmp_path)
     lines = read_lines(open_segment)
