@@ -219,6 +219,8 @@ class _Auditor:
         #: Every version file's fields, by digest (the first copy that verified, else the first).
         self.versions: dict[str, VersionInfo] = {}
         self.missing_reported: set[str] = set()
+        #: Digests whose version file could not be read (reported once, as the file's problem).
+        self.unreadable: set[str] = set()
         self.parsed: OrderedDict[str, RobotsTxt] = OrderedDict()
 
     def problem(self, file: str, line: int | None, kind: str, message: str) -> None:
@@ -231,15 +233,17 @@ class _Auditor:
         if match is None:
             self.problem(path, None, CORRUPT, "not a version's file name (ignored)")
             return
+        digest = match["digest"]
         try:
             info, body = _read_version(path)
         except (OSError, ValueError, EOFError, zlib.error) as exc:
+            self.unreadable.add(digest)
             self.problem(path, None, CORRUPT, f"not a readable version file: {exc}")
             return
         except Exception as exc:  # warcio's ArchiveLoadFailed and whatever a damaged file raises in its reader
+            self.unreadable.add(digest)
             self.problem(path, None, CORRUPT, f"not a readable WARC file: {type(exc).__name__}: {exc}")
             return
-        digest = match["digest"]
         recorded = info.pop("version")
         computed = version_digest(info["document"], info["requested_url"], info["redirects"], info["final_url"],
                                   info["status"], info["access"], body)
@@ -281,7 +285,7 @@ class _Auditor:
             return None
         info = self.versions.get(digest)
         if info is None:
-            if digest not in self.missing_reported:
+            if digest not in self.missing_reported and digest not in self.unreadable:
                 self.missing_reported.add(digest)
                 self.problem(file, line, MISSING, f"version {digest} is in no directory's {VERSIONS_DIR}/ "
                              "(reported at its first reference)")

@@ -287,7 +287,10 @@ def test_a_version_file_damaged(fleet: Fleet) -> None:
     path = fleet.one / VERSIONS_DIR / version_name(fleet.c)
     path.write_bytes(path.read_bytes()[:-40])
     result = audited(fleet)
-    assert has(result, path, None, CORRUPT, "")
+    # The file's problem, and the verdicts it no longer proves: not a "missing" version.
+    assert [(p.file, p.line, p.kind) for p in result.problems][:1] == [(str(path), None, CORRUPT)]
+    assert MISSING not in {p.kind for p in result.problems}
+    assert has(result, segment(fleet.one, fleet.run1, 3), 5, MISMATCH, "without an earlier allowed verdict")
 
 
 def test_a_version_file_missing(fleet: Fleet) -> None:
