@@ -28,7 +28,8 @@ from .robotstxt import RobotsTxt, parse
 from .tdmrep import TdmRep
 from .usage import UsagePreference
 
-__all__ = ["CORRUPT", "MISMATCH", "MISSING", "UNSEALED", "Audit", "LedgerError", "Problem", "audit", "format_text"]
+__all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "UNSEALED", "Audit", "LedgerError", "Problem", "audit",
+           "format_text"]
 
 #: Kinds of problem. ``unsealed`` is what a killed process leaves (its open segment
 #: without a seal, perhaps a last line cut short): everything written verifies, the
@@ -43,6 +44,8 @@ _VERSION_NAME = re.compile(r"^(?P<digest>[0-9a-f]{64})\.warc\.gz$")
 #: Parsed robots.txt versions kept at hand (a crawl's verdicts mostly follow each other per origin).
 _PARSED_CACHE = 256
 _CHUNK = 1 << 16
+#: Problems listed (all are counted): a ledger altered throughout would list millions.
+MAX_PROBLEMS = 10_000
 
 
 class LedgerError(Exception):
@@ -129,12 +132,19 @@ class Audit:
     origins: dict[str, OriginReport] = field(default_factory=dict)
     runs: list[RunReport] = field(default_factory=list)
     versions: int = 0
+    #: The problems, the first :data:`MAX_PROBLEMS` of them; :attr:`kinds` counts them all.
     problems: list[Problem] = field(default_factory=list)
+    kinds: Counter[str] = field(default_factory=Counter)
+
+    def add(self, problem: Problem) -> None:
+        self.kinds[problem.kind] += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
 
     def exit_status(self, allow_unsealed: bool = False) -> int:
         """0 when everything verifies (with ``allow_unsealed``, a run that did not end
         cleanly is accepted when what it wrote verifies), else 1."""
-        blocking = [p for p in self.problems if not (allow_unsealed and p.kind == UNSEALED)]
+        blocking = sum(count for kind, count in self.kinds.items() if not (allow_unsealed and kind == UNSEALED))
         return 1 if blocking else 0
 
     def as_dict(self, allow_unsealed: bool = False) -> dict[str, Any]:
@@ -162,6 +172,7 @@ class Audit:
             ],
             "runs": [{"run": run.run, "directory": run.directory, "segments": run.segments, "records": run.records,
                       "ending": run.ending} for run in self.runs],
+            "problem_count": dict(sorted(self.kinds.items())),
             "problems": [{"file": p.file, "line": p.line, "kind": p.kind, "message": p.message}
                          for p in self.problems],
         }
@@ -224,7 +235,7 @@ class _Auditor:
         self.parsed: OrderedDict[str, RobotsTxt] = OrderedDict()
 
     def problem(self, file: str, line: int | None, kind: str, message: str) -> None:
-        self.result.problems.append(Problem(file, line, kind, message))
+        self.result.add(Problem(file, line, kind, message))
 
     # -- versions -------------------------------------------------------------------
     def version_file(self, directory: str, name: str) -> None:
@@ -725,11 +736,14 @@ def format_text(result: Audit, allow_unsealed: bool = False) -> str:
                    f"{_count(run.records, 'record')}, {run.ending}")
     out.append("")
     status = result.exit_status(allow_unsealed)
-    if result.problems:
-        out.append(f"Problems ({len(result.problems)})")
+    total = sum(result.kinds.values())
+    if total:
+        out.append(f"Problems ({total})")
         out.extend(f"  {problem}" for problem in result.problems)
+        if total > len(result.problems):
+            out.append(f"  ... and {total - len(result.problems)} more, not listed")
         out.append("")
-    verdict = "everything verifies" if not result.problems else (
+    verdict = "everything verifies" if not total else (
         "everything written verifies; runs that did not end cleanly accepted (--allow-unsealed)" if status == 0
         else "FAILED")
     out.append(f"Result: {verdict} (exit {status})")

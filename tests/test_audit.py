@@ -437,6 +437,21 @@ def test_tdm_reserved_verdicts_are_recomputed_from_the_archived_tdmrep_json(tmp_
     assert "without a tdmrep.json version" in result.problems[0].message
 
 
+def test_problems_beyond_the_listed_ones_are_counted(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scrapy_rfc9309.audit as module
+
+    monkeypatch.setattr(module, "MAX_PROBLEMS", 2)
+    (fleet.one / VERSIONS_DIR / version_name(fleet.b404)).unlink()  # 1 missing, 1 response not proven
+    segment(fleet.one, fleet.run1, 3).unlink()  # 1 missing
+    result = audited(fleet)
+    assert len(result.problems) == 2
+    assert result.kinds == {MISSING: 2, MISMATCH: 1}
+    assert result.exit_status() == 1
+    text = module.format_text(result)
+    assert "Problems (3)" in text and "... and 1 more, not listed" in text
+    assert result.as_dict()["problem_count"] == {MISMATCH: 1, MISSING: 2}
+
+
 # -- kill -9 ------------------------------------------------------------------------------
 def killed(tmp_path: Path) -> tuple[Path, Path]:
     directory = tmp_path / "killed"
