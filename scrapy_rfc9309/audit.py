@@ -28,8 +28,8 @@ from .robotstxt import RobotsTxt, parse
 from .tdmrep import TdmRep
 from .usage import UsagePreference
 
-__all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "UNSEALED", "Audit", "LedgerError", "Problem", "audit",
-           "format_text"]
+__all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "UNSEALED", "Audit", "LedgerError", "OriginReport",
+           "Problem", "RunReport", "audit", "format_text"]
 
 #: Kinds of problem. ``unsealed`` is what a killed process leaves (its open segment
 #: without a seal, perhaps a last line cut short): everything written verifies, the
@@ -95,6 +95,8 @@ class VersionUse:
 
 @dataclass
 class OriginReport:
+    """One origin's share of the ledger: the versions its records name, its verdicts, its responses."""
+
     origin: str
     versions: dict[str, VersionUse] = field(default_factory=dict)
     #: Verdicts by ``d``; ``dropped`` ones also by ``why`` in :attr:`dropped`.
@@ -115,6 +117,8 @@ class OriginReport:
 
 @dataclass
 class RunReport:
+    """One run (one process's crawl): the directory of its first segment, its segments and records."""
+
     run: str
     directory: str
     segments: int = 0
