@@ -46,6 +46,10 @@ _PARSED_CACHE = 256
 _CHUNK = 1 << 16
 #: Problems listed (all are counted): a ledger altered throughout would list millions.
 MAX_PROBLEMS = 10_000
+#: A record's line and a version's body longer than this are reported, not read: what the writer
+#: writes is far shorter (a URL, a rule), and a hostile file must not exhaust the audit's memory.
+MAX_LINE_BYTES = 1 << 20
+MAX_VERSION_BYTES = 64 << 20
 
 
 class LedgerError(Exception):
@@ -412,6 +416,10 @@ class _Segment:
         previous = GENESIS
         try:
             for number, raw in enumerate(_lines(self.path, self.closed), 1):
+                if len(raw) > MAX_LINE_BYTES:
+                    self.problem(number, CORRUPT, f"a line over {MAX_LINE_BYTES >> 10} KiB (not read; the rest of "
+                                 "the segment is not checked)")
+                    return
                 if self.seal_hash is not None:
                     self.problem(number, CORRUPT, "a record after the seal")
                     return
@@ -430,7 +438,7 @@ class _Segment:
     def record(self, number: int, line: bytes, previous: bytes) -> None:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the interpreter's stack
             record = None
         if not isinstance(record, dict):
             self.problem(number, CORRUPT, "not a JSON object")
@@ -641,8 +649,10 @@ def _open(path: str, closed: bool) -> BinaryIO:
 
 
 def _lines(path: str, closed: bool) -> Iterator[bytes]:
+    """The file's lines, each cut after :data:`MAX_LINE_BYTES` + 1 bytes (a longer one is not a record)."""
     with _open(path, closed) as handle:
-        yield from handle
+        while line := handle.readline(MAX_LINE_BYTES + 1):
+            yield line
 
 
 def _same_records(path: str, closed: bool, other: str, other_closed: bool) -> bool:
@@ -663,13 +673,20 @@ def _read_version(path: str) -> tuple[dict[str, Any], bytes]:
     """A version file's fields and body (the record's payload as stored)."""
     from warcio.archiveiterator import ArchiveIterator
 
+    found: tuple[Any, bytes] | None = None
     with open(path, "rb") as handle:
-        records = [(record.rec_type, record.rec_headers, record.raw_stream.read())
-                   for record in ArchiveIterator(handle)]
-    responses = [record for record in records if record[0] == "response"]
-    if len(responses) != 1:
-        raise ValueError(f"{len(responses)} response records, not 1")
-    _, headers, body = responses[0]
+        for record in ArchiveIterator(handle):
+            if record.rec_type != "response":
+                continue
+            if found is not None:
+                raise ValueError("more than one response record")
+            body = record.raw_stream.read(MAX_VERSION_BYTES + 1)
+            if len(body) > MAX_VERSION_BYTES:
+                raise ValueError(f"a body over {MAX_VERSION_BYTES >> 20} MiB (not read)")
+            found = record.rec_headers, body
+    if found is None:
+        raise ValueError("no response record")
+    headers, body = found
     fmt = headers.get_header("WARC-RFC9309-Format")
     if fmt != str(FORMAT):
         raise ValueError(f"WARC-RFC9309-Format {fmt!r}: this audit reads version {FORMAT}")

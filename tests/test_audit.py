@@ -452,6 +452,28 @@ def test_problems_beyond_the_listed_ones_are_counted(fleet: Fleet, monkeypatch: 
     assert result.as_dict()["problem_count"] == {MISMATCH: 1, MISSING: 2}
 
 
+def test_hostile_files_are_reported_not_read(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line too long, JSON nested deeper than the stack, a version too large, a version file of two
+    responses: each a problem, none read whole or crashing the audit."""
+    import scrapy_rfc9309.audit as module
+
+    long_line = segment(fleet.one, fleet.run1, 2)
+    lines = read_lines(long_line)
+    write_lines(long_line, [*lines[:3], b'{"k":"' + b"x" * (2 << 20) + b'"}\n', *lines[3:]])
+    nested = segment(fleet.two, fleet.run2, 1)
+    lines = read_lines(nested)
+    write_lines(nested, [*lines[:2], b"[" * 200_000 + b"]" * 200_000 + b"\n", *lines[2:]])
+    two_responses = fleet.one / VERSIONS_DIR / version_name(fleet.b404)
+    with open(two_responses, "ab") as handle:  # a second gzip member: another WARC record
+        handle.write((fleet.one / VERSIONS_DIR / version_name(fleet.a1)).read_bytes())
+    monkeypatch.setattr(module, "MAX_VERSION_BYTES", 35)  # ROBOTS_A2 (39 bytes) is too large now, ROBOTS_A1 (33) is not
+    result = audited(fleet)
+    assert has(result, long_line, 4, CORRUPT, "a line over 1024 KiB")
+    assert has(result, nested, 3, CORRUPT, "not a JSON object")
+    assert has(result, two_responses, None, CORRUPT, "more than one response record")
+    assert has(result, fleet.one / VERSIONS_DIR / version_name(fleet.a2), None, CORRUPT, "a body over 0 MiB")
+
+
 # -- kill -9 ------------------------------------------------------------------------------
 def killed(tmp_path: Path) -> tuple[Path, Path]:
     directory = tmp_path / "killed"
