@@ -404,11 +404,12 @@ class _Segment:
         self.torn = False
         #: The chain broke at a record: later links and the seal cannot match.
         self.broken = False
-        #: A problem other than a missing seal was found: the missing seal is then not reported again.
+        #: The file is corrupt (a broken chain, a line that is no record, ...): a missing seal is then
+        #: part of that, not reported again.
         self.damaged = False
 
     def problem(self, line: int | None, kind: str, message: str) -> None:
-        if kind != UNSEALED:
+        if kind == CORRUPT:
             self.damaged = True
         self.auditor.problem(self.path, line, kind, message)
 

@@ -530,6 +530,16 @@ def test_a_run_killed_as_it_rotated(tmp_path: Path) -> None:
     assert [p.kind for p in result.problems] == [MISSING]
 
 
+def test_a_killed_run_with_a_verdict_its_robots_txt_does_not_give(tmp_path: Path) -> None:
+    """Both are listed: the verdict, and the missing seal."""
+    directory, open_segment = killed(tmp_path)
+    _rewrite_chain(open_segment, {2: {"d": "allowed", "r": None}})
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(2, MISMATCH), (None, UNSEALED)]
+    assert result.runs[0].ending == "not sealed"
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
 def test_a_killed_run_with_an_edited_record_is_corrupt(tmp_path: Path) -> None:
     directory, open_segment = killed(tmp_path)
     lines = read_lines(open_segment)
