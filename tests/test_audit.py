@@ -241,6 +241,16 @@ def test_records_at_the_end_removed_with_the_seal(fleet: Fleet) -> None:
     assert result.exit_status(allow_unsealed=True) == 1
 
 
+def test_the_last_closed_segment_truncated_with_its_seal_is_not_a_killed_run(fleet: Fleet) -> None:
+    """A killed process never leaves a gzip segment without its seal: this one was cut."""
+    path = segment(fleet.one, fleet.run1, 3)
+    write_lines(path, read_lines(path)[:-2])
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), None, CORRUPT)]
+    assert "closed (gzip) segment without a seal" in result.problems[0].message
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
 def test_a_segment_removed_from_the_middle_of_a_run(fleet: Fleet) -> None:
     segment(fleet.one, fleet.run1, 2).unlink()
     result = audited(fleet)
