@@ -385,6 +385,9 @@ class _RunContext:
     awaiting: dict[str, list[Any]] = field(default_factory=dict)
     #: The version each (origin, document) was last settled on, from ``state`` records.
     in_force: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    #: Origins whose robots.txt was last settled unavailable without a version (no HTTP status: the
+    #: request was refused by another component): everything allowed, no version to name.
+    unversioned: set[str] = field(default_factory=set)
 
 
 class _Segment:
@@ -510,6 +513,11 @@ class _Segment:
             self.problem(number, CORRUPT, "a state without an origin o or a document doc")
             return
         self.context.in_force[(origin, document)] = digest
+        if document == "robots.txt":
+            if digest is None and record.get("access") == "unavailable":
+                self.context.unversioned.add(origin)
+            else:
+                self.context.unversioned.discard(origin)
         if digest is not None:
             info = self.auditor.version(digest, self.path, number, document)
             self.origin_report(origin).used(str(digest), _time(record), info)
@@ -543,8 +551,12 @@ class _Segment:
             return
         digest = record.get("ver")
         if digest is None:
-            if d in _DECIDED:
-                self.problem(number, MISMATCH, f"{d} without a robots.txt version")
+            if d in ("allowed", "tdm_reserved") and origin in self.context.unversioned and record.get("r") is None:
+                if d == "allowed":
+                    self.awaiting(fp, origin)
+            elif d in _DECIDED:
+                self.problem(number, MISMATCH, f"{d} without a robots.txt version (and the run's last state of "
+                             "the origin is not unavailable without one)")
             return
         info = self.auditor.version(digest, self.path, number, "robots.txt")
         report.used(str(digest), _time(record), info)
@@ -563,11 +575,15 @@ class _Segment:
         if d == "tdm_reserved" and tdm_info is not None and not self.reserved(number, url, str(tdm), tdm_info):
             return
         if self.recomputed(number, record, d, url, agent, digest, info) and d == "allowed":
-            awaiting = self.context.awaiting.get(fp)
-            if awaiting is None:
-                self.context.awaiting[fp] = [1, origin]
-            else:
-                awaiting[0] += 1
+            self.awaiting(fp, origin)
+
+    def awaiting(self, fp: str, origin: str) -> None:
+        """An allowed verdict that verified: one response of ``fp`` is proven."""
+        awaiting = self.context.awaiting.get(fp)
+        if awaiting is None:
+            self.context.awaiting[fp] = [1, origin]
+        else:
+            awaiting[0] += 1
 
     def reserved(self, number: int, url: str, digest: str, info: VersionInfo) -> bool:
         """Whether the tdmrep.json version reserves TDM rights for ``url`` (a ``tdm_reserved`` verdict)."""

@@ -337,6 +337,24 @@ def _rewrite_chain(path: Path, edit: dict[int, dict[str, object]]) -> None:
         _rewrite_chain(following, {1: {"prev": records[-1]["h"]}})
 
 
+def test_an_unavailable_robots_txt_without_a_version_allows_without_one(tmp_path: Path) -> None:
+    """A robots.txt request refused by another component (no HTTP status): unavailable, no version;
+    its allowed verdicts name none. A disallowed verdict, or an origin not in that state, cannot."""
+    directory = tmp_path / "refused"
+    directory.mkdir()
+    run = Run(directory, RUN1)
+    run.write("state", o="http://r.test:80", doc="robots.txt", src="fetch", access="unavailable", ver=None,
+              status=None, err=None, exp=run.clock + 60)
+    run.verdict("http://r.test/a", "r1", "allowed", None)
+    run.response("http://r.test/a", "r1")
+    run.verdict("http://r.test/b", "r2", "disallowed", None, ["Disallow", "/", 2])  # line 5
+    run.verdict("http://other.test/c", "r3", "allowed", None)  # line 6
+    run.close()
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(5, MISMATCH), (6, MISMATCH)]
+    assert result.origins["http://r.test"].responses == {"passed": 1}
+
+
 def test_a_verdict_the_archived_robots_txt_does_not_give(fleet: Fleet) -> None:
     path = segment(fleet.one, fleet.run1, 1)
     _rewrite_chain(path, {5: {"d": "allowed", "r": None}})
