@@ -16,6 +16,14 @@ enforces), 2 a usage error (no URL, a URL that cannot be
 parsed, an unreadable ``--file``), 3 no verdict (the check itself failed; see the
 log).
 
+``scrapy robotstxt audit DIRECTORY... [--json] [--allow-unsealed]``: audit the ledgers
+(``ROBOTSTXT_LEDGER``) of a crawl or of a fleet, read together (see :mod:`.audit`). Exit
+status: 0 everything verifies, 1 a problem (listed), 2 a usage error (no directory, a
+directory that is missing, unreadable or not a ledger). A run that did not end cleanly
+(its last segment not sealed) is a problem unless ``--allow-unsealed``. The first
+argument ``audit`` selects the audit: a URL whose host is ``audit`` needs its scheme
+(``http://audit/``).
+
 ``scrapy settings [--get NAME ...]`` is Scrapy's command, with the settings as a
 crawl gets them: after the project's add-ons (``ADDONS``) have changed them. Up to
 Scrapy 2.19 Scrapy's own command prints them before any add-on runs (Scrapy issue
@@ -44,12 +52,13 @@ from scrapy.utils.url import add_http_if_no_scheme
 from . import _compat, matcher_in_use
 from .access import Access, Cause, OriginState
 from .agent import product_token
+from .audit import LedgerError, audit, format_text
 from .middleware import RobotsTxtMiddleware
 from .origin import Origin
 from .robotstxt import RobotsTxt, parse
 
 __all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "SettingsCommand", "exit_status",
-           "explain", "explain_tdmrep", "url_problem"]
+           "explain", "explain_tdmrep", "run_audit", "url_problem"]
 
 #: Why an unreachable robots.txt disallows, and what becomes of the origin's requests.
 _UNREACHABLE_VERDICT = {
@@ -195,7 +204,7 @@ class RobotstxtCommand(ScrapyCommand):
     default_settings = {"LOG_LEVEL": "WARNING", "ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 0}}
 
     def syntax(self) -> str:
-        return "[options] URL"
+        return "[options] URL | audit [--json] [--allow-unsealed] DIRECTORY..."
 
     def short_desc(self) -> str:
         return "Explain what robots.txt says about a URL (RFC 9309)"
@@ -206,15 +215,29 @@ class RobotstxtCommand(ScrapyCommand):
                             help="product token or User-Agent string, by default ROBOTSTXT_USER_AGENT or USER_AGENT")
         parser.add_argument("--file", "-f", dest="file", default=None,
                             help="check this local robots.txt instead of fetching one")
+        parser.add_argument("--json", dest="json", action="store_true",
+                            help="audit: print the report as JSON")
+        parser.add_argument("--allow-unsealed", dest="allow_unsealed", action="store_true",
+                            help="audit: exit 0 for a run that did not end cleanly when what it wrote verifies")
 
     def long_desc(self) -> str:
         return (
             "Explain what robots.txt says about a URL (RFC 9309): the access result, the group, the verdict "
             "and the line that decides it. Exit status: 0 allowed, 1 disallowed or held (robots.txt "
-            "unreachable), 2 usage error (such as a URL that cannot be parsed), 3 no verdict."
+            "unreachable), 2 usage error (such as a URL that cannot be parsed), 3 no verdict.\n\n"
+            "robotstxt audit DIRECTORY... checks the ledgers ROBOTSTXT_LEDGER wrote (a fleet's directories "
+            "together): every record chain and seal, every archived robots.txt version, every verdict "
+            "recomputed, every response tied to an allowed verdict. Exit status: 0 everything verifies, 1 "
+            "problems (listed; a run that did not end cleanly is one unless --allow-unsealed), 2 usage error. "
+            "A URL whose host is 'audit' needs its scheme (http://audit/)."
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args[:1] == ["audit"]:
+            self.exitcode = run_audit(args[1:], opts)
+            return
+        if opts.json or opts.allow_unsealed:
+            raise UsageError("--json and --allow-unsealed go with 'audit DIRECTORY...'")
         if len(args) != 1:
             raise UsageError("give exactly one URL")
         url = add_http_if_no_scheme(args[0].strip())
@@ -248,6 +271,23 @@ class RobotstxtCommand(ScrapyCommand):
             return
         print("\n".join([*lines, matcher_line]))
         self.exitcode = status[0] if status else NO_VERDICT
+
+
+def run_audit(directories: list[str], opts: argparse.Namespace) -> int:
+    """``scrapy robotstxt audit``: print the report, return the exit status."""
+    if opts.file or opts.agent:
+        raise UsageError("--file and --agent do not apply to 'audit'")
+    if not directories:
+        raise UsageError("give at least one ledger directory: scrapy robotstxt audit DIRECTORY...")
+    try:
+        result = audit(directories)
+    except LedgerError as exc:
+        raise UsageError(str(exc)) from None
+    if opts.json:
+        print(json.dumps(result.as_dict(opts.allow_unsealed), indent=2))
+    else:
+        print(format_text(result, opts.allow_unsealed))
+    return result.exit_status(opts.allow_unsealed)
 
 
 class SettingsCommand(ScrapySettingsCommand):

@@ -1,0 +1,151 @@
+"""A small ledger writer for the audit's tests, written from docs/ledger-format.md
+alone (not the package's writer), so that the audit is checked against the format
+document. Kept in one module so that tests can swap it for ledgers a real crawl writes.
+"""
+
+from __future__ import annotations
+
+import calendar
+import gzip
+import io
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from scrapy_rfc9309.ledger_format import (
+    GENESIS,
+    RUNS_DIR,
+    VERSIONS_DIR,
+    chain,
+    link,
+    segment_name,
+    version_digest,
+    version_name,
+)
+from scrapy_rfc9309.origin import Origin
+
+
+def write_version(directory: Path, url: str, body: bytes, status: int = 200, *, document: str = "robots.txt",
+                  redirects: Sequence[str] = (), final_url: str | None = None) -> str:
+    """Write one version (if the directory does not have it) and return its digest."""
+    access = "parsed" if 200 <= status < 300 else "unavailable"
+    final = final_url or url
+    digest = version_digest(document, url, redirects, final, status, access, body)
+    folder = directory / VERSIONS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / version_name(digest)
+    if path.exists():
+        return digest
+    fields = {
+        "WARC-Date": "2026-09-21T12:00:00Z",
+        "WARC-RFC9309-Format": "1",
+        "WARC-RFC9309-Version": digest,
+        "WARC-RFC9309-Document": document,
+        "WARC-RFC9309-Requested-URI": url,
+        "WARC-RFC9309-Status": str(status),
+        "WARC-RFC9309-Access": access,
+        "WARC-RFC9309-Lifetime": "86400",
+        "WARC-RFC9309-Source": "fetch",
+    }
+    if redirects:
+        fields["WARC-RFC9309-Redirects"] = " ".join(redirects)
+    temporary = folder / f"{digest}.{os.getpid()}.tmp"
+    with open(temporary, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True, warc_version="WARC/1.1")
+        http = StatusAndHeaders(f"{status} X", [("Content-Type", "text/plain"),
+                                                ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(final, "response", payload=io.BytesIO(body),
+                                                      http_headers=http, warc_headers_dict=fields))
+    os.link(temporary, path)
+    os.unlink(temporary)
+    return digest
+
+
+class Run:
+    """One process's run: records are appended to a plain segment, which is sealed and
+    gzipped at rotation and close. ``kill()`` leaves the open segment as it is."""
+
+    def __init__(self, directory: Path, run: str = "20260921T120000Z-host-100-0000aaaa", agent: str = "testbot",
+                 ) -> None:
+        self.directory = directory
+        self.run = run
+        self.agent = agent
+        (directory / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+        self.segment = 0
+        self.prev_seal = ""
+        self.clock = float(calendar.timegm(time.strptime(run[:16], "%Y%m%dT%H%M%SZ")))  # the run's start
+        self._open(1)
+
+    def _open(self, number: int) -> None:
+        self.segment = number
+        self.hash = GENESIS
+        self.count = 0
+        self.path = self.directory / RUNS_DIR / segment_name(self.run, number, closed=False)
+        self.handle = open(self.path, "ab")
+        self.write("head", v=1, run=self.run, seg=number, prev=self.prev_seal, pkg="0.1.0", agent=self.agent)
+
+    def write(self, kind: str, **fields: Any) -> None:
+        self.clock += 1.0
+        record = {"k": kind, "t": round(self.clock, 3), "p": link(self.hash) if self.count else "", **fields}
+        line = json.dumps(record, separators=(",", ":")).encode()
+        self.handle.write(line + b"\n")
+        self.handle.flush()
+        self.hash = chain(self.hash, line)
+        self.count += 1
+
+    def state(self, origin: str, version: str | None, access: str = "parsed", status: int | None = 200,
+              document: str = "robots.txt") -> None:
+        self.write("state", o=origin, doc=document, src="fetch", access=access, ver=version, status=status,
+                   err=None, exp=self.clock + 86400)
+
+    def verdict(self, url: str, fp: str, d: str, version: str | None, rule: list[Any] | None = None,
+                agent: str = "testbot", **extra: Any) -> None:
+        self.write("verdict", m="GET", u=url, fp=fp, o=str(Origin.from_url(url)), a=agent, ver=version, d=d,
+                   r=rule, **extra)
+
+    def response(self, url: str, fp: str, status: int = 200, d: str = "passed") -> None:
+        self.write("response", fp=fp, u=url, s=status, d=d)
+
+    def _seal(self, end: bool) -> None:
+        fields: dict[str, Any] = {"n": self.count, "h": self.hash.hex()}
+        if end:
+            fields["end"] = True
+        self.write("seal", **fields)
+        self.prev_seal = fields["h"]
+        self.handle.close()
+        closed = self.path.with_name(segment_name(self.run, self.segment, closed=True))
+        temporary = closed.with_name(closed.name + ".tmp")
+        with open(self.path, "rb") as plain, gzip.open(temporary, "wb") as packed:
+            packed.write(plain.read())
+        os.rename(temporary, closed)
+        os.unlink(self.path)
+
+    def rotate(self) -> None:
+        self._seal(end=False)
+        self._open(self.segment + 1)
+
+    def close(self) -> None:
+        self._seal(end=True)
+
+    def kill(self) -> None:
+        self.handle.close()
+
+
+def segment(directory: Path, run: Run, number: int, closed: bool = True) -> Path:
+    return directory / RUNS_DIR / segment_name(run.run, number, closed)
+
+
+def read_lines(path: Path) -> list[bytes]:
+    data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    return data.splitlines(keepends=True)
+
+
+def write_lines(path: Path, lines: list[bytes]) -> None:
+    data = b"".join(lines)
+    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)

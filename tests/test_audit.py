@@ -1,0 +1,673 @@
+"""``scrapy robotstxt audit``: ledgers written by a test-side writer that follows
+docs/ledger-format.md (tests/ledger_writer.py), audited intact, after each kind of
+tampering, and after a ``kill -9``; and the command itself in a subprocess."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from ledger_writer import Run, read_lines, segment, write_lines, write_version
+from test_command import scrapy
+
+from scrapy_rfc9309.audit import CORRUPT, MISMATCH, MISSING, UNSEALED, Audit, LedgerError, Problem, audit
+from scrapy_rfc9309.ledger_format import VERSIONS_DIR, version_name
+
+A, B, C = "http://a.test", "http://b.test", "https://c.test"
+ROBOTS_A1 = b"User-agent: *\nDisallow: /private\n"
+ROBOTS_A2 = b"User-agent: *\nDisallow: /\nAllow: /open\n"
+ROBOTS_C = b"User-agent: *\nContent-Usage: train-ai=n\nDisallow: /x\n"
+RUN1 = "20260921T120000Z-host-100-0000aaaa"
+RUN2 = "20260921T120500Z-other_host-200-0000bbbb"
+
+
+@dataclass
+class Fleet:
+    one: Path
+    two: Path
+    run1: Run
+    run2: Run
+    a1: str
+    a2: str
+    b404: str
+    c: str
+
+
+def build(tmp_path: Path) -> Fleet:
+    """Two directories of a fleet: run 1 (three segments) in ``one``, run 2 in ``two``; the
+    versions of a.test are in ``one`` only, except the first, which ``two`` wrote too."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    a1 = write_version(one, "http://a.test/robots.txt", ROBOTS_A1)
+    a2 = write_version(one, "http://a.test/robots.txt", ROBOTS_A2)
+    b404 = write_version(one, "http://b.test/robots.txt", b"<h1>Not found</h1>", status=404)
+    c = write_version(one, "https://c.test/robots.txt", ROBOTS_C, redirects=["https://c.test/robots.txt"],
+                      final_url="https://www.c.test/robots.txt")
+    assert write_version(two, "http://a.test/robots.txt", ROBOTS_A1) == a1
+
+    run1 = Run(one, RUN1)
+    run1.verdict("http://a.test/page", "f1", "held", None)  # line 2: a.test's robots.txt not known yet
+    run1.state(A, a1)
+    run1.verdict("http://a.test/page", "f1", "allowed", a1)
+    run1.verdict("http://a.test/private/x", "f2", "disallowed", a1, ["Disallow", "/private", 2])  # line 5
+    run1.response("http://a.test/page", "f1")
+    run1.verdict("http://a.test/robots.txt", "f9", "not_judged", None, why="dont_obey_robotstxt")
+    run1.rotate()
+    run1.state(B, b404, access="unavailable", status=404)
+    run1.verdict("http://b.test/any", "f3", "allowed", b404)
+    run1.verdict("http://b.test/late", "f4", "dropped", None, why="closing")
+    run1.response("http://b.test/any", "f3", status=200)
+    run1.state(A, a2)
+    run1.verdict("http://a.test/open/1", "f5", "allowed", a2, ["Allow", "/open", 3])
+    run1.verdict("http://a.test/other", "f6", "disallowed", a2, ["Disallow", "/", 2])
+    run1.response("http://a.test/open/1", "f5", status=404)
+    run1.rotate()
+    run1.state(C, c)
+    run1.verdict("https://c.test/a", "f7", "usage_denied", c, up="content-usage: train-ai=n (line 2)")
+    run1.verdict("https://c.test/b", "f8", "allowed", c, up="content-usage: train-ai=n (line 2)")
+    run1.response("https://c.test/b", "f8", d="usage_denied")
+    run1.verdict("https://c.test/c", "f10", "requeued", None)
+    run1.close()
+
+    run2 = Run(two, RUN2)
+    run2.state("http://a.test:80", a1)  # the same origin, its port written
+    run2.verdict("http://a.test/one", "g1", "allowed", a1)
+    run2.verdict("http://a.test/one", "g1", "allowed", a1)  # a duplicate request (dont_filter)
+    run2.response("http://a.test/one", "g1")
+    run2.response("http://a.test/one", "g1")
+    run2.state(A, a2)  # a2 is only in directory one
+    run2.verdict("http://a.test/open/2", "g2", "allowed", a2, ["Allow", "/open", 3])
+    run2.response("http://a.test/open/2", "g2")
+    run2.close()
+    return Fleet(one, two, run1, run2, a1, a2, b404, c)
+
+
+def problems(result: Audit, kind: str | None = None) -> list[Problem]:
+    return [problem for problem in result.problems if kind is None or problem.kind == kind]
+
+
+def has(result: Audit, path: Path, line: int | None, kind: str, words: str) -> bool:
+    return any(p.file == str(path) and p.line == line and p.kind == kind and words in p.message
+               for p in result.problems)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Fleet:
+    return build(tmp_path)
+
+
+def audited(fleet: Fleet) -> Audit:
+    return audit([fleet.one, fleet.two])
+
+
+# -- an intact ledger ---------------------------------------------------------------------
+def test_an_intact_fleet_verifies_with_its_counts(fleet: Fleet) -> None:
+    result = audited(fleet)
+    assert result.problems == []
+    assert result.exit_status() == 0
+    assert result.versions == 4
+    origins = result.origins
+    assert sorted(origins) == [A, B, C]
+    a = origins[A]
+    assert a.requests == {"held": 1, "allowed": 5, "disallowed": 2, "not_judged": 1}
+    assert sum(a.responses.values()) == 5
+    assert [use.digest for use in sorted(a.versions.values(), key=lambda use: use.first)] == [fleet.a1, fleet.a2]
+    first = a.versions[fleet.a1]
+    assert (first.document, first.access, first.status) == ("robots.txt", "parsed", 200)
+    assert first.first < first.last
+    b = origins[B]
+    assert b.requests == {"allowed": 1, "dropped": 1}
+    assert b.dropped == {"closing": 1}
+    assert (b.versions[fleet.b404].access, b.versions[fleet.b404].status) == ("unavailable", 404)
+    c = origins[C]
+    assert c.requests == {"usage_denied": 1, "allowed": 1, "requeued": 1}
+    assert c.responses == {"usage_denied": 1}
+    runs = {run.run: run for run in result.runs}
+    assert (runs[RUN1].segments, runs[RUN1].records, runs[RUN1].ending) == (3, 22, "ended")
+    assert (runs[RUN2].segments, runs[RUN2].ending) == (1, "ended")
+
+
+def test_one_directory_of_the_fleet_alone_misses_the_version_the_other_holds(fleet: Fleet) -> None:
+    result = audit([fleet.two])
+    assert [(p.kind, p.line) for p in problems(result)][:1] == [(MISSING, 7)]
+    assert fleet.a2 in result.problems[0].message
+    assert result.exit_status() == 1
+
+
+def test_a_segment_left_plain_beside_its_gzip_form_is_the_same_segment(fleet: Fleet) -> None:
+    closed = segment(fleet.one, fleet.run1, 2)
+    plain = segment(fleet.one, fleet.run1, 2, closed=False)
+    plain.write_bytes(gzip.decompress(closed.read_bytes()))  # killed between the rename and the unlink
+    assert audited(fleet).problems == []
+    lines = read_lines(plain)
+    write_lines(plain, lines[:-1])
+    result = audited(fleet)
+    assert has(result, plain, None, CORRUPT, "differ")
+
+
+def test_temporary_files_are_ignored(fleet: Fleet) -> None:
+    (fleet.one / "runs" / f"{RUN1}-000004.jsonl.gz.tmp").write_bytes(b"partial")
+    (fleet.one / VERSIONS_DIR / f"{'0' * 64}.123.tmp").write_bytes(b"partial")
+    assert audited(fleet).problems == []
+
+
+# -- tampering ----------------------------------------------------------------------------
+@pytest.mark.parametrize("closed", [True, False])
+def test_one_byte_edited_in_a_record(tmp_path: Path, closed: bool) -> None:
+    fleet = build(tmp_path)
+    path = segment(fleet.one, fleet.run1, 1)
+    if not closed:  # the same bytes as an open segment of a killed run
+        plain = segment(fleet.one, fleet.run1, 3, closed=False)
+        plain.write_bytes(gzip.decompress(segment(fleet.one, fleet.run1, 3).read_bytes()))
+        segment(fleet.one, fleet.run1, 3).unlink()
+        path = plain
+        target = 3  # the usage_denied verdict: "train-ai" becomes "train-AI"
+        lines = read_lines(path)
+        lines[target - 1] = lines[target - 1].replace(b"train-ai", b"train-AI")
+    else:
+        target = 5  # the disallowed verdict of /private/x becomes allowed
+        lines = read_lines(path)
+        lines[target - 1] = lines[target - 1].replace(b'"d":"disallowed"', b'"d":"Disallowed"')
+    write_lines(path, lines)
+    result = audited(fleet)
+    assert has(result, path, target + 1, CORRUPT, "chain breaks")
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
+def test_a_byte_edited_in_the_compressed_bytes(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 2)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    result = audited(fleet)
+    assert any(p.file == str(path) and p.kind == CORRUPT for p in result.problems)
+    assert result.exit_status() == 1
+
+
+def test_a_record_deleted(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 1)
+    lines = read_lines(path)
+    del lines[3]  # the allowed verdict of f1 (line 4)
+    write_lines(path, lines)
+    result = audited(fleet)
+    assert has(result, path, 4, CORRUPT, "chain breaks")
+    # f1's response now has no allowed verdict before it.
+    assert has(result, path, 5, MISMATCH, "without an earlier allowed verdict")
+
+
+def test_two_records_reordered(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 2)
+    lines = read_lines(path)
+    lines[2], lines[3] = lines[3], lines[2]
+    write_lines(path, lines)
+    result = audited(fleet)
+    assert has(result, path, 3, CORRUPT, "chain breaks")
+
+
+def test_records_at_the_end_removed_the_seal_kept(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 2)
+    lines = read_lines(path)
+    write_lines(path, [*lines[:-3], lines[-1]])
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), len(lines) - 2, CORRUPT)]
+    assert "chain breaks" in result.problems[0].message
+
+
+def test_records_at_the_end_removed_the_seals_link_mended(fleet: Fleet) -> None:
+    """The seal's own link made to fit the records kept: its count and hash still tell."""
+    from scrapy_rfc9309.ledger_format import GENESIS, chain, link
+
+    path = segment(fleet.one, fleet.run1, 2)
+    lines = read_lines(path)
+    kept, previous = lines[:-3], GENESIS
+    for line in kept:
+        previous = chain(previous, line[:-1])
+    seal = json.loads(lines[-1])
+    seal["p"] = link(previous)
+    write_lines(path, [*kept, json.dumps(seal, separators=(",", ":")).encode() + b"\n"])
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), len(kept) + 1, CORRUPT)]
+    assert "the seal (n 9" in result.problems[0].message
+
+
+def test_records_at_the_end_removed_with_the_seal(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 2)
+    write_lines(path, read_lines(path)[:-3])
+    result = audited(fleet)
+    assert has(result, path, None, CORRUPT, "closed (gzip) segment without a seal")
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
+def test_the_last_closed_segment_truncated_with_its_seal_is_not_a_killed_run(fleet: Fleet) -> None:
+    """A killed process never leaves a gzip segment without its seal: this one was cut."""
+    path = segment(fleet.one, fleet.run1, 3)
+    write_lines(path, read_lines(path)[:-2])
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), None, CORRUPT)]
+    assert "closed (gzip) segment without a seal" in result.problems[0].message
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
+def test_a_segment_removed_from_the_middle_of_a_run(fleet: Fleet) -> None:
+    segment(fleet.one, fleet.run1, 2).unlink()
+    result = audited(fleet)
+    assert has(result, segment(fleet.one, fleet.run1, 3), None, MISSING, "segment 2 of run")
+    assert {run.run: run.ending for run in result.runs}[RUN1] == "incomplete"
+
+
+def test_the_last_segment_of_a_run_removed(fleet: Fleet) -> None:
+    segment(fleet.one, fleet.run1, 3).unlink()
+    result = audited(fleet)
+    assert has(result, segment(fleet.one, fleet.run1, 2), None, MISSING, "later segments are missing")
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
+def test_the_first_segment_of_a_run_removed(fleet: Fleet) -> None:
+    segment(fleet.one, fleet.run1, 1).unlink()
+    result = audited(fleet)
+    assert has(result, segment(fleet.one, fleet.run1, 2), None, MISSING, "segment 1 of run")
+
+
+def test_a_segment_replaced_by_one_of_another_run_position(fleet: Fleet) -> None:
+    """Segments swapped: the heads name other numbers and their prev links break."""
+    two, three = segment(fleet.one, fleet.run1, 2), segment(fleet.one, fleet.run1, 3)
+    data = two.read_bytes()
+    two.write_bytes(three.read_bytes())
+    three.write_bytes(data)
+    result = audited(fleet)
+    assert has(result, two, 1, CORRUPT, "head names run")
+    assert has(result, two, 1, CORRUPT, "prev")
+
+
+def test_a_version_file_edited(fleet: Fleet, tmp_path: Path) -> None:
+    """The body rewritten (Disallow: /private -> /privat), the name kept."""
+    scratch = tmp_path / "scratch"
+    edited = write_version(scratch, "http://a.test/robots.txt", ROBOTS_A1.replace(b"/private", b"/privat"))
+    path = fleet.one / VERSIONS_DIR / version_name(fleet.a1)
+    os.replace(scratch / VERSIONS_DIR / version_name(edited), path)
+    result = audit([fleet.one])
+    assert has(result, path, None, CORRUPT, "digest")
+    assert result.exit_status() == 1
+
+
+def test_a_version_file_damaged(fleet: Fleet) -> None:
+    path = fleet.one / VERSIONS_DIR / version_name(fleet.c)
+    path.write_bytes(path.read_bytes()[:-40])
+    result = audited(fleet)
+    # The file's problem, and the verdicts it no longer proves: not a "missing" version.
+    assert [(p.file, p.line, p.kind) for p in result.problems][:1] == [(str(path), None, CORRUPT)]
+    assert MISSING not in {p.kind for p in result.problems}
+    assert has(result, segment(fleet.one, fleet.run1, 3), 5, MISMATCH, "without an earlier allowed verdict")
+
+
+def test_a_version_file_missing(fleet: Fleet) -> None:
+    (fleet.one / VERSIONS_DIR / version_name(fleet.b404)).unlink()
+    result = audited(fleet)
+    # Reported once, at its first reference: run 1's state of b.test, line 2 of segment 2.
+    missing = problems(result, MISSING)
+    assert [(p.file, p.line) for p in missing] == [(str(segment(fleet.one, fleet.run1, 2)), 2)]
+    # The allowed verdict it stood for cannot be verified: its response is not proven either.
+    assert has(result, segment(fleet.one, fleet.run1, 2), 5, MISMATCH, "without an earlier allowed verdict")
+
+
+def _rewrite_chain(path: Path, edit: dict[int, dict[str, object]]) -> None:
+    """Rewrite a segment with records changed and its chain, its seal and the next segment's
+    head recomputed: what someone able to rewrite whole files consistently can do (the chain
+    cannot show it; the verdict's recomputation can)."""
+    from scrapy_rfc9309.ledger_format import GENESIS, SEGMENT_RE, chain, link, segment_name
+
+    records = [json.loads(line) for line in read_lines(path)]
+    out, previous = [], GENESIS
+    for number, record in enumerate(records, 1):
+        record.update(edit.get(number, {}))
+        record["p"] = link(previous) if number > 1 else ""
+        if record["k"] == "seal":
+            record["h"], record["n"] = previous.hex(), number - 1
+        line = json.dumps(record, separators=(",", ":")).encode()
+        out.append(line + b"\n")
+        previous = chain(previous, line)
+    write_lines(path, out)
+    match = SEGMENT_RE.match(path.name)
+    assert match is not None
+    following = path.with_name(segment_name(match["run"], int(match["seg"]) + 1, closed=True))
+    if records[-1]["k"] == "seal" and following.exists():
+        _rewrite_chain(following, {1: {"prev": records[-1]["h"]}})
+
+
+def test_an_unavailable_robots_txt_without_a_version_allows_without_one(tmp_path: Path) -> None:
+    """A robots.txt request refused by another component (no HTTP status): unavailable, no version;
+    its allowed verdicts name none. A disallowed verdict, or an origin not in that state, cannot."""
+    directory = tmp_path / "refused"
+    directory.mkdir()
+    run = Run(directory, RUN1)
+    run.write("state", o="http://r.test:80", doc="robots.txt", src="fetch", access="unavailable", ver=None,
+              status=None, err=None, exp=run.clock + 60)
+    run.verdict("http://r.test/a", "r1", "allowed", None)
+    run.response("http://r.test/a", "r1")
+    run.verdict("http://r.test/b", "r2", "disallowed", None, ["Disallow", "/", 2])  # line 5
+    run.verdict("http://other.test/c", "r3", "allowed", None)  # line 6
+    run.close()
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(5, MISMATCH), (6, MISMATCH)]
+    assert result.origins["http://r.test"].responses == {"passed": 1}
+
+
+def test_a_verdict_the_archived_robots_txt_does_not_give(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 1)
+    _rewrite_chain(path, {5: {"d": "allowed", "r": None}})
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), 5, MISMATCH)]
+    assert "Disallow: /private, line 2" in result.problems[0].message
+
+
+def test_a_verdict_turned_over_with_its_rule_kept(fleet: Fleet) -> None:
+    """a.test/open/1 recorded disallowed by the Allow rule that allows it."""
+    path = segment(fleet.one, fleet.run1, 2)
+    _rewrite_chain(path, {7: {"d": "disallowed"}})
+    result = audited(fleet)
+    assert [(p.line, p.kind) for p in result.problems] == [(7, MISMATCH), (9, MISMATCH)]
+    assert "disallowed, but version" in result.problems[0].message
+
+
+def test_a_rule_the_archived_robots_txt_does_not_give(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 2)
+    _rewrite_chain(path, {7: {"r": ["Allow", "/open", 4]}})
+    result = audited(fleet)
+    # The verdict, and the response it no longer proves.
+    assert [(p.line, p.kind) for p in result.problems] == [(7, MISMATCH), (9, MISMATCH)]
+    assert "Allow: /open, line 3" in result.problems[0].message
+
+
+def test_a_verdict_tied_to_a_version_not_in_force(fleet: Fleet) -> None:
+    """The /private/x verdict claims version a2 while the run's state says a1."""
+    path = segment(fleet.one, fleet.run1, 1)
+    _rewrite_chain(path, {5: {"ver": fleet.a2, "r": ["Disallow", "/", 2]}})
+    result = audited(fleet)
+    assert [(p.line, p.kind) for p in result.problems] == [(5, MISMATCH)]
+    assert "last state" in result.problems[0].message
+
+
+def test_a_verdict_tied_to_another_origins_robots_txt(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 2)
+    # b.test's 404 version declared a.test's, and the verdict of b.test/any made a.test/any's.
+    _rewrite_chain(path, {2: {"o": A}, 3: {"o": A, "u": "http://a.test/any"}})
+    result = audited(fleet)
+    assert [(p.line, p.kind) for p in result.problems] == [(3, MISMATCH), (5, MISMATCH)]
+    assert "is the robots.txt of http://b.test/robots.txt" in result.problems[0].message
+
+
+def test_a_usage_preference_the_archived_robots_txt_does_not_give(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 3)
+    _rewrite_chain(path, {3: {"up": "no usage preference"}})
+    result = audited(fleet)
+    assert [(p.line, p.kind) for p in result.problems] == [(3, MISMATCH)]
+
+
+def test_a_response_without_an_allowed_verdict(fleet: Fleet) -> None:
+    path = segment(fleet.two, fleet.run2, 1)
+    # A third response for g1 (two allowed verdicts), then one for the disallowed-nothing fingerprint zz.
+    records = [json.loads(line) for line in read_lines(path)]
+    extra = {"k": "response", "t": 0, "p": "", "fp": "g1", "u": "http://a.test/one", "s": 200, "d": "passed"}
+    records.insert(6, extra)
+    records.insert(7, {**extra, "fp": "zz", "u": "http://a.test/zz"})
+    write_lines(path, [json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records])
+    _rewrite_chain(path, {})
+    result = audited(fleet)
+    assert [(p.line, p.kind) for p in result.problems] == [(7, MISMATCH), (8, MISMATCH)]
+
+
+def test_a_response_after_a_disallowed_verdict(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 1)
+    records = [json.loads(line) for line in read_lines(path)]
+    records.insert(5, {"k": "response", "t": 0, "p": "", "fp": "f2", "u": "http://a.test/private/x", "s": 200,
+                       "d": "passed"})
+    write_lines(path, [json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records])
+    _rewrite_chain(path, {})
+    result = audited(fleet)
+    assert [(p.line, p.kind) for p in result.problems] == [(6, MISMATCH)]
+
+
+def tdm_ledger(tmp_path: Path) -> tuple[Path, Path]:
+    """A crawl with ROBOTSTXT_TDMREP: a robots.txt that allows everything, a tdmrep.json that
+    reserves /reserved/."""
+    directory = tmp_path / "tdm"
+    origin = "http://t.test"
+    robots = write_version(directory, f"{origin}/robots.txt", b"User-agent: *\nAllow: /\n")
+    tdm = write_version(directory, f"{origin}/.well-known/tdmrep.json",
+                        b'[{"location": "/reserved/", "tdm-reservation": 1}]', document="tdmrep.json")
+    run = Run(directory, RUN1)
+    run.state(origin, robots)
+    run.state(origin, tdm, document="tdmrep.json")
+    run.verdict(f"{origin}/reserved/a", "t1", "tdm_reserved", robots, ["Allow", "/", 2], tv=tdm)  # line 4
+    run.verdict(f"{origin}/free", "t2", "allowed", robots, ["Allow", "/", 2], tv=tdm)
+    run.response(f"{origin}/free", "t2")
+    run.close()
+    return directory, segment(directory, run, 1)
+
+
+def test_tdm_reserved_verdicts_are_recomputed_from_the_archived_tdmrep_json(tmp_path: Path) -> None:
+    directory, path = tdm_ledger(tmp_path)
+    result = audit([directory])
+    assert result.problems == []
+    assert result.origins["http://t.test"].requests == {"tdm_reserved": 1, "allowed": 1}
+    assert [use.document for use in result.origins["http://t.test"].versions.values()] == ["robots.txt",
+                                                                                         "tdmrep.json"]
+    _rewrite_chain(path, {4: {"u": "http://t.test/free/a"}})
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(4, MISMATCH)]
+    assert "does not reserve http://t.test/free/a" in result.problems[0].message
+    _rewrite_chain(path, {4: {"tv": None}})
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(4, MISMATCH)]
+    assert "without a tdmrep.json version" in result.problems[0].message
+
+
+def test_problems_beyond_the_listed_ones_are_counted(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scrapy_rfc9309.audit as module
+
+    monkeypatch.setattr(module, "MAX_PROBLEMS", 2)
+    (fleet.one / VERSIONS_DIR / version_name(fleet.b404)).unlink()  # 1 missing, 1 response not proven
+    segment(fleet.one, fleet.run1, 3).unlink()  # 1 missing
+    result = audited(fleet)
+    assert len(result.problems) == 2
+    assert result.kinds == {MISSING: 2, MISMATCH: 1}
+    assert result.exit_status() == 1
+    text = module.format_text(result)
+    assert "Problems (3)" in text and "... and 1 more, not listed" in text
+    assert result.as_dict()["problem_count"] == {MISMATCH: 1, MISSING: 2}
+
+
+def test_hostile_files_are_reported_not_read(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line too long, JSON nested deeper than the stack, a version too large, a version file of two
+    responses: each a problem, none read whole or crashing the audit."""
+    import scrapy_rfc9309.audit as module
+
+    long_line = segment(fleet.one, fleet.run1, 2)
+    lines = read_lines(long_line)
+    write_lines(long_line, [*lines[:3], b'{"k":"' + b"x" * (2 << 20) + b'"}\n', *lines[3:]])
+    nested = segment(fleet.two, fleet.run2, 1)
+    lines = read_lines(nested)
+    write_lines(nested, [*lines[:2], b"[" * 200_000 + b"]" * 200_000 + b"\n", *lines[2:]])
+    two_responses = fleet.one / VERSIONS_DIR / version_name(fleet.b404)
+    with open(two_responses, "ab") as handle:  # a second gzip member: another WARC record
+        handle.write((fleet.one / VERSIONS_DIR / version_name(fleet.a1)).read_bytes())
+    monkeypatch.setattr(module, "MAX_VERSION_BYTES", 35)  # ROBOTS_A2 (39 bytes) is too large now, ROBOTS_A1 (33) is not
+    result = audited(fleet)
+    assert has(result, long_line, 4, CORRUPT, "a line over 1024 KiB")
+    assert has(result, nested, 3, CORRUPT, "not a JSON object")
+    assert has(result, two_responses, None, CORRUPT, "more than one response record")
+    assert has(result, fleet.one / VERSIONS_DIR / version_name(fleet.a2), None, CORRUPT, "a body over 0 MiB")
+
+
+# -- kill -9 ------------------------------------------------------------------------------
+def killed(tmp_path: Path) -> tuple[Path, Path]:
+    directory = tmp_path / "killed"
+    version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
+    run = Run(directory, RUN1)
+    run.state(A, version)
+    run.verdict("http://a.test/1", "k1", "allowed", version)
+    run.response("http://a.test/1", "k1")
+    run.rotate()
+    run.verdict("http://a.test/private/2", "k2", "disallowed", version, ["Disallow", "/private", 2])
+    run.verdict("http://a.test/3", "k3", "allowed", version)
+    run.response("http://a.test/3", "k3")
+    run.kill()
+    return directory, segment(directory, run, 2, closed=False)
+
+
+def test_a_killed_run_verifies_and_reports_the_missing_seal(tmp_path: Path) -> None:
+    directory, open_segment = killed(tmp_path)
+    result = audit([directory])
+    assert [(p.file, p.kind) for p in result.problems] == [(str(open_segment), UNSEALED)]
+    assert "not sealed" in result.problems[0].message and "4 complete records verify" in result.problems[0].message
+    assert result.runs[0].ending == "not sealed"
+    assert result.exit_status() == 1
+    assert result.exit_status(allow_unsealed=True) == 0
+    assert result.origins[A].requests == {"allowed": 2, "disallowed": 1}
+
+
+def test_a_killed_run_with_a_torn_last_line(tmp_path: Path) -> None:
+    directory, open_segment = killed(tmp_path)
+    with open(open_segment, "ab") as handle:
+        handle.write(b'{"k":"verdict","t":1789992099.0,"p":"0123')
+    result = audit([directory])
+    assert [p.kind for p in result.problems] == [UNSEALED]
+    assert "interrupted write" in result.problems[0].message
+    assert result.exit_status(allow_unsealed=True) == 0
+
+
+def test_a_run_killed_as_it_rotated(tmp_path: Path) -> None:
+    """Its last segment sealed (no end) but left plain: not sealed, not a missing segment."""
+    directory, open_segment = killed(tmp_path)
+    with open(open_segment, "ab") as handle:
+        handle.write(json.dumps({"k": "seal", "t": 1789992099.0, "p": "", "n": 4, "h": ""}).encode())
+    lines = read_lines(open_segment)
+    write_lines(open_segment, [*lines[:-1], lines[-1] + b"\n"])
+    _rewrite_chain(open_segment, {})
+    result = audit([directory])
+    assert [(p.file, p.kind) for p in result.problems] == [(str(open_segment), UNSEALED)]
+    assert "killed as it rotated" in result.problems[0].message
+    assert result.exit_status(allow_unsealed=True) == 0
+    # Its gzip form without the next segment: a run whose end was removed.
+    write_lines(open_segment.with_name(open_segment.name + ".gz"), read_lines(open_segment))
+    open_segment.unlink()
+    result = audit([directory])
+    assert [p.kind for p in result.problems] == [MISSING]
+
+
+def test_a_killed_run_with_a_verdict_its_robots_txt_does_not_give(tmp_path: Path) -> None:
+    """Both are listed: the verdict, and the missing seal."""
+    directory, open_segment = killed(tmp_path)
+    _rewrite_chain(open_segment, {2: {"d": "allowed", "r": None}})
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(2, MISMATCH), (None, UNSEALED)]
+    assert result.runs[0].ending == "not sealed"
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
+def test_a_killed_run_with_an_edited_record_is_corrupt(tmp_path: Path) -> None:
+    directory, open_segment = killed(tmp_path)
+    lines = read_lines(open_segment)
+    lines[1] = lines[1].replace(b"/private/2", b"/privatE/2")
+    write_lines(open_segment, lines)
+    result = audit([directory])
+    assert has(result, open_segment, 3, CORRUPT, "chain breaks")
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
+def test_a_torn_line_in_a_closed_segment_is_corrupt(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 2)
+    lines = read_lines(path)
+    write_lines(path, [*lines[:-1], lines[-1][:-5]])
+    result = audited(fleet)
+    assert has(result, path, len(lines), CORRUPT, "no line break")
+
+
+# -- usage errors -------------------------------------------------------------------------
+def test_what_is_not_a_ledger_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="no such directory"):
+        audit([tmp_path / "absent"])
+    with pytest.raises(LedgerError, match="not a ledger directory"):
+        audit([tmp_path])
+    with pytest.raises(LedgerError, match="no ledger directory"):
+        audit([])
+
+
+# -- the command --------------------------------------------------------------------------
+def test_the_command_exit_statuses_and_json(fleet: Fleet, tmp_path: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = scrapy(cwd, "robotstxt", "audit", str(fleet.one), str(fleet.two))
+    assert done.returncode == 0, done.stderr
+    assert "Result: everything verifies (exit 0)" in done.stdout
+    row = next(line.split() for line in done.stdout.splitlines() if line.strip().startswith(A))
+    assert row == [A, "5", "2", "1", "0", "0", "0", "0", "1", "5"]
+
+    done = scrapy(cwd, "robotstxt", "audit", "--json", str(fleet.one), str(fleet.two))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is True and report["exit"] == 0 and report["problems"] == []
+    a = next(origin for origin in report["origins"] if origin["origin"] == A)
+    assert a["requests"]["allowed"] == 5 and a["responses"]["received"] == 5
+    assert [version["digest"] for version in a["versions"]] == [fleet.a1, fleet.a2]
+
+    segment(fleet.one, fleet.run1, 2).unlink()
+    done = scrapy(cwd, "robotstxt", "audit", "--json", str(fleet.one), str(fleet.two))
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is False
+    assert [p["kind"] for p in report["problems"]] == [MISSING]
+    assert report["problems"][0]["file"] == str(segment(fleet.one, fleet.run1, 3))
+
+    done = scrapy(cwd, "robotstxt", "audit", str(tmp_path / "absent"))
+    assert done.returncode == 2 and "no such directory" in done.stderr
+    done = scrapy(cwd, "robotstxt", "audit")
+    assert done.returncode == 2 and "at least one ledger directory" in done.stderr
+    done = scrapy(cwd, "robotstxt", "audit", str(cwd))
+    assert done.returncode == 2 and "not a ledger directory" in done.stderr
+
+
+def test_the_command_and_a_killed_run(tmp_path: Path) -> None:
+    directory, _ = killed(tmp_path)
+    done = scrapy(tmp_path, "robotstxt", "audit", str(directory))
+    assert done.returncode == 1
+    assert "unsealed: not sealed" in done.stdout and "Result: FAILED (exit 1)" in done.stdout
+    done = scrapy(tmp_path, "robotstxt", "audit", "--allow-unsealed", str(directory))
+    assert done.returncode == 0, done.stdout
+
+
+# -- memory ---------------------------------------------------------------------------------
+def _long_run(directory: Path, pairs: int) -> None:
+    version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
+    run = Run(directory, RUN1)
+    run.state(A, version)
+    for index in range(pairs):
+        url = f"http://a.test/page/{index}"
+        run.verdict(url, f"fp{index:08d}", "allowed", version)
+        run.response(url, f"fp{index:08d}")
+        if index % 2000 == 1999:
+            run.rotate()
+    run.close()
+
+
+def test_memory_follows_the_requests_awaiting_a_response_not_the_ledger(tmp_path: Path) -> None:
+    """Ten times the records, each response right after its verdict: the audit's peak
+    memory stays where it was (the files are streamed)."""
+    import tracemalloc
+
+    peaks = []
+    for pairs in (2_000, 20_000):
+        directory = tmp_path / str(pairs)
+        _long_run(directory, pairs)
+        tracemalloc.start()
+        try:
+            result = audit([directory])
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert result.problems == []
+        assert result.origins[A].requests["allowed"] == pairs == sum(result.origins[A].responses.values())
+    assert peaks[1] < 1.5 * peaks[0], peaks
