@@ -67,7 +67,8 @@ def runs(layout: str,
     """``python -m example_project.demo`` and ``scrapy crawl demo -O pages.jsonl``, run side
     by side (each serves its own demo site on free ports)."""
     items = tmp_path_factory.mktemp("crawl") / "pages.jsonl"
-    demo = _start(sys.executable, "-m", "example_project.demo", **LAYOUTS[layout])
+    ledger = tmp_path_factory.mktemp("ledger") / "demo-ledger"
+    demo = _start(sys.executable, "-m", "example_project.demo", DEMO_LEDGER=str(ledger), **LAYOUTS[layout])
     crawl = _start(SCRAPY, "crawl", "demo", "-O", items, "-L", "INFO", **LAYOUTS[layout])
     done = {"demo": _finish(demo), "crawl": _finish(crawl)}
     done["crawl"].stdout = items.read_text() if items.exists() else ""
@@ -283,3 +284,24 @@ def test_scrapy_robotstxt_uses_the_project_settings() -> None:
     assert report["Access"] == "parsed (status 200)"
     assert report["Group"] == "'demobot'"
     assert report["Verdict"] == "disallowed (Disallow: /private/, line 6)"
+
+
+def test_demo_writes_its_ledger_and_the_audit_verifies_it(demo: subprocess.CompletedProcess[str],
+                                                           sections: dict[str, str]) -> None:
+    """The demo crawls with ROBOTSTXT_LEDGER and runs ``scrapy robotstxt audit`` on it: every
+    verdict recomputed from the archived robots.txt, every page fetched tied to its allowed verdict."""
+    out = demo.stdout
+    assert "$ scrapy robotstxt audit" in out
+    assert "Result: everything verifies (exit 0)" in out, out
+    assert re.search(r"^Ledger audit of \S+: 1 run, 1 segment, \d+ records, \d+ versions$", out, re.M), out
+    table = dict(re.findall(rf"^  ({BASE})((?:\s+\d+){{9}})$", out, re.M))
+    for name in ("ordinary", "recovering", "oversized"):
+        section = sections[name]
+        base = re.search(rf"origin: ({BASE})", section).group(1)  # type: ignore[union-attr]
+        allowed, disallowed, held, _dropped, _denied, _tdm, _requeued, _not_judged, responses = (
+            int(n) for n in table[base].split())
+        assert allowed == responses == len(fetched(section)), (name, table[base], section)
+        assert disallowed == len(blocked(section)), (name, table[base], section)
+        logged = re.search(r"^\s*held \((\d+)\)", section, re.M)  # the requests held in the downloader
+        assert (held >= int(logged.group(1)) > 0) if name == "recovering" else (held == 0 and not logged), (
+            name, table[base], section)

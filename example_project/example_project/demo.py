@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import shutil
+import subprocess
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,8 +42,12 @@ from scrapy_rfc9309.origin import Origin
 from .demo_site import BEYOND_LIMIT_RULE, DEMO_SETTINGS, DemoOrigin, DemoSite, build_site
 from .spiders.demo import DemoSpider
 
+#: Where the demo crawl keeps its verdict ledger (emptied at each run): ``demo-ledger`` in the
+#: project directory, or ``DEMO_LEDGER``; ``scrapy robotstxt audit`` checks it afterwards.
+LEDGER_DIR = os.environ.get("DEMO_LEDGER") or "demo-ledger"
+
 #: The summary needs no log below warnings.
-RUN_SETTINGS: dict[str, Any] = {**DEMO_SETTINGS, "LOG_LEVEL": "WARNING"}
+RUN_SETTINGS: dict[str, Any] = {**DEMO_SETTINGS, "LOG_LEVEL": "WARNING", "ROBOTSTXT_LEDGER": LEDGER_DIR}
 
 
 class Observer:
@@ -274,7 +282,16 @@ def project_settings() -> Settings:
     return settings
 
 
+def audit_ledger() -> int:
+    """Run ``scrapy robotstxt audit`` on the demo's ledger, as a user would, and return its exit status."""
+    command = [sys.executable, "-m", "scrapy", "robotstxt", "audit", LEDGER_DIR]
+    print(f"\nThe verdict ledger: {Path(LEDGER_DIR).resolve()}")
+    print(f"$ scrapy robotstxt audit {LEDGER_DIR}", flush=True)
+    return subprocess.run(command, check=False).returncode
+
+
 def main() -> int:
+    shutil.rmtree(LEDGER_DIR, ignore_errors=True)  # one run per demo: the audit reads only this one
     settings = project_settings()
     process = CrawlerProcess(settings)
     if "twisted.internet.reactor" not in sys.modules:
@@ -298,7 +315,8 @@ def main() -> int:
     agent = crawler.settings.get("ROBOTSTXT_USER_AGENT")
     print(summary(site, crawler.spider, observer, stats, agent, elapsed))
     sys.stdout.flush()
-    return 0 if stats.get("finish_reason") == "finished" and not crawler.spider.failed else 1
+    audited = audit_ledger()
+    return 0 if stats.get("finish_reason") == "finished" and not crawler.spider.failed and audited == 0 else 1
 
 
 if __name__ == "__main__":
