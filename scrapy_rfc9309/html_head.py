@@ -1,10 +1,10 @@
 """The ``<meta name=... content=...>`` tags of an HTML document's head, read from at
 most a bounded number of bytes (a hostile page costs no more than that). Pure Python.
 
-The document is cut at the first ``</head`` or ``<body`` (or at the bound). A head in which
-neither a ``<meta`` nor any of the wanted names occurs holds none of the wanted tags and is not
-decoded nor scanned (for an encoding in which ASCII stays ASCII, UTF-8 and the single-byte ones,
-this shows in the bytes). Otherwise the head is decoded with the response's encoding (undecodable
+The document is cut at the first ``</head`` or ``<body`` (or at the bound). A head without a
+``<meta``, or in which none of the wanted names occurs, holds none of the wanted tags and is
+neither decoded nor scanned (for an encoding in which ASCII stays ASCII, UTF-8 and the single-byte
+ones, this shows in the bytes). Otherwise the head is decoded with the response's encoding (undecodable
 bytes replaced) and a small tolerant scanner walks its tags the way an HTML parser would for a
 head: comments, doctypes and the contents of ``script``, ``style``, ``title`` and ``template``
 are skipped, attribute values may be quoted either way or not at all and have their character
@@ -12,14 +12,15 @@ references decoded, and the head ends at ``</head>`` or at the first element tha
 head. A meta name is compared with the wanted names as HTML compares them, ignoring ASCII case
 only, and as written (a name spelled with character references is not one of them).
 
-The scanner passes over everything up to the next occurrence of a wanted name with one
-regular-expression match (text, ``<link>``, ``<base>`` and ``<noscript>`` tags, comments-free
-runs of end tags, doctypes, meta tags, and ``script``/``style``/``title``/``template`` elements;
-a ``<`` inside a quoted attribute value of a ``<link>``, ``<base>`` or ``<noscript>`` tag, which
-URLs do not have, would end the head there), reads the tag where the name occurs, and stops
-once no wanted name follows. The name and content of a meta tag read are remembered by the tag's
-text, as the pages of a site repeat their tags. Each step reads its bytes once, with no
-backtracking, so the time is linear in the bytes read (``benchmarks/bench_usage.py``).
+The scanner passes over everything before the next occurrence of a wanted name with one
+regular-expression match (text, doctypes, end tags, ``<link>``, ``<base>``, ``<noscript>`` and
+``<meta>`` tags, and ``script``, ``style``, ``title`` and ``template`` elements; a ``<`` inside
+a quoted attribute value of a ``<link>``, ``<base>`` or ``<noscript>`` tag, which URLs do not
+have, would end the head there), then reads the tag, comment or element the name occurs in, and
+stops where no wanted name follows. The name and content of a meta tag read are remembered by
+the tag's text, as the pages of a site repeat their tags. No step backtracks, and each character
+is read a bounded number of times, so the time is linear in the bytes read
+(``benchmarks/bench_usage.py``).
 """
 
 from __future__ import annotations
