@@ -137,6 +137,8 @@ class ResponseUsage(Reporting):
         """The meta tags of the head of an HTML ``response`` that may state a preference, or None."""
         names = self._names.get(token)
         if names is None:
+            if len(self._names) >= _MAX_ANSWERS:
+                self._names.clear()
             names = self._names[token] = _META_NAMES | {token} if token else _META_NAMES
         head = read_head_meta(response.body, encoding, self.max_bytes, names)
         if not head.complete:
