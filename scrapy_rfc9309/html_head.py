@@ -66,12 +66,14 @@ _SKIPPED = r"<(?=(?i:link|base|noscript|html|head)[\s/>])"
 #: that stops costs no backtracking.
 _PASSED = re.compile(rf"""(?:
     [^<]+(?:{_SKIPPED}[^<]*)*
-  | {_SKIPPED}[^<]*(?:{_SKIPPED}[^<]*)*
-  | <(?!!--)/?[!?](?=([^>]*))\1>
-  | </(?!(?ai:head|html|body)(?![^\s/>]))[a-zA-Z](?=([^>]*))\2>
-  | <(?ai:meta)(?=[\s/>])(?=([^>"']*(?:(?:"[^>"']*"|'[^>"']*')[^>"']*)*))\3>
-  | <(?ai:(script|style|title|template))(?=[\s/>])(?=([^>]*))\5>
-    (?=([^<]*(?:<(?!/(?ai:\4))[^<]*)*))\6(?=</(?ai:\4))
+  | <(?:
+        [mM][eE][tT][aA](?=[\s/>])(?=([^>"']*(?:(?:"[^>"']*"|'[^>"']*')[^>"']*)*))\1>
+      | /(?:[!?][^>]*>|(?!(?ai:head|html|body)(?![^\s/>]))[a-zA-Z][^>]*>)
+      | !(?:[^->][^>]*>|-(?!-)[^>]*>|>)|\?[^>]*>
+      | (?=[sStT])(?ai:(script|style|title|template))(?=[\s/>])[^>]*>
+        (?=([^<]*(?:<(?!/(?ai:\2))[^<]*)*))\3(?=</(?ai:\2))
+      | (?=[lLbBnNhH])(?=(?i:link|base|noscript|html|head)[\s/>])
+    )
 )*""", re.VERBOSE)
 _SPACE_OR_SLASH = re.compile(r"[\s/]*")
 _ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]*)))?""")

@@ -406,6 +406,10 @@ def test_hostile_heads_end_with_a_bounded_answer(body):
         ("<meta name=\"robots\u0131\" content=\"x\"><meta name=\"ROBOTS\" content=\"y\">".encode(), ["y"]),
         # Text whose lower-cased form is longer (a dotted capital I) does not shift what is read.
         (("<title>" + "\u0130" * 40 + "</title><meta name=\"robots\" content=\"noai\">").encode(), ["noai"]),
+        # Doctypes and bogus comments end at their first ">", whatever follows them.
+        (b'<!><p><meta name="robots" content="x">', []),
+        (b'<!-><p><meta name="robots" content="x">', []),
+        (b'<!-x><?x><meta name="robots" content="y">', ["y"]),
         # A wanted name in text, a comment or a script before the tag, and after the last one.
         (b'<title>robots</title><!-- robots --><script>robots="<meta name=robots content=x>"</script>'
          b'<meta name="robots" content="y"><style>robots</style>', ["y"]),
