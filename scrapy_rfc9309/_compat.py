@@ -21,8 +21,8 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import scrapy
-from pydispatch import dispatcher
-from pydispatch.dispatcher import getReceivers
+from pydispatch import dispatcher  # type: ignore[import-untyped,unused-ignore]
+from pydispatch.dispatcher import getReceivers  # type: ignore[import-untyped,unused-ignore]
 from scrapy import signals
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object

@@ -167,7 +167,7 @@ def _scan(text: str, names: Collection[str], to_end: bool,
             following = [at for at in ahead if at >= 0]
             if not following and not to_end:
                 return tags, False  # no wanted tag can follow
-            pos = passed(text, pos, min(following) if following else size).end()
+            pos = passed(text, pos, min(following) if following else size).end()  # type: ignore[union-attr]  # matches ""
         found = search(text, pos)
         if found is None:
             return tags, False
