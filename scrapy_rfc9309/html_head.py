@@ -51,15 +51,18 @@ _parsed: dict[str, tuple[str, str | None]] = {}
 _CLEAN = re.compile(r"""(?:[\s/]*[^\s"'>/=]+(?![^\s"'>/=])
                        (?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]*(?![^\s>])))?)*[\s/]*""", re.VERBOSE)
 #: The next "<" that may matter (not one opening a tag that neither holds a meta tag nor ends the
-#: head): a comment (group 1), or an optional "/" (group 2) and a tag name, "!" or "?" (group 3).
-_NEXT = re.compile(r"<(?!(?:link|base|noscript|html|head)[\s/>])(?:(!--)|(/?)([!?]|[^\s/>]*))", re.IGNORECASE)
+#: head): a comment (group 1), or an optional "/" (group 2) and the first character of a tag name,
+#: or "!" or "?" (group 3). A tag name goes on to a space, "/" or ">" (:data:`_NAME`), and is only
+#: read on when it starts with a letter: a "<" in text costs no more than its own character.
+_NEXT = re.compile(r"<(?!(?:link|base|noscript|html|head)[\s/>])(?:(!--)|(/?)([^\s/>]?))", re.IGNORECASE)
+_NAME = re.compile(r"[^\s/>]*")
 #: The "<" of a tag :data:`_NEXT` skips.
 _SKIPPED = r"<(?=(?i:link|base|noscript|html|head)[\s/>])"
-#: A run of what the scanner passes over without reading, matched from where it stands: text and
-#: the "<" of the tags :data:`_NEXT` skips, a doctype or bogus comment, an end tag other than
-#: ``</head>``, ``</html>``, ``</body>``, a ``<meta>`` tag whose quotes pair up (no quoted ``>``
-#: cuts it short), and a ``script``, ``style``, ``title`` or ``template`` element up to its end
-#: tag. It is only run up to where a wanted name occurs next, so a meta tag it passes names none.
+#: A run of what the scanner passes over without reading, matched from where it stands: text, a
+#: "<" that opens no tag, the "<" of the tags :data:`_NEXT` skips, a doctype or bogus comment, an
+#: end tag other than ``</head>``, ``</html>``, ``</body>``, a ``<meta>`` tag whose quotes pair
+#: up (no quoted ``>`` cuts it short), and a ``script``, ``style``, ``title`` or ``template``
+#: element up to its end tag. It is only run up to where a wanted name occurs next, so a meta tag it passes names none.
 #: Comments are left to :func:`_scan` (a ``str.find``). Tag names compare ignoring ASCII case only,
 #: as :func:`_scan` lower-cases them. Each tag's extent is matched with a lookahead and a
 #: backreference to it (an atomic group), and no part can match in more than one way, so a run
@@ -73,6 +76,7 @@ _PASSED = re.compile(rf"""(?:
       | (?=[sStT])(?ai:(script|style|title|template))(?=[\s/>])[^>]*>
         (?=([^<]*(?:<(?!/(?ai:\2))[^<]*)*))\3(?=</(?ai:\2))
       | (?=[lLbBnNhH])(?=(?i:link|base|noscript|html|head)[\s/>])
+      | (?=[^!?/\w])
     )
 )*""", re.VERBOSE)
 _SPACE_OR_SLASH = re.compile(r"[\s/]*")
@@ -188,10 +192,12 @@ def _scan(text: str, names: Collection[str], to_end: bool,
                 return tags, False
             pos = close + 1
             continue
-        if not name or not name[0].isalpha():  # a "<" in text
+        if not name.isalpha():  # a "<" in text
             pos = lt + 1
             continue
-        name = name.lower()
+        start = found.start(3)
+        name_end = _NAME.match(text, start).end()  # type: ignore[union-attr]  # matches ""
+        name = text[start:name_end].lower()
         if closing:
             if name in ("head", "html", "body"):
                 return tags, True

@@ -382,6 +382,8 @@ def test_the_head_scanner_reads_tags_as_an_html_parser_does(body, expected):
         b"<head><script>" + b"<meta name=robots content=noai>" * 200,
         b"\x00\xff\xfe" * 3000,
         b"<" * 10000,
+        b"<head>" + b"<" * 8000 + b"<meta name=robots content=noai>",
+        b"<head>" + "<\u00b2".encode() * 3000 + b"<meta name=robots content=noai>",
         b"<head>" + b"<meta name=robots content=noai>" * (MAX_TAGS + 50),
         b"<head>" + b'<meta name="robots" content="' * 3000,
         b"<head>" + b"<meta " + b"a=" * 5000,
