@@ -21,6 +21,8 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import scrapy
+from pydispatch import dispatcher  # type: ignore[import-untyped,unused-ignore]
+from pydispatch.dispatcher import getReceivers  # type: ignore[import-untyped,unused-ignore]
 from scrapy import signals
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
@@ -239,6 +241,17 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def has_receivers(crawler: Crawler, signal: object) -> bool:
+    """Whether ``crawler.signals.send_catch_log(signal, ...)`` would call any receiver:
+    PyDispatcher's ``getReceivers`` (documented as a truth test of the connections) for
+    the four (sender, signal) pairs its ``getAllReceivers`` reads, the sender being the
+    one ``SignalManager`` sends from (its ``sender``). A receiver connected later is
+    seen at the next look."""
+    sender = crawler.signals.sender
+    return bool(getReceivers(sender, signal) or getReceivers(sender, dispatcher.Any)
+                or getReceivers(dispatcher.Any, signal) or getReceivers(dispatcher.Any, dispatcher.Any))
 
 
 async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:
@@ -564,6 +577,10 @@ def missing() -> list[str]:
     for name in ("CachingHostnameResolver", "CachingThreadedResolver", "dnscache"):
         if not hasattr(resolver, name):
             gone.append(f"scrapy.resolver.{name}")
+    from scrapy.signalmanager import SignalManager
+
+    if not hasattr(SignalManager(), "sender"):
+        gone.append("SignalManager.sender")
     if not hasattr(HostnameEndpoint, "_hostAsBytesAndText"):
         gone.append("twisted HostnameEndpoint._hostAsBytesAndText")
     return gone

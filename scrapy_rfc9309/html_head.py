@@ -1,17 +1,26 @@
 """The ``<meta name=... content=...>`` tags of an HTML document's head, read from at
 most a bounded number of bytes (a hostile page costs no more than that). Pure Python.
 
-The document is cut at the first ``</head`` or ``<body`` (or at the bound) and decoded
-with the response's encoding (undecodable bytes replaced). A small tolerant scanner then
-walks its tags the way an HTML parser would for a head: comments, doctypes and the
-contents of ``script``, ``style``, ``title`` and ``template`` are skipped, attribute values
-may be quoted either way or not at all and have their character references decoded, and
-the head ends at ``</head>`` or at the first element that cannot be in a head. It jumps over
-``<link>``, ``<base>`` and ``<noscript>`` tags with one regular-expression search (a ``<``
-inside one of their quoted attribute values, which URLs do not have, would end the head
-there) and reads every other tag and every ``<meta>`` attribute once, with no backtracking,
-so its time is linear in the bytes read: about a tenth of what ``html.parser`` takes on a
-head of links and scripts (``benchmarks/bench_usage.py``).
+The document is cut at the first ``</head`` or ``<body`` (or at the bound). A head without a
+``<meta``, or in which none of the wanted names occurs, holds none of the wanted tags and is
+neither decoded nor scanned (for an encoding in which ASCII stays ASCII, UTF-8 and the single-byte
+ones, this shows in the bytes). Otherwise the head is decoded with the response's encoding (undecodable
+bytes replaced) and a small tolerant scanner walks its tags the way an HTML parser would for a
+head: comments, doctypes and the contents of ``script``, ``style``, ``title`` and ``template``
+are skipped, attribute values may be quoted either way or not at all and have their character
+references decoded, and the head ends at ``</head>`` or at the first element that cannot be in a
+head. A meta name is compared with the wanted names as HTML compares them, ignoring ASCII case
+only, and as written (a name spelled with character references is not one of them).
+
+The scanner passes over everything before the next occurrence of a wanted name with one
+regular-expression match (text, doctypes, end tags, ``<link>``, ``<base>``, ``<noscript>`` and
+``<meta>`` tags, and ``script``, ``style``, ``title`` and ``template`` elements; a ``<`` inside
+a quoted attribute value of a ``<link>``, ``<base>`` or ``<noscript>`` tag, which URLs do not
+have, would end the head there), then reads the tag, comment or element the name occurs in, and
+stops where no wanted name follows. The name and content of a meta tag read are remembered by
+the tag's text, as the pages of a site repeat their tags. No step backtracks, and each character
+is read a bounded number of times, so the time is linear in the bytes read
+(``benchmarks/bench_usage.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import codecs
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 from html import unescape
 
 __all__ = ["HeadMeta", "read_head_meta"]
@@ -31,11 +41,51 @@ _HEAD_ELEMENTS = frozenset({"html", "head", "meta", "title", "link", "style", "s
 _RAW_TEXT = frozenset({"script", "style", "title", "template"})
 #: Meta tags kept at most (a page with more is read as far as that).
 MAX_TAGS = 256
-_NAME_END = re.compile(r"[\s/>]")
-#: The next "<" that may matter: not one opening a tag that neither holds a meta tag nor ends the head.
-_NEXT = re.compile(r"<(?!(?:link|base|noscript|html|head)[\s/>])", re.IGNORECASE)
+#: The name and content attributes of the meta tags read, by the text between the tag name and its
+#: ``>`` (when that text is all they were read from): at most this many, of at most this length.
+_MAX_PARSED = 256
+_MAX_PARSED_LENGTH = 256
+_parsed: dict[str, tuple[str, str | None]] = {}
+#: Attributes whose every quote opens or closes a quoted value: :func:`_attributes` reads them
+#: without looking past the ``>`` that follows them. No part matches in more than one way.
+_CLEAN = re.compile(r"""(?:[\s/]*[^\s"'>/=]+(?![^\s"'>/=])
+                       (?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]*(?![^\s>])))?)*[\s/]*""", re.VERBOSE)
+#: The next "<" that may matter (not one opening a tag that neither holds a meta tag nor ends the
+#: head): a comment (group 1), or an optional "/" (group 2) and the first character of a tag name,
+#: or "!" or "?" (group 3). A tag name goes on to a space, "/" or ">" (:data:`_NAME`), and is only
+#: read on when it starts with a letter: a "<" in text costs no more than its own character.
+_NEXT = re.compile(r"<(?!(?:link|base|noscript|html|head)[\s/>])(?:(!--)|(/?)([^\s/>]?))", re.IGNORECASE)
+_NAME = re.compile(r"[^\s/>]*")
+#: The "<" of a tag :data:`_NEXT` skips.
+_SKIPPED = r"<(?=(?i:link|base|noscript|html|head)[\s/>])"
+#: A run of what the scanner passes over without reading, matched from where it stands: text, a
+#: "<" that opens no tag, the "<" of the tags :data:`_NEXT` skips, a doctype or bogus comment, an
+#: end tag other than ``</head>``, ``</html>``, ``</body>``, a ``<meta>`` tag whose quotes pair
+#: up (no quoted ``>`` cuts it short), and a ``script``, ``style``, ``title`` or ``template``
+#: element up to its end tag. It is only run up to where a wanted name occurs next, so a meta tag it passes names none.
+#: Comments are left to :func:`_scan` (a ``str.find``). Tag names compare ignoring ASCII case only,
+#: as :func:`_scan` lower-cases them. Each tag's extent is matched with a lookahead and a
+#: backreference to it (an atomic group), and no part can match in more than one way, so a run
+#: that stops costs no backtracking.
+_PASSED = re.compile(rf"""(?:
+    [^<]+(?:{_SKIPPED}[^<]*)*
+  | <(?:
+        [mM][eE][tT][aA](?=[\s/>])(?=([^>"']*(?:(?:"[^>"']*"|'[^>"']*')[^>"']*)*))\1>
+      | /(?:[!?][^>]*>|(?!(?ai:head|html|body)(?![^\s/>]))[a-zA-Z][^>]*>)
+      | !(?:[^->][^>]*>|-(?!-)[^>]*>|>)|\?[^>]*>
+      | (?=[sStT])(?ai:(script|style|title|template))(?=[\s/>])[^>]*>
+        (?=([^<]*(?:<(?!/(?ai:\2))[^<]*)*))\3(?=</(?ai:\2))
+      | (?=[lLbBnNhH])(?=(?i:link|base|noscript|html|head)[\s/>])
+      | (?=[^!?/\w])
+    )
+)*""", re.VERBOSE)
 _SPACE_OR_SLASH = re.compile(r"[\s/]*")
 _ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]*)))?""")
+#: Where the head certainly ends: the first ``</head`` or ``<body`` (ASCII case ignored).
+_HEAD_END = re.compile(rb"</(?i:head)|<(?i:body)")
+#: Codecs that decode every ASCII byte to itself and nothing else to ASCII: a name is in the
+#: text exactly when its bytes are in the body.
+_ASCII_SAFE = frozenset({"utf-8", "ascii", "latin-1"})
 
 
 @dataclass(frozen=True)
@@ -50,16 +100,32 @@ class HeadMeta:
         return [content for tag, content in self.tags if tag == name]
 
 
-def _head_end(data: bytes) -> int:
-    """Where the head certainly ends in ``data`` (the first ``</head`` or ``<body``), or -1."""
-    lowered = data.lower()
-    ends = [i for i in (lowered.find(b"</head"), lowered.find(b"<body")) if i >= 0]
-    return min(ends) if ends else -1
+@lru_cache(maxsize=64)
+def _codec(encoding: str | None) -> tuple[str, bool]:
+    """The codec to decode with (UTF-8 for an unknown one), and whether ASCII stays ASCII in it."""
+    try:
+        name = codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        name = "utf-8"
+    return name, name in _ASCII_SAFE or name.startswith(("iso8859-", "cp125"))
+
+
+@lru_cache(maxsize=64)
+def _encoded(names: frozenset[str]) -> tuple[tuple[str, bytes], ...]:
+    return tuple((name, name.encode("ascii", "replace")) for name in names)
+
+
+def _raw_end(name: str) -> re.Pattern[str]:
+    return re.compile("</" + name, re.IGNORECASE | re.ASCII)
+
+
+#: Where the content of a raw-text element ends.
+_RAW_END = {name: _raw_end(name) for name in _RAW_TEXT}
 
 
 def _attributes(text: str, pos: int) -> tuple[dict[str, str], int]:
-    """The attributes of a tag whose name ends at ``pos`` (first occurrence of each), and
-    where the tag ends (after its ``>``; -1 when it does not end in ``text``)."""
+    """The attributes of a tag whose name ends at ``pos`` (first occurrence of each, values as
+    written), and where the tag ends (after its ``>``; -1 when it does not end in ``text``)."""
     found: dict[str, str] = {}
     end = len(text)
     while True:
@@ -77,92 +143,120 @@ def _attributes(text: str, pos: int) -> tuple[dict[str, str], int]:
             value = match.group(2)
             if value is None:
                 value = match.group(3) if match.group(3) is not None else match.group(4) or ""
-            found[key] = unescape(value) if "&" in value else value
+            found[key] = value
         pos = match.end()
 
 
-def _scan(text: str, names: Collection[str]) -> tuple[list[tuple[str, str]], bool]:
+def _scan(text: str, names: Collection[str], to_end: bool,
+          located: Collection[str]) -> tuple[list[tuple[str, str]], bool]:
     """The meta tags named one of ``names`` of the head at the start of ``text``, and whether the
-    head ended."""
-    lowered = text.lower()
+    head ended (found only when ``to_end``: otherwise the scan stops where no wanted name follows).
+    ``located``: the names that may occur in ``text`` (those of ``names`` others than these do not)."""
     tags: list[tuple[str, str]] = []
     size = len(text)
     pos = 0
+    find = text.find
+    search = _NEXT.search
+    passed = _PASSED.match
+    wanted = tuple(located)
+    lowered = text.lower()
+    # Where each wanted name occurs next (None when the lowered text is not as long as the text, so
+    # that its positions are not the text's: then no run is passed over, every tag is read).
+    ahead = [lowered.find(name) for name in wanted] if len(lowered) == size else None
     while len(tags) < MAX_TAGS:
-        found = _NEXT.search(text, pos)
+        if ahead is not None:
+            for i, at in enumerate(ahead):
+                if 0 <= at < pos:
+                    ahead[i] = lowered.find(wanted[i], pos)
+            following = [at for at in ahead if at >= 0]
+            if not following and not to_end:
+                return tags, False  # no wanted tag can follow
+            pos = passed(text, pos, min(following) if following else size).end()  # type: ignore[union-attr]  # matches ""
+        found = search(text, pos)
         if found is None:
             return tags, False
         lt = found.start()
         if lt + 1 >= size:
             return tags, False
-        if text.startswith("<!--", lt):
-            close = text.find("-->", lt + 4)
+        name_end = found.end()
+        if found.group(1):  # a comment
+            close = find("-->", name_end)
             if close < 0:
                 return tags, False
             pos = close + 3
             continue
-        closing = text[lt + 1] == "/"
-        start = lt + 2 if closing else lt + 1
-        if text[start:start + 1] in ("!", "?"):  # a doctype or a bogus comment
-            close = text.find(">", start)
+        closing, name = found.group(2, 3)
+        if name == "!" or name == "?":  # a doctype or a bogus comment
+            close = find(">", lt + 1 + len(closing))
             if close < 0:
                 return tags, False
             pos = close + 1
             continue
-        match = _NAME_END.search(text, start)
-        name_end = match.start() if match is not None else size
-        name = lowered[start:name_end]
-        if not name or not name[0].isalpha():  # a "<" in text
+        if not name.isalpha():  # a "<" in text
             pos = lt + 1
             continue
+        start = found.start(3)
+        name_end = _NAME.match(text, start).end()  # type: ignore[union-attr]  # matches ""
+        name = text[start:name_end].lower()
         if closing:
             if name in ("head", "html", "body"):
                 return tags, True
-            close = text.find(">", name_end)
-            if close < 0:
-                return tags, False
-            pos = close + 1
-            continue
-        if name not in _HEAD_ELEMENTS:
+        elif name not in _HEAD_ELEMENTS:
             return tags, True
-        if name == "meta":
-            close = text.find(">", name_end)
-            if close >= 0:
-                inside = lowered[name_end:close]
-                if not any(wanted in inside for wanted in names) and not (inside.count('"') % 2
-                                                                           or inside.count("'") % 2):
+        elif name == "meta":
+            close = find(">", name_end)
+            inside = text[name_end:close] if close >= 0 else None
+            if inside is not None:
+                lowered_inside = inside.lower()
+                if not any(wanted in lowered_inside for wanted in names) and not (
+                        lowered_inside.count('"') % 2 or lowered_inside.count("'") % 2):
                     pos = close + 1  # names none of the wanted names (and no quoted ">" cut it short)
                     continue
-            attributes, pos = _attributes(text, name_end)
-            if pos < 0:  # cut off at the bound: not a tag yet
-                return tags, False
-            meta_name = attributes.get("name", "").strip().lower()
-            content = attributes.get("content")
-            if meta_name and content is not None and meta_name in names:
-                tags.append((meta_name, content))
+                if len(inside) > _MAX_PARSED_LENGTH:
+                    inside = None
+            parsed = _parsed.get(inside) if inside is not None else None
+            if parsed is not None:
+                pos = close + 1
+            else:
+                attributes, pos = _attributes(text, name_end)
+                if pos < 0:  # cut off at the bound: not a tag yet
+                    return tags, False
+                parsed = (attributes.get("name", ""), attributes.get("content"))
+                if inside is not None and _CLEAN.fullmatch(inside):  # read from the tag's own text alone
+                    if len(_parsed) >= _MAX_PARSED:
+                        _parsed.clear()
+                    _parsed[inside] = parsed
+            meta_name, content = parsed
+            meta_name = meta_name.strip()
+            if content is not None and meta_name.isascii() and meta_name.lower() in names:
+                tags.append((meta_name.lower(), unescape(content) if "&" in content else content))
             continue
-        close = text.find(">", name_end)
+        close = find(">", name_end)
         if close < 0:
             return tags, False
         pos = close + 1
-        if name in _RAW_TEXT:
-            close = lowered.find("</" + name, pos)
-            if close < 0:
+        if not closing and name in _RAW_TEXT:
+            found = _RAW_END[name].search(text, pos)
+            if found is None:
                 return tags, False
-            pos = close
+            pos = found.start()
     return tags, False
 
 
 def read_head_meta(body: bytes, encoding: str | None, max_bytes: int, names: Collection[str]) -> HeadMeta:
-    """The meta tags whose lower-cased ``name`` is one of ``names`` (lower-case), from the head
-    in the first ``max_bytes`` bytes of ``body``."""
-    data = body[:max_bytes]
-    end = _head_end(data)
-    if end >= 0:
-        data = data[:end]
-    try:
-        codecs.lookup(encoding or "utf-8")
-    except LookupError:
-        encoding = "utf-8"
-    tags, ended = _scan(data.decode(encoding or "utf-8", errors="replace"), names)
-    return HeadMeta(tuple(tags), ended or end >= 0 or len(body) <= max_bytes)
+    """The meta tags whose ``name`` is one of ``names`` (lower-case ASCII), ignoring ASCII case,
+    from the head in the first ``max_bytes`` bytes of ``body``."""
+    end = _HEAD_END.search(body, 0, max_bytes)
+    data = body[:end.start()] if end is not None else body[:max_bytes]
+    complete = end is not None or len(body) <= max_bytes
+    codec, ascii_safe = _codec(encoding)
+    located: Collection[str] = names
+    if complete and ascii_safe:  # the bytes tell whether a wanted tag can be there, and which names occur
+        lowered = data.lower()
+        if b"<meta" not in lowered:
+            return HeadMeta((), True)
+        located = [name for name, raw in _encoded(frozenset(names)) if raw in lowered]
+        if not located:
+            return HeadMeta((), True)
+    tags, ended = _scan(data.decode(codec, errors="replace"), names, not complete, located)
+    return HeadMeta(tuple(tags), ended or complete)

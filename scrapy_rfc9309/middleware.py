@@ -225,8 +225,9 @@ class RobotsTxtMiddleware(Reporting):
         if preferences is None:
             return
         request.meta[PREFERENCES_META] = preferences
-        self.crawler.signals.send_catch_log(rfc_signals.robotstxt_usage_preferences, request=request,
-                                            response=response, preferences=preferences)
+        if _compat.has_receivers(self.crawler, rfc_signals.robotstxt_usage_preferences):
+            self.crawler.signals.send_catch_log(rfc_signals.robotstxt_usage_preferences, request=request,
+                                                response=response, preferences=preferences)
         for category in self.config.usage_deny:
             if preferences.denies(category):
                 self._deny_response(request, response, origin, preferences, category)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.http.headers import Headers
 
     from .config import Config
     from .usage import UsagePreference
@@ -69,6 +70,12 @@ class ResponseUsage(Reporting):
         # The answer per combination of inputs: a site sends the same few header values, and the same
         # robots.txt record applies to many URLs, so most responses are answered by one look-up.
         self._answers: dict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = {}
+        #: Per Content-Type value: whether it is HTML's, and its encoding.
+        self._kinds: dict[bytes, tuple[bool, str | None]] = {}
+        #: The usage header names as each headers class stores them (to find responses without any).
+        self._keys: dict[type, frozenset[Any]] = {}
+        #: The meta names read, per product token.
+        self._names: dict[str, frozenset[str]] = {}
 
     def read(self, request: Request, response: Response, token: str, robots_url: str) -> Preferences | None:
         """The preferences of ``response`` to ``request`` for product ``token``, or None
@@ -77,10 +84,16 @@ class ResponseUsage(Reporting):
         match = request.meta.get(TDMREP_META)
         if match is not None and getattr(match, "reserved", None) is None:
             match = None
-        fields = self._fields(response) if self.headers else None
+        headers = response.headers
+        content_type = headers.get(b"Content-Type") if self.meta else None
+        fields = self._fields(headers, content_type) if self.headers else None
         head = None
-        if self.meta and b"html" in (response.headers.get(b"Content-Type") or b"").lower():
-            head = self._head(response, token)
+        if content_type:
+            kind = self._kinds.get(content_type)
+            if kind is None:
+                kind = self._kind(content_type)
+            if kind[0]:
+                head = self._head(response, kind[1], token)
         if robots is None and match is None and fields is None and head is None:
             return None
         key = (robots_url, token, _robots_key(robots), _match_key(match), fields, head)
@@ -95,20 +108,38 @@ class ResponseUsage(Reporting):
             self._log_malformed(what, error, response)
         return preferences if preferences.statements or preferences.malformed else None
 
-    def _fields(self, response: Response) -> tuple[Any, ...] | None:
-        """The usage header lines of ``response`` (and whether it is an image), or None without any."""
-        headers = response.headers
+    def _kind(self, content_type: bytes) -> tuple[bool, str | None]:
+        """Whether a ``Content-Type`` value is HTML's, and the encoding it names (remembered)."""
+        html = b"html" in content_type.lower()
+        kind = (html, http_content_type_encoding(content_type.decode("latin-1")) if html else None)
+        if len(self._kinds) >= _MAX_ANSWERS:
+            self._kinds.clear()
+        self._kinds[content_type] = kind
+        return kind
+
+    def _fields(self, headers: Headers, content_type: bytes | None) -> tuple[Any, ...] | None:
+        """The usage header lines of ``headers`` (and whether they are an image's), or None without any;
+        ``content_type``: their Content-Type, when already looked up."""
+        keys = self._keys.get(type(headers))
+        if keys is None:  # the header names as the class stores them (Headers title-cases them)
+            keys = self._keys[type(headers)] = frozenset(headers.normkey(name) for name in _FIELDS)
+        if keys.isdisjoint(headers):
+            return None  # the common case
         found = tuple(tuple(headers.getlist(name)) for name in _FIELDS)
         if not any(found):
-            return None  # the common case
-        image = bool(found[3]) and (headers.get(b"Content-Type") or b"").lower().startswith(b"image/")
+            return None
+        if found[3] and content_type is None:
+            content_type = headers.get(b"Content-Type")
+        image = bool(found[3]) and (content_type or b"").lower().startswith(b"image/")
         return (*found, image)
 
-    def _head(self, response: Response, token: str) -> tuple[tuple[str, str], ...] | None:
+    def _head(self, response: Response, encoding: str | None, token: str) -> tuple[tuple[str, str], ...] | None:
         """The meta tags of the head of an HTML ``response`` that may state a preference, or None."""
-        names = _META_NAMES | {token} if token else _META_NAMES
-        content_type = response.headers.get(b"Content-Type")
-        encoding = http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
+        names = self._names.get(token)
+        if names is None:
+            if len(self._names) >= _MAX_ANSWERS:
+                self._names.clear()
+            names = self._names[token] = _META_NAMES | {token} if token else _META_NAMES
         head = read_head_meta(response.body, encoding, self.max_bytes, names)
         if not head.complete:
             self._inc("usage_meta_cut")

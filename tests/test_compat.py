@@ -94,3 +94,36 @@ def test_download_slot_and_widening_in_a_real_crawl(origins):
     assert seen["probe"] == ("127.0.0.1", True)
     assert seen["restored"] is True
     assert seen["closing"] is False
+
+
+@pytest.mark.parametrize("how", ["crawler", "any sender", "any signal", "any sender and signal"])
+def test_has_receivers_is_true_exactly_when_send_catch_log_calls_one(how):
+    from pydispatch import dispatcher
+    from scrapy.utils.test import get_crawler
+
+    crawler = get_crawler()
+    signal = object()
+    received: list[object] = []
+
+    def receiver(**kwargs: object) -> None:
+        received.append(kwargs.get("signal"))
+
+    assert not _compat.has_receivers(crawler, signal)
+    crawler.signals.send_catch_log(signal)
+    assert received == []
+    connect = {
+        "crawler": lambda: crawler.signals.connect(receiver, signal=signal),
+        "any sender": lambda: dispatcher.connect(receiver, signal=signal),
+        "any signal": lambda: crawler.signals.connect(receiver, signal=dispatcher.Any),
+        "any sender and signal": lambda: dispatcher.connect(receiver),
+    }
+    connect[how]()
+    try:
+        assert _compat.has_receivers(crawler, signal)
+        crawler.signals.send_catch_log(signal)
+        assert received == [signal]
+    finally:
+        sender = crawler.signals.sender if how in ("crawler", "any signal") else dispatcher.Any
+        dispatcher.disconnect(receiver, signal=signal if how in ("crawler", "any sender") else dispatcher.Any,
+                              sender=sender)
+    assert not _compat.has_receivers(crawler, signal)

@@ -5,8 +5,11 @@ combination per response (``scrapy_rfc9309.preferences``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html.parser import HTMLParser
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_rfc9309.html_head import MAX_TAGS, read_head_meta
 from scrapy_rfc9309.preferences import (
@@ -379,6 +382,8 @@ def test_the_head_scanner_reads_tags_as_an_html_parser_does(body, expected):
         b"<head><script>" + b"<meta name=robots content=noai>" * 200,
         b"\x00\xff\xfe" * 3000,
         b"<" * 10000,
+        b"<head>" + b"<" * 8000 + b"<meta name=robots content=noai>",
+        b"<head>" + "<\u00b2".encode() * 3000 + b"<meta name=robots content=noai>",
         b"<head>" + b"<meta name=robots content=noai>" * (MAX_TAGS + 50),
         b"<head>" + b'<meta name="robots" content="' * 3000,
         b"<head>" + b"<meta " + b"a=" * 5000,
@@ -391,6 +396,107 @@ def test_hostile_heads_end_with_a_bounded_answer(body):
     head = read_head_meta(body, "utf-8", 8192, _wanted)
     assert len(head.tags) <= MAX_TAGS
     assert all(name == "robots" for name, _ in head.tags)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # A name is compared ignoring ASCII case only, and as written: character references in it,
+        # whatever the quotes of the tag, do not make it a wanted name.
+        (b'<meta name="r&#111;bots" content="x"><meta name="r&#111;bots" content="it\'s">', []),
+        (b'<meta name="r&#111;bots" content="robots"><meta name="r&#111;bots" content="robots\'s">', []),
+        ("<meta name=\"robots\u0131\" content=\"x\"><meta name=\"ROBOTS\" content=\"y\">".encode(), ["y"]),
+        # Text whose lower-cased form is longer (a dotted capital I) does not shift what is read.
+        (("<title>" + "\u0130" * 40 + "</title><meta name=\"robots\" content=\"noai\">").encode(), ["noai"]),
+        # Doctypes and bogus comments end at their first ">", whatever follows them.
+        (b'<!><p><meta name="robots" content="x">', []),
+        (b'<!-><p><meta name="robots" content="x">', []),
+        (b'<!-x><?x><meta name="robots" content="y">', ["y"]),
+        # A wanted name in text, a comment or a script before the tag, and after the last one.
+        (b'<title>robots</title><!-- robots --><script>robots="<meta name=robots content=x>"</script>'
+         b'<meta name="robots" content="y"><style>robots</style>', ["y"]),
+    ],
+)
+def test_meta_names_as_html_compares_them(body, expected):
+    assert read_head_meta(body, "utf-8", 65536, _wanted).contents("robots") == expected
+
+
+def test_a_tag_read_before_is_read_again_from_what_follows_it():
+    # The same text up to a ">" that a quoted value goes on past: the value is read in full.
+    assert read_head_meta(b"<meta name=robots content='a>", "utf-8", 1024, _wanted).contents("robots") == ["'a"]
+    assert read_head_meta(b"<meta name=robots content='a>b'>", "utf-8", 1024, _wanted).contents("robots") == ["a>b"]
+    for _ in range(2):  # a tag remembered from before
+        head = read_head_meta(b'<meta name="robots" content="noai"><meta name="robots" content="x" a=\'>\'>',
+                              "utf-8", 1024, _wanted)
+        assert head.contents("robots") == ["noai", "x"]
+
+
+class _Reference(HTMLParser):
+    """The wanted meta tags of a head as the standard library's parser reads them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, str]] = []
+        self.ended = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.ended:
+            return
+        if tag not in ("html", "head", "meta", "title", "link", "style", "script", "base", "noscript", "template"):
+            self.ended = True
+        elif tag == "meta":
+            first: dict[str, str | None] = {}
+            for key, value in attrs:
+                first.setdefault(key, value)
+            name, content = (first.get("name") or "").strip().lower(), first.get("content")
+            if name in _wanted and content is not None:
+                self.tags.append((name, content))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("head", "html", "body"):
+            self.ended = True
+
+
+_WORDS = st.sampled_from(["noai", "noindex", "1", "a b", "x&amp;y", "&#44;", "https://p.example/?a=1&amp;b=2"])
+_NAMES = st.sampled_from(["robots", "ROBOTS", "MyBot", "tdm-reservation", "tdm-policy", "viewport", "description"])
+
+
+@st.composite
+def _meta(draw: st.DrawFn) -> str:
+    name, content = draw(_NAMES), draw(_WORDS)
+    quote = draw(st.sampled_from(['"', "'"]))
+    attributes = [f"name={quote}{name}{quote}", f'content="{content}"']
+    if draw(st.booleans()):
+        attributes.reverse()
+    if draw(st.booleans()):
+        attributes.append('data-x="1"')
+    return f"<{draw(st.sampled_from(['meta', 'META']))} {' '.join(attributes)}>"
+
+
+_PIECES = st.one_of(
+    _meta(),
+    st.just('<meta charset="utf-8">'),
+    st.just('<link rel="stylesheet" href="/s.css?robots=1">'),
+    st.just("<title>robots &amp; Title</title>"),
+    st.just('<script>var s = "<meta name=robots content=x>";</script>'),
+    st.just('<style>a { content: "robots" }</style>'),
+    st.just('<!-- <meta name="robots" content="x"> -->'),
+    st.just('<!-- a > b <meta name="robots" content="x"> -->'),
+    st.just("<!DOCTYPE html>"),
+    st.just("<base href=\"/\">"),
+    st.just("\n  "),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12), st.sampled_from(["", "</head><body>", "<p>"]), st.lists(_meta(), max_size=2))
+def test_the_head_scanner_reads_well_formed_heads_as_html_parser_does(pieces, end, after):
+    document = "<html><head>" + "".join(pieces) + end + "".join(after)
+    reference = _Reference()
+    reference.feed(document)
+    reference.close()
+    tags = read_head_meta(document.encode(), "utf-8", 65536, _wanted).tags
+    assert list(tags) == reference.tags
 
 
 def test_preferences_as_plain_data_and_text():
