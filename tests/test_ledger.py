@@ -245,6 +245,44 @@ def test_a_version_loaded_from_a_store_is_written_from_the_store_when_the_direct
     assert {r["ver"] for r in records(directory, "verdict")} == {version.digest}
 
 
+@pytest.mark.parametrize("store", ["disk", "redis"])
+@pytest_twisted.inlineCallbacks
+def test_a_stale_copy_from_a_store_names_its_good_version_while_the_origin_is_unreachable(origins, tmp_path,
+                                                                                        request, store):
+    site = origins("127.0.0.1")
+    site["/robots.txt"] = text(V1, Cache_Control="max-age=0")  # stale at once: the next process fetches again
+    settings: dict[str, Any] = {"ROBOTSTXT_STORE": store, "ROBOTSTXT_CACHE_MIN_TTL": 0, "ROBOTSTXT_RETRY_DELAY": 600,
+                                "ROBOTSTXT_RETRY_MAX_DELAY": 600}
+    if store == "disk":
+        settings["ROBOTSTXT_STORE_PATH"] = str(tmp_path / "store")
+    else:
+        settings["ROBOTSTXT_REDIS_URL"] = request.getfixturevalue("redis_url")
+    one, two, three = (tmp_path / f"ledger{n}" for n in (1, 2, 3))
+    yield run_crawl([site.url("/c")], mw_settings(**settings, ROBOTSTXT_LEDGER=str(one)))
+    [good] = versions(one)
+    site["/robots.txt"] = Static(b"busy", 503, {"Content-Type": "text/plain"})
+    urls = [site.url("/a"), site.url("/c")]
+    # Process 2 fetches (503) and judges by the good copy it found in the store; process 3 loads the
+    # unreachable state process 2 saved (its retry not due), with the good copy, and judges by it too.
+    second = yield run_crawl(urls, mw_settings(**settings, ROBOTSTXT_LEDGER=str(two)))
+    third = yield run_crawl(urls, mw_settings(**settings, ROBOTSTXT_LEDGER=str(three)))
+    assert len(robots_hits(site)) == 2 and stat(third, "store_hit") == 1
+    assert second.responses == third.responses == [site.url("/c")]
+    for directory, source in ((two, "fetch"), (three, "store")):
+        [state] = records(directory, "state")
+        assert (state["access"], state["status"], state["src"], state["ver"]) == ("unreachable", 503, source, good)
+        assert sorted((r["u"], r["d"], r["ver"]) for r in records(directory, "verdict")) == [
+            (urls[0], "disallowed", good), (urls[1], "allowed", good)]
+        # The directory lacked the version: written from the store's copy, the same digest.
+        [version] = versions(directory).values()
+        assert (version.digest, version.body, version.fields["WARC-RFC9309-Source"]) == (good, V1.encode(), "store")
+        assert version.fields["WARC-RFC9309-Access"] == "parsed" and version.status_line == "200 OK"
+        passes(directory)
+    report = passes(one, two, three).origins[base(site)]
+    assert list(report.versions) == [good]
+    assert (report.requests["allowed"], report.requests["disallowed"], report.responses) == (3, 2, {"passed": 3})
+
+
 @pytest_twisted.inlineCallbacks
 def test_held_and_dropped_requests_are_recorded_with_the_unreachable_state_and_why(origins, tmp_path):
     site = origins("127.0.0.1")
@@ -260,6 +298,26 @@ def test_held_and_dropped_requests_are_recorded_with_the_unreachable_state_and_w
     assert [(r["d"], r.get("why"), r["ver"]) for r in records(tmp_path, "verdict")] == [
         ("held", None, None), ("dropped", "max_wait", None)]
     assert records(tmp_path, "response") == []
+
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_request_parked_while_its_origin_is_held_is_recorded_held_when_parked(origins, tmp_path):
+    site = origins("127.0.0.1")
+    site["/robots.txt"] = Sequence([Static(b"busy", 503, {"Content-Type": "text/plain"}), text(V1)])
+    urls = [site.url(f"/{path}/{n}") for path in ("a", "c") for n in range(3)]
+    # One request of the origin waits in the downloader for its robots.txt, the others are parked; the 503
+    # holds them all: each held one, in the downloader or parked, has its held record, then its verdict.
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), CONCURRENT_REQUESTS_PER_DOMAIN=1))
+    assert len(robots_hits(site)) == 2
+    held = [r["fp"] for r in records(tmp_path, "verdict") if r["d"] == "held"]
+    assert stat(result, "held") == len(held) == len(urls)
+    report = passes(tmp_path).origins[base(site)]
+    assert (report.requests["held"], report.requests["allowed"], report.requests["disallowed"]) == (6, 3, 3)
+    verdicts = records(tmp_path, "verdict")
+    for fp in held:
+        after = [r["d"] for r in verdicts if r["fp"] == fp]
+        assert after[0] == "held" and after[-1] in ("allowed", "disallowed") and set(after[1:-1]) <= {"held"}
 
 
 # -- tampering with a real crawl's ledger --------------------------------------------------------
