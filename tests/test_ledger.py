@@ -18,7 +18,8 @@ import pytest
 import pytest_twisted
 from crawl import run_crawl
 from ledger_writer import read_lines, records, versions, write_lines
-from middleware_support import BatchSpider, mw_settings, page_hits, robots_hits, stat, text
+from middleware_support import BatchSpider, TrackingSpider, mw_settings, page_hits, robots_hits, stat, text, until
+from scrapy.utils.defer import deferred_from_coro
 from test_command import scrapy
 
 from scrapy_rfc9309.audit import CORRUPT, UNSEALED, Audit, audit, format_text
@@ -318,6 +319,41 @@ def test_a_request_parked_while_its_origin_is_held_is_recorded_held_when_parked(
     for fp in held:
         after = [r["d"] for r in verdicts if r["fp"] == fp]
         assert after[0] == "held" and after[-1] in ("allowed", "disallowed") and set(after[1:-1]) <= {"held"}
+
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_parked_once_their_origin_is_held_are_recorded_held_as_they_are_parked(origins, tmp_path):
+    from scrapy import Request
+
+    from scrapy_rfc9309.testing import Gate
+
+    site = origins("127.0.0.1")
+    gate = Gate(text(V1))  # the retry waits at the gate: the origin stays held meanwhile
+    site["/robots.txt"] = Sequence([Static(b"busy", 503, {"Content-Type": "text/plain"}), gate])
+    TrackingSpider.latest = None
+    crawl = run_crawl(TrackingSpider, mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_MAX_WAIT=60),
+                      urls=[site.url("/a/0")])
+
+    def held() -> int:
+        spider = TrackingSpider.latest
+        return 0 if spider is None else int(spider.crawler.stats.get_value("robotstxt/held", 0))
+
+    yield deferred_from_coro(until(lambda: held() == 1, "the first request held in the downloader"))
+    assert TrackingSpider.latest is not None
+    engine = TrackingSpider.latest.crawler.engine
+    engine.crawl(Request(site.url("/a/1")))  # judged held, then parked
+    yield deferred_from_coro(until(lambda: held() == 2, "one parked as it is held"))
+    for path in ("/c/1", "/c/2"):  # of an origin with parked requests: parked before the scheduler sees them
+        engine.crawl(Request(site.url(path)))
+    yield deferred_from_coro(until(lambda: held() == 4, "two more parked held"))
+    assert [r["d"] for r in records(tmp_path, "verdict")] == ["held"] * 4
+    gate.open()
+    result = yield crawl
+    assert sorted(result.responses) == [site.url("/c/1"), site.url("/c/2")]
+    report = passes(tmp_path).origins[base(site)]
+    assert (report.requests["held"], report.requests["allowed"], report.requests["disallowed"]) == (4, 2, 2)
+    assert stat(result, "held") == 4
 
 
 # -- tampering with a real crawl's ledger --------------------------------------------------------
