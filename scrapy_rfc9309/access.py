@@ -235,6 +235,10 @@ class OriginState:
     failures: int = 0
     outcome: FetchOutcome | None = field(default=None, compare=False)
     unreachable_since: float | None = None
+    #: The outcome (without its body) of the fetch that gave the good copy ``parsed``: ``outcome``
+    #: itself when parsed, kept while the origin is unreachable and the copy stands in, so that the
+    #: ledger names the copy's version (None when unknown: a stored record of an earlier version).
+    good_fetch: FetchOutcome | None = field(default=None, compare=False)
 
     @property
     def robots(self) -> RobotsTxt | None:
@@ -266,8 +270,9 @@ class OriginState:
     ) -> OriginState:
         if outcome.access is Access.PARSED:
             parsed = outcome.document.parse(outcome.body, policy.parse_limit, outcome.url)
-            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), parsed, now, 0,
-                       replace(outcome, body=b""))
+            fetched = replace(outcome, body=b"")
+            return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), parsed, now, 0, fetched, None,
+                       fetched)
         if outcome.access is Access.UNAVAILABLE:
             return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
         failures = (previous.failures if previous else 0) + 1
@@ -276,11 +281,11 @@ class OriginState:
         since = now
         if previous is not None and previous.access is Access.UNREACHABLE and previous.unreachable_since is not None:
             since = min(previous.unreachable_since, now)
-        good, good_at = None, None
+        good, good_at, good_fetch = None, None, None
         if previous is not None and previous.parsed is not None and previous.good_at is not None:
             if now - previous.good_at <= policy.keep_cached:
-                good, good_at = previous.parsed, previous.good_at
-        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, since)
+                good, good_at, good_fetch = previous.parsed, previous.good_at, previous.good_fetch
+        return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, since, good_fetch)
 
     def backoff(self) -> OriginState:
         """The state without its good copy: what is kept of an unreachable origin

@@ -30,7 +30,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 
 from . import __version__, _compat
-from .access import Access, OriginState
+from .access import Access, OriginState, Policy
 from .documents import ROBOTS_TXT, Document
 from .exceptions import RobotsTxtConfigError, RobotsTxtLedgerError
 from .ledger_format import (
@@ -97,6 +97,7 @@ class Ledger(Reporting):
         self.crawler = crawler
         self.directory = config.ledger
         self.rotate_bytes = config.ledger_rotate_bytes
+        self._policy = config.policy
         prepare_directory(self.directory)
         self._runs = os.path.join(self.directory, RUNS_DIR)
         self._versions = os.path.join(self.directory, VERSIONS_DIR)
@@ -186,7 +187,8 @@ class Ledger(Reporting):
             known = digests.get(origin)
             if known is not None and known[0] is key:
                 return known[1]
-        return self._remember(origin, state, document, key, _Version.of(origin, state, document, "fetch"))
+        return self._remember(origin, state, document, key,
+                              _Version.of(origin, state, document, "fetch", self._policy))
 
     def _remember(self, origin: Origin, state: OriginState, document: Document, key: object,
                   version: _Version | None) -> str | None:
@@ -195,7 +197,8 @@ class Ledger(Reporting):
             del digests[next(iter(digests))]
         digest = version.digest if version is not None else None
         if digest is None and state.access is Access.UNREACHABLE and state.parsed is not None:
-            # A stale copy whose fetch this process did not see (loaded from a store while unreachable).
+            # A stale copy whose fetch is not known (a store record of an earlier version): the version this
+            # process recorded for the same copy, if it did.
             previous = digests.get(origin)
             digest = previous[1] if previous is not None and previous[0] is key else None
         digests[origin] = (key, digest)
@@ -208,7 +211,7 @@ class Ledger(Reporting):
         if self.closed or self.failure is not None:
             return
         key: object = state.parsed if state.parsed is not None else state
-        version = _Version.of(origin, state, document, source)
+        version = _Version.of(origin, state, document, source, self._policy)
         digest = self._remember(origin, state, document, key, version)
         if version is not None and version.digest not in self._stored:
             try:
@@ -471,19 +474,29 @@ class _Version:
         self.digest = version_digest(document, requested_url, redirects, final_url, status, access, body)
 
     @classmethod
-    def of(cls, origin: Origin, state: OriginState, document: Document, source: str) -> _Version | None:
+    def of(cls, origin: Origin, state: OriginState, document: Document, source: str,
+           policy: Policy) -> _Version | None:
         """The version ``state`` holds as fetched (parsed, or unavailable with a
-        status), or None: unreachable (a stale copy's version is the one recorded
-        when it was fetched), or no HTTP response (a request another component ignored)."""
-        outcome = state.outcome
-        if outcome is None or outcome.status is None or state.access is Access.UNREACHABLE:
+        status), or None: no HTTP response (a request another component ignored), or
+        unreachable without a good copy whose fetch is known. An unreachable state's
+        good copy is the version of its own fetch (``good_fetch``); when the directory
+        lacks its file, the process did not fetch it (it would have written it then):
+        it came from a store."""
+        outcome, lifetime = state.outcome, state.expires_at - state.fetched_at
+        if state.access is Access.UNREACHABLE:
+            outcome = state.good_fetch if state.parsed is not None and state.good_at is not None else None
+            if outcome is None:
+                return None
+            source, lifetime = "store", policy.lifetime(outcome.max_age)
+        if outcome is None or outcome.status is None:
             return None
         requested = document.url(origin)
         hops = [requested, *outcome.redirects]
-        body = state.good_body if state.access is Access.PARSED else b""
-        return cls(document.name, requested, hops[:-1], outcome.url or hops[-1], outcome.status,
-                   state.access.value, body, source, () if source == "store" else outcome.headers,
-                   state.fetched_at, state.expires_at - state.fetched_at, outcome.truncated)
+        access = outcome.access.value
+        body = state.good_body if outcome.access is Access.PARSED else b""
+        fetched_at = state.good_at if state.good_at is not None else state.fetched_at
+        return cls(document.name, requested, hops[:-1], outcome.url or hops[-1], outcome.status, access, body,
+                   source, () if source == "store" else outcome.headers, fetched_at, lifetime, outcome.truncated)
 
     def write_warc(self, handle: Any) -> None:
         # warcio ships no type information.

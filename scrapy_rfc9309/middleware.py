@@ -122,6 +122,8 @@ class RobotsTxtMiddleware(Reporting):
         for lifecycle in (self.states, self.tdm):
             if lifecycle is not None:
                 lifecycle.ledger = self.ledger
+        if self.ledger is not None:
+            self.states.parking.on_held = self._parked_held
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -461,6 +463,13 @@ class RobotsTxtMiddleware(Reporting):
         the robots.txt's, when the caller has it."""
         self._record(request, origin, "allowed", state, verdict or _robots_verdict(state, request, agent),
                      usage=_usage_text(request), tdm=tdm)
+
+    def _parked_held(self, request: Request, origin: Origin) -> None:
+        """A request parked while its origin is held: its ``held`` record (its verdict follows
+        when it comes back from parking). A ``dont_obey_robotstxt`` request, parked with the
+        others of its origin, is not held by the robots.txt: its record is ``not_judged``, when it comes back."""
+        if not request.meta.get("dont_obey_robotstxt"):
+            self._record(request, origin, "held")
 
     def _record(self, request: Request, origin: Origin, verdict: str, state: OriginState | None = None,
                 judged: Verdict | None = None, why: str | None = None, usage: str | None = None,

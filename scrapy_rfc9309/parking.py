@@ -34,6 +34,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import defer
 
 from . import _compat
+from .exceptions import RobotsTxtLedgerError
 from .reporting import Reporting
 
 if TYPE_CHECKING:
@@ -78,6 +79,10 @@ class Parking(Reporting):
         self._listening = False
         self._keeper: defer.Deferred[Any] | None = None
         self._keeper_done: defer.Deferred[None] | None = None
+        #: Told of each request held while parked (its origin is unreachable), as it is parked or as
+        #: its origin turns out unreachable: the ledger's ``held`` record. A request the middleware
+        #: returns to be parked is refused when it raises (the ledger cannot be written).
+        self.on_held: Callable[[Request, Origin], None] | None = None
         self._keeper_failed = False
 
     def __contains__(self, origin: Origin) -> bool:
@@ -93,6 +98,8 @@ class Parking(Reporting):
             del self._incoming[request]
             self.count -= 1
             return None
+        if held and self.on_held is not None:
+            self.on_held(request, origin)
         self._incoming[request] = (origin, SEEN | (HELD if held else 0))
         self.count += 1
         self._parked.setdefault(origin, [])
@@ -111,6 +118,8 @@ class Parking(Reporting):
             if parked is None or origin is None or not self._room():
                 return
             held = self._held(origin)
+            if held:
+                self._held_now(request, origin)
             parked.append((request, HELD if held else 0))
             self.count += 1
             if held:
@@ -136,9 +145,20 @@ class Parking(Reporting):
         newly = 0
         for index, (request, flags) in enumerate(parked):
             if not flags & HELD:
+                self._held_now(request, origin)
                 parked[index] = (request, flags | HELD)
                 newly += 1
         return newly
+
+    def _held_now(self, request: Request, origin: Origin) -> None:
+        """Tell :attr:`on_held` of a request held while it stays parked. A ledger that cannot be
+        written has logged it and closes the spider; the request, judged when it comes back, is
+        refused then (its verdict's record fails too)."""
+        if self.on_held is not None:
+            try:
+                self.on_held(request, origin)
+            except RobotsTxtLedgerError:
+                pass
 
     def release(self, origin: Origin, given_up: bool = False) -> int:
         """Schedule the origin's parked requests again; how many of them were held

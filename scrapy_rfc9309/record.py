@@ -98,6 +98,11 @@ def encode(state: OriginState, policy: Policy) -> Record:
         )
         if outcome.cause is not Cause.TRANSIENT:
             meta["cause"] = outcome.cause.value
+    good = state.good_fetch
+    if state.access is Access.UNREACHABLE and state.good_at is not None and good is not None:
+        # The good copy's fetch, which ``outcome`` (the failed one) no longer tells: its version for the ledger.
+        meta["good"] = {"status": good.status, "redirects": list(good.redirects), "truncated": good.truncated,
+                        "max_age": good.max_age}
     body = state.good_body if state.good_at is not None else b""
     return Record(state.fetched_at, state.expires_at, state.keep_until(policy),
                   json.dumps(meta, separators=(",", ":")), body)
@@ -172,8 +177,28 @@ def decode(record: Record, policy: Policy, now: float | None = None,
     )
     good_url = _text(meta, "good_url") or outcome.url or None
     parsed = document.parse(body, policy.parse_limit, good_url) if good_at is not None else None
+    good_fetch = None
+    if access is Access.PARSED:
+        good_fetch = outcome
+    elif parsed is not None and good_url is not None:
+        good_fetch = _good_fetch(meta.get("good"), good_url, document)
     return OriginState(access, fetched_at, expires_at, parsed, good_at, failures, outcome,
-                       since if access is Access.UNREACHABLE else None)
+                       since if access is Access.UNREACHABLE else None, good_fetch)
+
+
+def _good_fetch(good: object, url: str, document: Document) -> FetchOutcome | None:
+    """The fetch of an unreachable record's good copy (``good``: its status, redirects,
+    truncation and max-age), or None when absent or malformed: it only names the copy's
+    version in the ledger, and the copy applies without it."""
+    if not isinstance(good, dict):
+        return None
+    status, redirects, max_age = good.get("status"), good.get("redirects"), good.get("max_age")
+    if not isinstance(status, int) or isinstance(status, bool) or not isinstance(redirects, list) \
+            or not all(isinstance(hop, str) for hop in redirects) \
+            or not (max_age is None or (isinstance(max_age, (int, float)) and math.isfinite(max_age))):
+        return None
+    return FetchOutcome(Access.PARSED, url, status, b"", None if max_age is None else float(max_age),
+                        tuple(redirects), truncated=good.get("truncated") is True, document=document)
 
 
 def _number(meta: dict[str, Any], name: str, optional: bool = False) -> Any:

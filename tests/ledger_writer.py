@@ -1,6 +1,7 @@
 """A small ledger writer for the audit's tests, written from docs/ledger-format.md
 alone (not the package's writer), so that the audit is checked against the format
-document. Kept in one module so that tests can swap it for ledgers a real crawl writes.
+document; and, for the real-crawl ledger tests, the records and version files of a
+directory read back as they are (nothing checked: the audit checks them).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -149,3 +152,37 @@ def read_lines(path: Path) -> list[bytes]:
 def write_lines(path: Path, lines: list[bytes]) -> None:
     data = b"".join(lines)
     path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+
+
+def records(directory: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """The records of every segment of ``directory`` (of ``kind``), in run and segment order."""
+    found = []
+    for path in sorted((directory / RUNS_DIR).iterdir()):
+        if path.name.endswith(".tmp"):
+            continue
+        data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+        found += [json.loads(line) for line in data.split(b"\n")[:-1]]  # not a last line cut short
+    return [record for record in found if kind is None or record["k"] == kind]
+
+
+@dataclass
+class Version:
+    digest: str
+    fields: dict[str, str]
+    status_line: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def versions(directory: Path) -> dict[str, Version]:
+    """The version files of ``directory``, by digest (their names)."""
+    found = {}
+    for path in sorted((directory / VERSIONS_DIR).glob("*.warc.gz")):
+        digest = path.name.removesuffix(".warc.gz")
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle):  # one response record
+                http = record.http_headers
+                assert digest not in found and record.rec_type == "response"
+                found[digest] = Version(digest, dict(record.rec_headers.headers), http.statusline,
+                                        list(http.headers), record.content_stream().read())
+    return found

@@ -100,16 +100,18 @@ def _robotstxt(report: dict[str, Any], key: str) -> int:
 
 
 @defer.inlineCallbacks
-def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any]) -> Any:
+def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any],
+                   own_settings: tuple[dict[str, Any], dict[str, Any]] = ({}, {})) -> Any:
     """Two processes crawling the four shared sites, and one site each of their own
-    (whose robots.txt, answered at once, only that process fetches)."""
+    (whose robots.txt, answered at once, only that process fetches). ``own_settings``:
+    each process's settings on top of ``settings``."""
     sites = _sites(origins, 4)
     own = [origins(f"127.0.0.{n + 5}") for n in range(2)]
     for site in own:
         site.robots(RULES)
     start_at = time.time() + START_DELAY
     specs = [
-        {"settings": settings, "start_at": start_at,
+        {"settings": {**settings, **own_settings[n - 1]}, "start_at": start_at,
          "urls": [own[n - 1].url(f"/public/{n}")] + [s.url(f"/public/{n}") for s in sites]
          + [s.url(f"/private/{n}") for s in sites]}
         for n in (1, 2)

@@ -79,6 +79,26 @@ def test_an_unreachable_state_keeps_its_good_copy_and_failure_count() -> None:
     assert back.decision(T0 + POLICY.keep_cached + 1, POLICY) is Decision.HOLD
 
 
+def test_an_unreachable_state_keeps_the_fetch_of_its_good_copy_for_the_ledger() -> None:
+    good = parsed(max_age=3600)
+    state = unreachable(good, T0 + 10)
+    assert state.good_fetch is good.outcome and good.good_fetch is good.outcome
+    meta = json.loads(encode(state, POLICY).meta)
+    assert meta["good"] == {"status": 200, "redirects": ["https://h/robots.txt?r"], "truncated": False,
+                            "max_age": 3600}
+    back = roundtrip(state)
+    assert back.good_fetch is not None and back.outcome is not None and back.outcome.status == 503
+    assert (back.good_fetch.access, back.good_fetch.url, back.good_fetch.status, back.good_fetch.redirects,
+            back.good_fetch.max_age) == (Access.PARSED, "https://h/robots.txt", 200, ("https://h/robots.txt?r",), 3600)
+    assert roundtrip(good).good_fetch == good.outcome
+    # A record without it (an earlier writer's), or with a malformed one, keeps its good copy: the fetch is unknown.
+    for value in (None, "x", {"status": "200", "redirects": []}, {"status": 200, "redirects": [1]}):
+        meta["good"] = value
+        record = replace(encode(state, POLICY), meta=json.dumps(meta))
+        back = decode(record, POLICY, state.fetched_at)
+        assert back.robots is not None and back.good_fetch is None
+
+
 def test_an_unreachable_state_without_a_good_copy_holds() -> None:
     back = roundtrip(unreachable(None, T0))
     assert back.robots is None and back.good_at is None
