@@ -65,6 +65,9 @@ FINGERPRINT_META = "_robotstxt_ledger_fp"
 CLOSE_REASON = "robotstxt_ledger_error"
 #: Seconds between two ``fsync`` of the open segment.
 SYNC_INTERVAL = 1.0
+#: The gzip level of closed segments. On verdict records level 5 is as small as level 6 (within 0.1 %)
+#: for about three quarters of its CPU, and about 5 % larger than level 9 for a quarter of its CPU.
+GZIP_LEVEL = 5
 #: Origins (per document) whose version digest is remembered; a forgotten one is computed again.
 _DIGESTS_KEPT = 10_000
 #: Headers of the archived response renamed, because its body is the bytes the parser read
@@ -306,8 +309,7 @@ class Ledger(Reporting):
         closed = path + ".gz"
         temporary = closed + ".tmp"
         with open(path, "rb") as plain, open(temporary, "wb") as raw:
-            # Level 6: on verdict records about 5 % larger than level 9, for less than half its CPU.
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0) as packed:
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=GZIP_LEVEL, fileobj=raw, mtime=0) as packed:
                 while chunk := plain.read(1 << 20):
                     packed.write(chunk)
             raw.flush()
