@@ -65,6 +65,9 @@ FINGERPRINT_META = "_robotstxt_ledger_fp"
 CLOSE_REASON = "robotstxt_ledger_error"
 #: Seconds between two ``fsync`` of the open segment.
 SYNC_INTERVAL = 1.0
+#: The gzip level of closed segments. On verdict records level 5 is as small as level 6 (within 0.1 %)
+#: for about three quarters of its CPU, and about 5 % larger than level 9 for a quarter of its CPU.
+GZIP_LEVEL = 5
 #: Origins (per document) whose version digest is remembered; a forgotten one is computed again.
 _DIGESTS_KEPT = 10_000
 #: Headers of the archived response renamed, because its body is the bytes the parser read
@@ -123,6 +126,7 @@ class Ledger(Reporting):
         self._stored: set[str] = set()
         self._origins: dict[Origin, str] = {}
         self._rules: dict[Rule, str] = {}
+        self._fingerprint: Callable[[Request], bytes] | None = None
         self._worker = _Worker(self)
         try:
             self._open_segment("")
@@ -137,10 +141,11 @@ class Ledger(Reporting):
         """Record a verdict; raises :class:`RobotsTxtLedgerError` when it cannot be written.
         The line is formatted by hand (it is written for every request): strings through
         JSON's own escaping, the rest of a known shape."""
-        fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
-        request.meta[FINGERPRINT_META] = (request.url, fingerprint)
+        url = request.url
+        fingerprint = (self._fingerprint or self._fingerprinter())(request).hex()
+        request.meta[FINGERPRINT_META] = (url, fingerprint)
         line = (f'{{"k":"verdict","t":{time.time():.3f},"p":"{self._link}","m":{_string(request.method)},'
-                f'"u":{_string(request.url)},"fp":"{fingerprint}","o":{self._origin_json(origin)},'
+                f'"u":{_string(url)},"fp":"{fingerprint}","o":{self._origin_json(origin)},'
                 f'"a":{_string(agent)},"ver":{"null" if version is None else _string(version)},"d":"{verdict}",'
                 f'"r":{"null" if rule is None else self._rule_json(rule)}')
         if why is not None:
@@ -153,14 +158,21 @@ class Ledger(Reporting):
 
     def response(self, request: Request, status: int, verdict: str) -> None:
         """Record a response received for a judged request."""
+        url = request.url
         known = request.meta.get(FINGERPRINT_META)
-        if known is not None and known[0] == request.url:  # not a copy of another request's meta
+        if known is not None and known[0] == url:  # not a copy of another request's meta
             fingerprint = known[1]
         else:
-            fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+            fingerprint = (self._fingerprint or self._fingerprinter())(request).hex()
         # "u" then "fp", as in the verdict record: compressed, the pair is one back-reference to it.
-        self._write(f'{{"k":"response","t":{time.time():.3f},"p":"{self._link}","u":{_string(request.url)},'
+        self._write(f'{{"k":"response","t":{time.time():.3f},"p":"{self._link}","u":{_string(url)},'
                     f'"fp":"{fingerprint}","s":{int(status)},"d":"{verdict}"}}')
+
+    def _fingerprinter(self) -> Callable[[Request], bytes]:
+        """Scrapy's fingerprinter's method (it caches a request's fingerprint: the
+        scheduler's duplicate filter has asked already), kept at the first record."""
+        self._fingerprint = fingerprint = self.crawler.request_fingerprinter.fingerprint  # type: ignore[union-attr]
+        return fingerprint
 
     def _origin_json(self, origin: Origin) -> str:
         text = self._origins.get(origin)
@@ -234,23 +246,26 @@ class Ledger(Reporting):
             pass  # logged, and the spider closes
 
     def _write(self, text: str, seal: bool = False) -> None:
-        """Hand one record's line to the OS (one ``write``; a short one is completed)."""
-        if self.failure is not None or self._fd < 0:
+        """Hand one record's line to the OS (one ``write``; a short one is completed),
+        and chain it. The chain hash is computed before the ``write`` and kept once the
+        line is written: measured in a crawl, a little cheaper than after the system call."""
+        fd = self._fd
+        if fd < 0 or self.failure is not None:
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
-        line = text.encode()
-        data = line + b"\n"
+        data = (text + "\n").encode()
+        digest = chain(self._hash, data[:-1])
         try:
-            done = os.write(self._fd, data)
+            done = os.write(fd, data)
             while done < len(data):  # a short write: the rest, or the error that stopped it
-                more = os.write(self._fd, data[done:])
+                more = os.write(fd, data[done:])
                 if not more:
                     raise OSError(errno.EIO, "the file took no more bytes")
                 done += more
         except OSError as exc:
             self._failed(self._path, exc)
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure})") from None
-        self._hash = chain(self._hash, line)
-        self._link = link(self._hash)
+        self._hash = digest
+        self._link = link(digest)
         self._count += 1
         self.written += 1
         self._size += len(data)
@@ -299,8 +314,7 @@ class Ledger(Reporting):
         closed = path + ".gz"
         temporary = closed + ".tmp"
         with open(path, "rb") as plain, open(temporary, "wb") as raw:
-            # Level 6: on verdict records about 5 % larger than level 9, for less than half its CPU.
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0) as packed:
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=GZIP_LEVEL, fileobj=raw, mtime=0) as packed:
                 while chunk := plain.read(1 << 20):
                     packed.write(chunk)
             raw.flush()

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self
 
+    from .matcher import Rule
     from .preferences import Preferences
     from .robotstxt import RobotsTxt, Verdict
 
@@ -180,10 +181,10 @@ class RobotsTxtMiddleware(Reporting):
                     self._give_up(request, origin, given_up, lifecycle)  # not held again
         state = self.states.cached(origin, now)
         if state is not None:
-            verdict = self._judge(request, origin, state, agent)
+            rule = self._judge(request, origin, state, agent)
             if tdm is None:
                 if self.ledger is not None:
-                    self._allowed(request, origin, state, agent, verdict)
+                    self._allowed(request, origin, state, agent, rule)
                 return None
             meta.pop(TDMREP_META, None)
             tdm_state = tdm.cached(origin, now)
@@ -246,10 +247,10 @@ class RobotsTxtMiddleware(Reporting):
         state = await self._known(self.states, request, origin)
         if isinstance(state, Request):
             return state
-        verdict = self._judge(request, origin, state, agent)
+        rule = self._judge(request, origin, state, agent)
         if self.tdm is None:
             if self.ledger is not None:
-                self._allowed(request, origin, state, agent, verdict)
+                self._allowed(request, origin, state, agent, rule)
             return None
         request.meta.pop(TDMREP_META, None)
         return await self._process_tdm(request, origin, state, agent)
@@ -371,26 +372,26 @@ class RobotsTxtMiddleware(Reporting):
         )
 
     # -- verdicts -------------------------------------------------------------------------
-    def _judge(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes) -> Verdict | None:
+    def _judge(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes) -> Rule | None:
         """Raise for a request the state forbids; apply Crawl-delay and usage
-        preferences to one it allows. With the ledger on, returns the verdict with
-        its rule (asked once: the ledger records it)."""
+        preferences to one it allows. With the ledger on, returns the rule that
+        allowed it, None when none matched (asked once: the ledger records it)."""
         robots = state.robots
         if robots is None:  # unavailable: everything is allowed
             return None
-        verdict = None
+        rule = None
         if self.ledger is not None:
-            verdict = robots.verdict(request.url, agent)
-            if not verdict.allowed:
-                self._record(request, origin, "disallowed", state, verdict)
-                self._forbid(request, origin, verdict)
+            rule = robots.deciding_rule(request.url, agent)
+            if rule is not None and not rule.allow:
+                self._record(request, origin, "disallowed", state, rule, agent=agent)
+                self._forbid(request, origin, robots.verdict(request.url, agent))
         elif not robots.allowed(request.url, agent):
             self._forbid(request, origin, robots.verdict(request.url, agent))
         if self.crawl_delay is not None:
             self.crawl_delay.apply(request, origin, robots.crawl_delay(agent))
         if robots.has_usage(agent):
             self._apply_usage(request, origin, state, robots, agent)
-        return verdict
+        return rule
 
     def _forbid(self, request: Request, origin: Origin, verdict: Verdict) -> None:
         reason = f"{_rule_text(verdict)} of {origin.robots_url}"
@@ -423,8 +424,8 @@ class RobotsTxtMiddleware(Reporting):
         for category in self.config.usage_deny:
             if preference.denies(category):
                 if self.ledger is not None:
-                    self._record(request, origin, "usage_denied", state, robots.verdict(request.url, agent),
-                                 usage=str(preference))
+                    self._record(request, origin, "usage_denied", state, robots.deciding_rule(request.url, agent),
+                                 usage=str(preference), agent=agent)
                 self._inc("usage_denied")
                 message = f"Usage preference denies {category}: {request} ({preference} of {origin.robots_url})"
                 logger.debug(message, extra=self._log_extra)
@@ -438,31 +439,30 @@ class RobotsTxtMiddleware(Reporting):
         ``robots`` is the robots.txt state that allowed the request, for the ledger."""
         if state.decision(time.time(), self.policy) is Decision.HOLD:
             if self.ledger is not None:
-                self._allowed(request, origin, robots, agent, tdm=state)
+                self._allowed(request, origin, robots, agent, _robots_rule(robots, request, agent), tdm=state)
             return
         tdmrep = state.tdmrep
         entry = None if tdmrep is None else tdmrep.entry_for(request.url)
         request.meta[TDMREP_META] = entry
         if entry is None or not entry.reserved or not self.tdm_deny:
             if self.ledger is not None:
-                self._allowed(request, origin, robots, agent, tdm=state)
+                self._allowed(request, origin, robots, agent, _robots_rule(robots, request, agent), tdm=state)
             return
         if self.ledger is not None:
-            self._record(request, origin, "tdm_reserved", robots, _robots_verdict(robots, request, agent),
-                         usage=_usage_text(request), tdm=state)
+            self._record(request, origin, "tdm_reserved", robots, _robots_rule(robots, request, agent),
+                         usage=_usage_text(request), tdm=state, agent=agent)
         self._inc("tdm_reserved")
         message = f"TDM rights reserved ({', '.join(self.tdm_deny)} denied): {request} ({entry})"
         logger.debug(message, extra=self._log_extra)
         raise RobotsTxtTdmReserved(message, entry, entry.url)
 
     # -- the ledger -----------------------------------------------------------------------
-    def _allowed(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes,
-                 verdict: Verdict | None = None, tdm: OriginState | None = None) -> None:
+    def _allowed(self, request: Request, origin: Origin, state: OriginState, agent: str | bytes, rule: Rule | None,
+                 tdm: OriginState | None = None) -> None:
         """Record that ``request`` is released (before it is: raises
-        :class:`RobotsTxtLedgerError` when the record cannot be written). ``verdict``:
-        the robots.txt's, when the caller has it."""
-        self._record(request, origin, "allowed", state, verdict or _robots_verdict(state, request, agent),
-                     usage=_usage_text(request), tdm=tdm)
+        :class:`RobotsTxtLedgerError` when the record cannot be written). ``rule``:
+        the robots.txt's rule that allowed it, None when none matched."""
+        self._record(request, origin, "allowed", state, rule, usage=_usage_text(request), tdm=tdm, agent=agent)
 
     def _parked_held(self, request: Request, origin: Origin) -> None:
         """A request parked while its origin is held: its ``held`` record (its verdict follows
@@ -472,26 +472,27 @@ class RobotsTxtMiddleware(Reporting):
             self._record(request, origin, "held")
 
     def _record(self, request: Request, origin: Origin, verdict: str, state: OriginState | None = None,
-                judged: Verdict | None = None, why: str | None = None, usage: str | None = None,
-                tdm: OriginState | None = None) -> None:
-        """Write the verdict record of ``request`` (see docs/ledger-format.md)."""
+                rule: Rule | None = None, why: str | None = None, usage: str | None = None,
+                tdm: OriginState | None = None, agent: str | bytes | None = None) -> None:
+        """Write the verdict record of ``request`` (see docs/ledger-format.md). ``agent``:
+        the one :meth:`user_agent_for` gave, when the caller has it."""
         ledger = self.ledger
         assert ledger is not None
         version = None if state is None else ledger.version_of(origin, state)
-        rule = None if judged is None or judged.rule is None else judged.rule
         tdm_fields = None
         if self.tdm is not None:
             entry = request.meta.get(TDMREP_META)
             tdm_fields = (None if tdm is None else ledger.version_of(origin, tdm, TDMREP),
                           None if entry is None else [int(entry.reserved), entry.location, entry.index])
-        ledger.verdict(request, origin, self._token_of(request), version, verdict, rule, why, usage, tdm_fields)
+        ledger.verdict(request, origin, self._token_of(request, agent), version, verdict, rule, why, usage, tdm_fields)
 
-    def _token_of(self, request: Request) -> str:
+    def _token_of(self, request: Request, agent: str | bytes | None = None) -> str:
         """The product token obeyed for ``request`` (judged, and its agent logged, in
-        ``process_request`` already)."""
-        agent = request.meta.get(AGENT_META)
-        if not agent or not isinstance(agent, (str, bytes)):
-            agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
+        ``process_request`` already); ``agent``: the one :meth:`user_agent_for` gave."""
+        if agent is None:
+            agent = request.meta.get(AGENT_META)
+            if not agent or not isinstance(agent, (str, bytes)):
+                agent = self.config.user_agent or request.headers.get(b"User-Agent") or self._default_agent
         token = self._tokens.get(agent)
         if token is None:
             if len(self._tokens) >= 1024:
@@ -569,9 +570,9 @@ class RobotsTxtMiddleware(Reporting):
             await self.ledger.close()
 
 
-def _robots_verdict(state: OriginState, request: Request, agent: str | bytes) -> Verdict | None:
+def _robots_rule(state: OriginState, request: Request, agent: str | bytes) -> Rule | None:
     robots = state.robots
-    return None if robots is None else robots.verdict(request.url, agent)
+    return None if robots is None else robots.deciding_rule(request.url, agent)
 
 
 def _usage_text(request: Request) -> str | None:

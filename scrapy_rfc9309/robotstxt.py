@@ -297,18 +297,30 @@ class RobotsTxt:
             url = url.decode("utf-8", "surrogateescape")
         merged = self._group_for(user_agent)
         path = path_of(url)
-        if path == "/robots.txt":
+        rule = self._rule_for(merged, path)
+        if rule is None:
             return Verdict(True, None, merged.token, path)
+        return Verdict(rule.allow, rule, merged.token, path)
+
+    def deciding_rule(self, url: str | bytes, user_agent: str | bytes | None) -> Rule | None:
+        """The rule that decides ``url`` (``None``: no rule matched, the URL is
+        allowed): :meth:`verdict`'s rule without the rest of the verdict, for a
+        caller that asks for the rule of every request (the verdict ledger)."""
+        if not isinstance(url, str):
+            url = url.decode("utf-8", "surrogateescape")
+        return self._rule_for(self._group_for(user_agent), path_of(url))
+
+    def _rule_for(self, merged: _MergedGroup, path: str) -> Rule | None:
+        if path == "/robots.txt":
+            return None
         matcher = merged.matcher
         index = matcher.best_index(path)
         if index < 0:
-            return Verdict(True, None, merged.token, path)
+            return None
         if matcher.has_patterns:
-            rule = matcher.rule(index)  # type: ignore[union-attr]
-        else:
-            patterns, codes = self._rules_of(merged)
-            rule = Rule(bool(codes[index] & 1), patterns[index], codes[index] >> 1)
-        return Verdict(rule.allow, rule, merged.token, path)
+            return matcher.rule(index)  # type: ignore[union-attr]
+        patterns, codes = self._rules_of(merged)
+        return Rule(bool(codes[index] & 1), patterns[index], codes[index] >> 1)
 
     def _rules_of(self, merged: _MergedGroup) -> tuple[list[str], array[int]]:
         """The patterns and codes of a merged group whose matcher keeps no text

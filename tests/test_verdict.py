@@ -109,6 +109,25 @@ def test_verdict_reports_the_longest_match() -> None:
     assert rt.verdict(URL + "/abcde", "Bot").rule == Rule(False, "/abcd", 6)
 
 
+
+@pytest.mark.parametrize("speedups", [True, False])
+@pytest.mark.parametrize(
+    ("path", "agent"),
+    [("/x", "Bot"), ("/ab", "Bot"), ("/abcx", "Bot"), ("/abc", "Bot"), ("/abcde", "Bot"), ("/robots.txt", "Bot"),
+     ("/private/secret", "FooBot"), ("/private/public/page", "FooBot"), ("/docs/a.PDF", "FooBot"),
+     ("/docs/a.pdf", "FooBot"), ("/tmp/x", "OtherBot"), ("/open", "OtherBot")],
+)
+def test_deciding_rule_is_the_verdicts_rule(path: str, agent: str, speedups: bool) -> None:
+    """The ledger records ``deciding_rule``'s answer for each request it allows: it is
+    the rule of ``verdict``, None where none matched, for str and bytes URLs."""
+    body = ("User-agent: *\nDisallow: /\nAllow: /a\nDisallow: /a*c\nAllow: /a*c$\nDisallow: /abcd\n"
+            if agent == "Bot" else "\n".join(BODY_LINES))
+    rt = parse(body, speedups=speedups)
+    verdict = rt.verdict(URL + path, agent)
+    assert rt.deciding_rule(URL + path, agent) == verdict.rule
+    assert rt.deciding_rule((URL + path).encode(), agent) == verdict.rule
+    assert verdict.allowed is (verdict.rule is None or verdict.rule.allow)
+
 @pytest.mark.parametrize(
     ("url", "path"),
     [
