@@ -277,7 +277,7 @@ _ATTR_VALUE = rb"[!#-&(-;=?-~]"
 #: else (a head-ending element, a "<" in text, a tag cut off at the bound) ends the run, which :func:`_scan`
 #: then reads on from. Each part begins with a different byte or tag name and no repeat can match the same
 #: bytes in two ways, so a run that stops backtracks over no more than its last part.
-_PLAIN = re.compile(rb"""(?:
+_PLAIN_SOURCE = rb"""(?:
     [^<]+
   | <(?:
         meta(?=[\s/>])(?:[\s/]*%(name)s+(?!%(name)s)
@@ -292,7 +292,10 @@ _PLAIN = re.compile(rb"""(?:
       | !(?!--)%(no_tag)s*>
       | \?%(no_tag)s*>
     )
-)*""" % {b"name": _ATTR_NAME, b"value": _ATTR_VALUE, b"no_tag": _NO_TAG}, re.VERBOSE)
+)*""" % {b"name": _ATTR_NAME, b"value": _ATTR_VALUE, b"no_tag": _NO_TAG}
+_PLAIN = re.compile(_PLAIN_SOURCE, re.VERBOSE)
+#: The same without the elements and comments cut off at the end of what is matched.
+_PLAIN_CLOSED = re.compile(_PLAIN_SOURCE.replace(rb"|\Z)", b")"), re.VERBOSE)
 #: A ``<meta>`` tag of the plain run (any case): the text between its name and its ``>`` (group 1).
 _META_TAG = re.compile(rb"<[mM][eE][tT][aA](?=[\s/])([^>]*)>")
 
@@ -302,7 +305,7 @@ class _Plan:
     bytes, a pattern finding any of them, and what each meta tag's text read as (a wanted tag, or
     None), remembered by the text (at most :data:`_MAX_PARSED`, of at most :data:`_MAX_PARSED_LENGTH`)."""
 
-    __slots__ = ("codec", "encoded", "named", "names", "raw", "tags")
+    __slots__ = ("codec", "encoded", "named", "names", "raw", "runs", "tags")
 
     def __init__(self, names: frozenset[str], codec: str) -> None:
         self.names = names
@@ -311,6 +314,8 @@ class _Plan:
         self.raw = tuple(raw for _name, raw in self.encoded)
         self.named = re.compile(b"|".join(map(re.escape, self.raw))).search
         self.tags: dict[bytes, tuple[str, str] | None] = {}
+        #: The wanted tags of a plain run from its first ``<meta`` (see :func:`_read_plain`), by its bytes.
+        self.runs: dict[bytes, tuple[tuple[str, str], ...]] = {}
 
     def located(self, lowered: bytes) -> list[str]:
         """The names that occur in the lower-cased bytes of a head."""
@@ -334,6 +339,8 @@ class _Plan:
         return tag
 
 
+#: The longest plain run from a head's first ``<meta`` remembered (pages of a site repeat their meta tags).
+_MAX_RUN = 4096
 #: The plans by wanted names and codec (a crawl has a few).
 _PLANS: dict[tuple[frozenset[str], str], _Plan] = {}
 
@@ -360,10 +367,21 @@ def _read_plain(data: bytes, lowered: bytes, plan: _Plan, last: int,
         bound = close + 1 if close >= 0 else size
     else:
         bound = size
-    plain = _PLAIN.match(lowered, 0, bound).end()  # type: ignore[union-attr]  # matches ""
+    start = 0
+    run = None
+    if complete:  # the run from the first <meta is remembered by its bytes, when what precedes it is plain
+        first = lowered.find(b"<meta", 0, bound)
+        if (0 <= first and bound - first <= _MAX_RUN
+                and _PLAIN_CLOSED.match(lowered, 0, first).end() == first):  # type: ignore[union-attr]  # matches ""
+            run = data[first:bound]
+            found = plan.runs.get(run)
+            if found is not None:
+                return list(found), False
+            start = first
+    plain = _PLAIN.match(lowered, start, bound).end()  # type: ignore[union-attr]  # matches ""
     tags: list[tuple[str, str]] = []
     known = plan.tags
-    for inside in _META_TAG.findall(data, 0, plain):
+    for inside in _META_TAG.findall(data, start, plain):
         tag = known.get(inside, False)
         if tag is False:
             tag = plan.tag(inside)
@@ -374,6 +392,10 @@ def _read_plain(data: bytes, lowered: bytes, plan: _Plan, last: int,
             if len(tags) >= MAX_TAGS:
                 return tags, False
     if plain > last and (plain == size or complete):  # nothing left that _scan would read
+        if run is not None:
+            if len(plan.runs) >= _MAX_PARSED:
+                plan.runs.clear()
+            plan.runs[run] = tuple(tags)
         return tags, False
     return _scan(data[plain:].decode(plan.codec, errors="replace"), plan.names, not complete, plan.located(lowered),
                  tags)
