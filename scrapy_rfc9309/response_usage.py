@@ -55,6 +55,11 @@ _META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
 _MAX_ANSWERS = 1024
 
 
+def _last(values: list[bytes]) -> bytes | None:
+    """The last of a header's values (what ``Headers.get`` gives), or None."""
+    return values[-1] if values else None
+
+
 def _texts(values: Sequence[bytes]) -> list[str]:
     return [v.decode("latin-1") for v in values]
 
@@ -91,7 +96,7 @@ class ResponseUsage(Reporting):
             keys = tuple(headers.normkey(name) for name in _FIELDS)
             known = self._keys[type(headers)] = (keys, frozenset(keys[:4]))
         keys, usage_keys = known
-        content_type = (header_values(headers, keys[4]) or [None])[-1] if self.meta else None
+        content_type = _last(header_values(headers, keys[4])) if self.meta else None
         fields = None
         if self.headers and not usage_keys.isdisjoint(headers):  # most responses have none
             fields = self._fields(headers, keys, content_type)
@@ -134,7 +139,7 @@ class ResponseUsage(Reporting):
         if not any(found):
             return None
         if found[3] and content_type is None:
-            content_type = (header_values(headers, keys[4]) or [None])[-1]
+            content_type = _last(header_values(headers, keys[4]))
         image = bool(found[3]) and (content_type or b"").lower().startswith(b"image/")
         return (*found, image)
 
