@@ -24,6 +24,7 @@ import scrapy
 from pydispatch import dispatcher  # type: ignore[import-untyped,unused-ignore]
 from pydispatch.dispatcher import getReceivers  # type: ignore[import-untyped,unused-ignore]
 from scrapy import signals
+from scrapy.http.headers import Headers
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
@@ -252,6 +253,16 @@ def has_receivers(crawler: Crawler, signal: object) -> bool:
     sender = crawler.signals.sender
     return bool(getReceivers(sender, signal) or getReceivers(sender, dispatcher.Any)
                 or getReceivers(dispatcher.Any, signal) or getReceivers(dispatcher.Any, dispatcher.Any))
+
+
+def header_values(headers: Headers, key: bytes) -> list[bytes]:
+    """``headers.getlist(key)`` for a ``key`` spelled as ``headers.normkey`` spells it. Scrapy's
+    ``Headers`` (every version supported) is a dict from those keys to the lists of values
+    ``getlist`` returns; read directly, the name is not normalized again on each look-up (a
+    subclass is asked through ``getlist``)."""
+    if type(headers) is Headers:
+        return dict.get(headers, key) or []
+    return headers.getlist(key)
 
 
 async def send_signal(crawler: Crawler, signal: object, **kwargs: Any) -> None:

@@ -4,23 +4,32 @@ most a bounded number of bytes (a hostile page costs no more than that). Pure Py
 The document is cut at the first ``</head`` or ``<body`` (or at the bound). A head without a
 ``<meta``, or in which none of the wanted names occurs, holds none of the wanted tags and is
 neither decoded nor scanned (for an encoding in which ASCII stays ASCII, UTF-8 and the single-byte
-ones, this shows in the bytes). Otherwise the head is decoded with the response's encoding (undecodable
-bytes replaced) and a small tolerant scanner walks its tags the way an HTML parser would for a
-head: comments, doctypes and the contents of ``script``, ``style``, ``title`` and ``template``
-are skipped, attribute values may be quoted either way or not at all and have their character
-references decoded, and the head ends at ``</head>`` or at the first element that cannot be in a
-head. A meta name is compared with the wanted names as HTML compares them, ignoring ASCII case
-only, and as written (a name spelled with character references is not one of them).
+ones, this shows in the bytes). Otherwise the head is read the way an HTML parser would read it:
+comments, doctypes and the contents of ``script``, ``style``, ``title`` and ``template`` are
+skipped, attribute values may be quoted either way or not at all and have their character
+references decoded (undecodable bytes replaced), and the head ends at ``</head>`` or at the first
+element that cannot be in a head. A meta name is compared with the wanted names as HTML compares
+them, ignoring ASCII case only, and as written (a name spelled with character references is not
+one of them).
 
-The scanner passes over everything before the next occurrence of a wanted name with one
-regular-expression match (text, doctypes, end tags, ``<link>``, ``<base>``, ``<noscript>`` and
-``<meta>`` tags, and ``script``, ``style``, ``title`` and ``template`` elements; a ``<`` inside
-a quoted attribute value of a ``<link>``, ``<base>`` or ``<noscript>`` tag, which URLs do not
-have, would end the head there), then reads the tag, comment or element the name occurs in, and
-stops where no wanted name follows. The name and content of a meta tag read are remembered by
-the tag's text, as the pages of a site repeat their tags. No step backtracks, and each character
-is read a bounded number of times, so the time is linear in the bytes read
-(``benchmarks/bench_usage.py``).
+In such an encoding the head is read in two parts. First one regular-expression match over its
+lower-cased bytes (:data:`_PLAIN`) takes the plain run at its start, up to the end of the tag in
+which a wanted name occurs last: text, ``<meta>`` tags whose attributes end at their first ``>``,
+the other tags a head holds, ``script``, ``style``, ``title`` and ``template`` elements and comments
+without a ``<meta`` in them. In that run every ``<meta`` opens a meta tag, so the ones naming a
+wanted name are found with a second pattern and only those are decoded and read. What the run
+does not take (a quoted ``>`` in a meta tag, a ``<`` in text, an element that ends the head, a tag
+cut off at the bound; in other encodings, the whole head) is decoded and read by a small tolerant
+scanner (:func:`_scan`) from where the run ends; the tests check that the two together find what the
+scanner alone finds. The scanner passes over everything before the next occurrence of a wanted name
+with one regular-expression match (text, doctypes, end tags, ``<link>``, ``<base>``, ``<noscript>``
+and ``<meta>`` tags, and ``script``, ``style``, ``title`` and ``template`` elements; a ``<`` inside a
+quoted attribute value of a ``<link>``, ``<base>`` or ``<noscript>`` tag, which URLs do not have,
+would end the head there), then reads the tag, comment or element the name occurs in, and stops
+where no wanted name follows. The name and content of a meta tag read are remembered by the tag's
+text, as the pages of a site repeat their tags. Neither part backtracks over more than the element
+it stops in, and each character is read a bounded number of times, so the time is linear in the
+bytes read (``benchmarks/bench_usage.py``).
 """
 
 from __future__ import annotations
@@ -110,11 +119,6 @@ def _codec(encoding: str | None) -> tuple[str, bool]:
     return name, name in _ASCII_SAFE or name.startswith(("iso8859-", "cp125"))
 
 
-@lru_cache(maxsize=64)
-def _encoded(names: frozenset[str]) -> tuple[tuple[str, bytes], ...]:
-    return tuple((name, name.encode("ascii", "replace")) for name in names)
-
-
 def _raw_end(name: str) -> re.Pattern[str]:
     return re.compile("</" + name, re.IGNORECASE | re.ASCII)
 
@@ -147,12 +151,12 @@ def _attributes(text: str, pos: int) -> tuple[dict[str, str], int]:
         pos = match.end()
 
 
-def _scan(text: str, names: Collection[str], to_end: bool,
-          located: Collection[str]) -> tuple[list[tuple[str, str]], bool]:
-    """The meta tags named one of ``names`` of the head at the start of ``text``, and whether the
-    head ended (found only when ``to_end``: otherwise the scan stops where no wanted name follows).
-    ``located``: the names that may occur in ``text`` (those of ``names`` others than these do not)."""
-    tags: list[tuple[str, str]] = []
+def _scan(text: str, names: Collection[str], to_end: bool, located: Collection[str],
+          tags: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], bool]:
+    """The meta tags named one of ``names`` of the head at the start of ``text`` (appended to
+    ``tags``, those found before it), and whether the head ended (found only when ``to_end``:
+    otherwise the scan stops where no wanted name follows). ``located``: the names that may occur in
+    ``text`` (those of ``names`` others than these do not)."""
     size = len(text)
     pos = 0
     find = text.find
@@ -226,10 +230,9 @@ def _scan(text: str, names: Collection[str], to_end: bool,
                     if len(_parsed) >= _MAX_PARSED:
                         _parsed.clear()
                     _parsed[inside] = parsed
-            meta_name, content = parsed
-            meta_name = meta_name.strip()
-            if content is not None and meta_name.isascii() and meta_name.lower() in names:
-                tags.append((meta_name.lower(), unescape(content) if "&" in content else content))
+            tag = _wanted(parsed, names)
+            if tag is not None:
+                tags.append(tag)
             continue
         close = find(">", name_end)
         if close < 0:
@@ -243,6 +246,161 @@ def _scan(text: str, names: Collection[str], to_end: bool,
     return tags, False
 
 
+#: The answer for a head without a wanted tag.
+_NONE = HeadMeta((), True)
+
+
+def _wanted(parsed: tuple[str, str | None], names: Collection[str]) -> tuple[str, str] | None:
+    """The ``(name, content)`` of a meta tag's name and content attributes, when it is a wanted one."""
+    meta_name, content = parsed
+    meta_name = meta_name.strip()
+    if content is not None and meta_name.isascii() and meta_name.lower() in names:
+        return meta_name.lower(), unescape(content) if "&" in content else content
+    return None
+
+
+#: Bytes of the lower-cased head (an ASCII-safe encoding's, see :func:`read_head_meta`) that need
+#: no reading: the sets of bytes other than "<" and ">" (and a quote) are spelled as ranges, which
+#: the regular-expression engine tests faster than a negated set.
+_NO_TAG = rb"[\x00-;=?-\xff]"  # not "<" or ">"
+#: A meta tag's attribute name, and an unquoted value: printable ASCII only (then "whitespace" means
+#: the same in the bytes as in the decoded text), without quotes, "<", ">", "/", "=" (a value may hold
+#: "/" and "=").
+_ATTR_NAME = rb"[!#-&(-.0-;?-~]"
+_ATTR_VALUE = rb"[!#-&(-;=?-~]"
+#: A run of the lower-cased head that holds no wanted tag other than the ``<meta`` tags in it, and
+#: in which every ``<meta`` opens one, read as :func:`_scan` reads it: text, ``<meta>`` tags whose
+#: attributes :data:`_CLEAN` reads up to their first ">" (an unquoted part in printable ASCII, no "<" in
+#: a value), ``<link>``, ``<base>``, ``<noscript>``, ``<html>``, ``<head>`` tags and end tags other than
+#: ``</head>``, ``</html>``, ``</body>`` without a "<" in them, ``script``, ``style``, ``title`` and
+#: ``template`` elements and comments without a ``<meta`` in them, doctypes and bogus comments. Anything
+#: else (a head-ending element, a "<" in text, a tag cut off at the bound) ends the run, which :func:`_scan`
+#: then reads on from. Each part begins with a different byte or tag name and no repeat can match the same
+#: bytes in two ways, so a run that stops backtracks over no more than its last part.
+_PLAIN_SOURCE = rb"""(?:
+    [^<]+
+  | <(?:
+        meta(?=[\s/>])(?:[\s/]*%(name)s+(?!%(name)s)
+            (?:\s*=\s*(?:"[\x00-!#-;=?-\xff]*"|'[\x00-&(-;=?-\xff]*'|%(value)s*(?!%(value)s)))?)*[\s/]*>
+      | (?:link|base|noscript|html|head)(?=[\s/>])%(no_tag)s*>
+      | script(?=[\s/>])%(no_tag)s*>[^<]*(?:<(?!/script|meta)[^<]*)*(?:</script%(no_tag)s*>|\Z)
+      | style(?=[\s/>])%(no_tag)s*>[^<]*(?:<(?!/style|meta)[^<]*)*(?:</style%(no_tag)s*>|\Z)
+      | title(?=[\s/>])%(no_tag)s*>[^<]*(?:<(?!/title|meta)[^<]*)*(?:</title%(no_tag)s*>|\Z)
+      | template(?=[\s/>])%(no_tag)s*>[^<]*(?:<(?!/template|meta)[^<]*)*(?:</template%(no_tag)s*>|\Z)
+      | /(?!(?:head|html|body)[\s/>])[a-z][a-z0-9:_-]*(?=[\s/>])%(no_tag)s*>
+      | !--[\x00-,.-;=-\xff]*(?:(?:-(?!->)|<(?!meta))[\x00-,.-;=-\xff]*)*(?:-->|\Z)
+      | !(?!--)%(no_tag)s*>
+      | \?%(no_tag)s*>
+    )
+)*""" % {b"name": _ATTR_NAME, b"value": _ATTR_VALUE, b"no_tag": _NO_TAG}
+_PLAIN = re.compile(_PLAIN_SOURCE, re.VERBOSE)
+#: The same without the elements and comments cut off at the end of what is matched.
+_PLAIN_CLOSED = re.compile(_PLAIN_SOURCE.replace(rb"|\Z)", b")"), re.VERBOSE)
+#: A ``<meta>`` tag of the plain run (any case): the text between its name and its ``>`` (group 1).
+_META_TAG = re.compile(rb"<[mM][eE][tT][aA](?=[\s/])([^>]*)>")
+
+
+class _Plan:
+    """How the plain runs of heads are read for one set of wanted names and one codec: the names'
+    bytes, a pattern finding any of them, and what each meta tag's text read as (a wanted tag, or
+    None), remembered by the text (at most :data:`_MAX_PARSED`, of at most :data:`_MAX_PARSED_LENGTH`)."""
+
+    __slots__ = ("codec", "encoded", "named", "names", "raw", "runs", "tags")
+
+    def __init__(self, names: frozenset[str], codec: str) -> None:
+        self.names = names
+        self.codec = codec
+        self.encoded = tuple((name, name.encode("ascii", "replace")) for name in sorted(names))
+        self.raw = tuple(raw for _name, raw in self.encoded)
+        self.named = re.compile(b"|".join(map(re.escape, self.raw))).search
+        self.tags: dict[bytes, tuple[str, str] | None] = {}
+        #: The wanted tags of a plain run from its first ``<meta`` (see :func:`_read_plain`), by its bytes.
+        self.runs: dict[bytes, tuple[tuple[str, str], ...]] = {}
+
+    def located(self, lowered: bytes) -> list[str]:
+        """The names that occur in the lower-cased bytes of a head."""
+        return [name for name, raw in self.encoded if raw in lowered]
+
+    def tag(self, inside: bytes) -> tuple[str, str] | bool | None:
+        """The wanted tag a meta tag of the plain run whose text between its name and its ``>`` is
+        ``inside`` states, None when it states none, False when its attributes could go on past that
+        ``>`` (not read here)."""
+        tag = None
+        if self.named(inside.lower()) is not None:
+            text = inside.decode(self.codec, errors="replace")
+            if not _CLEAN.fullmatch(text):
+                return False
+            attributes, _end = _attributes(text + ">", 0)
+            tag = _wanted((attributes.get("name", ""), attributes.get("content")), self.names)
+        if len(inside) <= _MAX_PARSED_LENGTH:
+            if len(self.tags) >= _MAX_PARSED:
+                self.tags.clear()
+            self.tags[inside] = tag
+        return tag
+
+
+#: The longest plain run from a head's first ``<meta`` remembered (pages of a site repeat their meta tags).
+_MAX_RUN = 4096
+#: The plans by wanted names and codec (a crawl has a few).
+_PLANS: dict[tuple[frozenset[str], str], _Plan] = {}
+
+
+def _plan(names: Collection[str], codec: str) -> _Plan:
+    key = (names if isinstance(names, frozenset) else frozenset(names), codec)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= 64:
+            _PLANS.clear()
+        plan = _PLANS[key] = _Plan(key[0], codec)
+    return plan
+
+
+def _read_plain(data: bytes, lowered: bytes, plan: _Plan, last: int,
+                complete: bool) -> tuple[list[tuple[str, str]], bool] | None:
+    """What :func:`_scan` finds in the head ``data`` (an ASCII-safe encoding's, ``lowered``: it
+    lower-cased), read by its plain run (:data:`_PLAIN`) and then by :func:`_scan` from where that
+    ends; ``last``: where the last wanted name occurs (-1: none). None when a tag is not read as
+    :func:`_scan` would read it (then the head is left to :func:`_scan`)."""
+    size = len(data)
+    if complete and last >= 0:  # what follows the last wanted name holds no wanted tag: read up to it
+        close = lowered.find(b">", last)
+        bound = close + 1 if close >= 0 else size
+    else:
+        bound = size
+    start = 0
+    run = None
+    if complete:  # the run from the first <meta is remembered by its bytes, when what precedes it is plain
+        first = lowered.find(b"<meta", 0, bound)
+        if (0 <= first and bound - first <= _MAX_RUN
+                and _PLAIN_CLOSED.match(lowered, 0, first).end() == first):  # type: ignore[union-attr]  # matches ""
+            run = data[first:bound]
+            found = plan.runs.get(run)
+            if found is not None:
+                return list(found), False
+            start = first
+    plain = _PLAIN.match(lowered, start, bound).end()  # type: ignore[union-attr]  # matches ""
+    tags: list[tuple[str, str]] = []
+    known = plan.tags
+    for inside in _META_TAG.findall(data, start, plain):
+        tag = known.get(inside, False)
+        if tag is False:
+            tag = plan.tag(inside)
+            if tag is False:
+                return None
+        if tag is not None:
+            tags.append(tag)  # type: ignore[arg-type]  # not False
+            if len(tags) >= MAX_TAGS:
+                return tags, False
+    if plain > last and (plain == size or complete):  # nothing left that _scan would read
+        if run is not None:
+            if len(plan.runs) >= _MAX_PARSED:
+                plan.runs.clear()
+            plan.runs[run] = tuple(tags)
+        return tags, False
+    return _scan(data[plain:].decode(plan.codec, errors="replace"), plan.names, not complete, plan.located(lowered),
+                 tags)
+
+
 def read_head_meta(body: bytes, encoding: str | None, max_bytes: int, names: Collection[str]) -> HeadMeta:
     """The meta tags whose ``name`` is one of ``names`` (lower-case ASCII), ignoring ASCII case,
     from the head in the first ``max_bytes`` bytes of ``body``."""
@@ -250,13 +408,19 @@ def read_head_meta(body: bytes, encoding: str | None, max_bytes: int, names: Col
     data = body[:end.start()] if end is not None else body[:max_bytes]
     complete = end is not None or len(body) <= max_bytes
     codec, ascii_safe = _codec(encoding)
-    located: Collection[str] = names
-    if complete and ascii_safe:  # the bytes tell whether a wanted tag can be there, and which names occur
-        lowered = data.lower()
-        if b"<meta" not in lowered:
-            return HeadMeta((), True)
-        located = [name for name, raw in _encoded(frozenset(names)) if raw in lowered]
-        if not located:
-            return HeadMeta((), True)
-    tags, ended = _scan(data.decode(codec, errors="replace"), names, not complete, located)
+    if not ascii_safe:
+        tags, ended = _scan(data.decode(codec, errors="replace"), names, not complete, names, [])
+        return HeadMeta(tuple(tags), ended or complete)
+    # The bytes tell whether a wanted tag can be there, which names occur, and where the last one does.
+    lowered = data.lower()
+    if complete and b"<meta" not in lowered:
+        return _NONE
+    plan = _plan(names, codec)
+    last = max(map(lowered.rfind, plan.raw))
+    if complete and last < 0:
+        return _NONE
+    found = _read_plain(data, lowered, plan, last, complete)
+    if found is None:
+        found = _scan(data.decode(codec, errors="replace"), names, not complete, plan.located(lowered), [])
+    tags, ended = found
     return HeadMeta(tuple(tags), ended or complete)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from w3lib.encoding import http_content_type_encoding
 
+from ._compat import header_values
 from .html_head import HeadMeta, read_head_meta
 from .preferences import Preferences, Statement, TdmRepMatch, build
 from .reporting import Reporting
@@ -46,12 +47,17 @@ PREFERENCES_META = "robotstxt_preferences"
 #: or None (no rule applies, or the origin has no tdmrep.json); not set while the
 #: file is unreachable and no copy of it is at hand (nothing is known).
 TDMREP_META = "robotstxt_tdmrep"
-#: The response headers read, in the order :meth:`ResponseUsage._fields` gives them.
-_FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag")
+#: The response headers read, in the order :meth:`ResponseUsage._fields` gives them, then Content-Type.
+_FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag", b"Content-Type")
 #: The meta names read (and the crawler's product token).
 _META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
 #: Answers remembered at most (then forgotten all at once, as a crawl moves on to other sites).
 _MAX_ANSWERS = 1024
+
+
+def _last(values: list[bytes]) -> bytes | None:
+    """The last of a header's values (what ``Headers.get`` gives), or None."""
+    return values[-1] if values else None
 
 
 def _texts(values: Sequence[bytes]) -> list[str]:
@@ -72,8 +78,8 @@ class ResponseUsage(Reporting):
         self._answers: dict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = {}
         #: Per Content-Type value: whether it is HTML's, and its encoding.
         self._kinds: dict[bytes, tuple[bool, str | None]] = {}
-        #: The usage header names as each headers class stores them (to find responses without any).
-        self._keys: dict[type, frozenset[Any]] = {}
+        #: The names of _FIELDS as each headers class stores them, and the set of the usage ones.
+        self._keys: dict[type, tuple[tuple[Any, ...], frozenset[Any]]] = {}
         #: The meta names read, per product token.
         self._names: dict[str, frozenset[str]] = {}
 
@@ -85,8 +91,15 @@ class ResponseUsage(Reporting):
         if match is not None and getattr(match, "reserved", None) is None:
             match = None
         headers = response.headers
-        content_type = headers.get(b"Content-Type") if self.meta else None
-        fields = self._fields(headers, content_type) if self.headers else None
+        known = self._keys.get(type(headers))
+        if known is None:  # the header names as the class stores them (Headers title-cases them)
+            keys = tuple(headers.normkey(name) for name in _FIELDS)
+            known = self._keys[type(headers)] = (keys, frozenset(keys[:4]))
+        keys, usage_keys = known
+        content_type = _last(header_values(headers, keys[4])) if self.meta else None
+        fields = None
+        if self.headers and not usage_keys.isdisjoint(headers):  # most responses have none
+            fields = self._fields(headers, keys, content_type)
         head = None
         if content_type:
             kind = self._kinds.get(content_type)
@@ -117,19 +130,16 @@ class ResponseUsage(Reporting):
         self._kinds[content_type] = kind
         return kind
 
-    def _fields(self, headers: Headers, content_type: bytes | None) -> tuple[Any, ...] | None:
+    @staticmethod
+    def _fields(headers: Headers, keys: tuple[Any, ...], content_type: bytes | None) -> tuple[Any, ...] | None:
         """The usage header lines of ``headers`` (and whether they are an image's), or None without any;
-        ``content_type``: their Content-Type, when already looked up."""
-        keys = self._keys.get(type(headers))
-        if keys is None:  # the header names as the class stores them (Headers title-cases them)
-            keys = self._keys[type(headers)] = frozenset(headers.normkey(name) for name in _FIELDS)
-        if keys.isdisjoint(headers):
-            return None  # the common case
-        found = tuple(tuple(headers.getlist(name)) for name in _FIELDS)
+        ``keys``: the names of :data:`_FIELDS` as the class stores them; ``content_type``: their
+        Content-Type, when already looked up."""
+        found = tuple(tuple(header_values(headers, key)) for key in keys[:4])
         if not any(found):
             return None
         if found[3] and content_type is None:
-            content_type = headers.get(b"Content-Type")
+            content_type = _last(header_values(headers, keys[4]))
         image = bool(found[3]) and (content_type or b"").lower().startswith(b"image/")
         return (*found, image)
 

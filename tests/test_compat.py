@@ -127,3 +127,19 @@ def test_has_receivers_is_true_exactly_when_send_catch_log_calls_one(how):
         dispatcher.disconnect(receiver, signal=signal if how in ("crawler", "any sender") else dispatcher.Any,
                               sender=sender)
     assert not _compat.has_receivers(crawler, signal)
+
+
+def test_header_values_is_getlist_for_a_normalized_name():
+    from scrapy.http import Headers
+
+    class Subclass(Headers):
+        pass
+
+    for cls in (Headers, Subclass):
+        headers = cls({"content-usage": "train-ai=n", "X-ROBOTS-TAG": ["noai", "noindex"], "Tdm-Policy": []})
+        headers.appendlist("x-robots-tag", "nofollow")
+        headers[b"tdm-reservation"] = 1
+        for name in ("Content-Usage", "x-robots-tag", "TDM-RESERVATION", "tdm-policy", "content-type"):
+            key = headers.normkey(name)
+            assert _compat.header_values(headers, key) == headers.getlist(name)
+        assert _compat.header_values(headers, headers.normkey("x-robots-tag")) == [b"noai", b"noindex", b"nofollow"]

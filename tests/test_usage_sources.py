@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309.html_head import MAX_TAGS, read_head_meta
+from scrapy_rfc9309.html_head import _HEAD_END, MAX_TAGS, _scan, read_head_meta
 from scrapy_rfc9309.preferences import (
     CONTENT_USAGE_HEADER,
     ROBOTS_HEADER,
@@ -497,6 +497,68 @@ def test_the_head_scanner_reads_well_formed_heads_as_html_parser_does(pieces, en
     reference.close()
     tags = read_head_meta(document.encode(), "utf-8", 65536, _wanted).tags
     assert list(tags) == reference.tags
+
+
+#: Pieces of heads that may or may not be read by the plain run (html_head._PLAIN): every kind of tag
+#: it reads, and what it must leave to the scanner (quotes that do not pair up, a ">" or "<" in a value,
+#: whitespace that is whitespace only once decoded, a "<meta" in a comment or a script, an unclosed
+#: element, a tag cut off, an element that ends the head, a "<" in text).
+_ROUGH = [
+    '<meta name="robots" content="a>b">', "<meta name=robots content='a'b'>", "<meta content='x' name=robots>",
+    '<meta name="robots" content="<meta name=robots content=x>">', "<meta name=robots content=a<b>",
+    "<meta name=robots\x1ccontent=x>", "<meta name=\x1crobots content=x>", "<meta name=robots\xa0content=x>",
+    "<meta name=robots\u2003content=y>", "<meta nam\u00e9=robots content=x>", "<meta name=robots content=x/>",
+    "<meta/name=robots/content=x>", "<meta name = robots content = x >", "<meta name=robots content>",
+    "<meta name=robots content=x a='>'>", '<meta a=b"c name=robots content=x>', "<META NAME=ROBOTS CONTENT=Y>",
+    "<meta name=r&#111;bots content=x>", "<meta name=mybot content=x&amp;y>", "<meta\x0cname=robots content=f>",
+    "<meta name=robots", '<meta name="robots" content="cut', "<meta>", "<meta name=robots content=x><",
+    "<link rel=a href='/robots?a<b'>", '<link title="a>b">', "<link\x1chref=x>", "<base href=/>", "<noscript>",
+    "</noscript>", "<html lang=en>", "<head>", "<HEAD profile=x>", "<header>", "<linkx>", "<div>", "<p>",
+    "</p>", "</head>", "</HTML>", "</body>", "</headx>", "</head\x1c>", "</ >", "</3>", "</\u00e9>", "<\u00e9>",
+    "< robots", "a<3", "<", "<!DOCTYPE html>", "<!>", "<!->", "<!-x>", "<?xml x?>", "</!x>", "</?x>",
+    "<script>robots = 1 < 2;</script>", "<script src=a.js></script>", "<SCRIPT>x</Script >",
+    '<script>document.write("<meta name=robots content=x>")</script>', "<script>x</scrip", "<script>",
+    "<script>x</scriptx>", "<style>a>b{}</style>", "<title>robots</title>", "<title>a<b</title>",
+    "<template><meta name=robots content=x></template>", "<title><meta name=robots content=x></title>",
+    "<scriptx>", "<script data-x='>'>y</script>",
+    "<!-- robots -->", "<!-- <meta name=robots content=x> -->", "<!--[if IE]><script></script><![endif]-->",
+    "<!-- a --->", "<!-->", "<!--->", "<!-- a -- b -->", "<!-- unclosed", "<!-- a <b -->",
+    "\n  ", "robots ", "tdm-policy", "\u0130\u212a", "\xff\xfe", "&amp;",
+]
+_ROUGH_PIECES = st.one_of(_meta(), st.sampled_from(_ROUGH))
+
+
+def _as_the_scanner_reads(body: bytes, encoding: str, max_bytes: int) -> tuple[tuple[tuple[str, str], ...], bool]:
+    end = _HEAD_END.search(body, 0, max_bytes)
+    data = body[:end.start()] if end is not None else body[:max_bytes]
+    complete = end is not None or len(body) <= max_bytes
+    tags, ended = _scan(data.decode(encoding, errors="replace"), _wanted, not complete, _wanted, [])
+    return tuple(tags), ended or complete
+
+
+@pytest.mark.parametrize("piece", _ROUGH)
+@pytest.mark.parametrize("encoding", ["utf-8", "cp1252"])
+def test_the_plain_run_leaves_to_the_scanner_what_it_does_not_read(piece, encoding):
+    """Each piece between wanted tags: read_head_meta (a plain run of the head read at once, the rest by
+    the scanner) finds what the scanner finds reading every tag."""
+    for body in (f'<head><meta name="robots" content="before">{piece}<meta name="robots" content="after">',
+                 f"<html><head>{piece}<meta name=tdm-reservation content=1></head>",
+                 f"<head>{piece}"):
+        data = body.encode(encoding, errors="replace")
+        for max_bytes in (len(data), len(data) - 3, 65536):
+            head = read_head_meta(data, encoding, max_bytes, _wanted)
+            assert (head.tags, head.complete) == _as_the_scanner_reads(data, encoding, max_bytes), body
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_ROUGH_PIECES, max_size=14), st.sampled_from(["utf-8", "iso-8859-1", "cp1252", "utf-16-le"]),
+       st.integers(min_value=8, max_value=700))
+def test_the_plain_run_reads_heads_as_the_scanner_does(pieces, encoding, max_bytes):
+    """What read_head_meta finds (a plain run of the head read at once, the rest by the scanner) is what
+    the scanner finds reading every tag of the same head."""
+    body = "".join(pieces).encode(encoding, errors="replace")
+    head = read_head_meta(body, encoding, max_bytes, _wanted)
+    assert (head.tags, head.complete) == _as_the_scanner_reads(body, encoding, max_bytes)
 
 
 def test_preferences_as_plain_data_and_text():
