@@ -179,7 +179,7 @@ class Ledger(Reporting):
         if text is None:
             if len(self._origins) >= _DIGESTS_KEPT:
                 self._origins.clear()
-            text = self._origins[origin] = _string(_origin_text(origin))
+            text = self._origins[origin] = _string(origin.with_port)
         return text
 
     def _rule_json(self, rule: Rule) -> str:
@@ -236,7 +236,7 @@ class Ledger(Reporting):
             self._stored.add(version.digest)
         outcome = state.outcome
         unreachable = state.access is Access.UNREACHABLE
-        record = {"k": "state", "t": round(time.time(), 3), "p": self._link, "o": _origin_text(origin),
+        record = {"k": "state", "t": round(time.time(), 3), "p": self._link, "o": origin.with_port,
                   "doc": document.name, "src": source, "access": state.access.value, "ver": digest,
                   "status": outcome.status if outcome is not None else None,
                   "err": state.detail if unreachable else None, "exp": round(state.expires_at, 3)}
@@ -547,11 +547,6 @@ class _Version:
         record = writer.create_warc_record(self.final_url, "response", payload=io.BytesIO(self.body),
                                            length=len(self.body), http_headers=http, warc_headers_dict=fields)
         writer.write_record(record)
-
-
-def _origin_text(origin: Origin) -> str:
-    host = f"[{origin.host}]" if ":" in origin.host else origin.host
-    return f"{origin.scheme}://{host}:{origin.port}"
 
 
 def _sync_and_close(fd: int) -> None:

@@ -48,9 +48,15 @@ class Origin(NamedTuple):
 
     @property
     def base(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
         if DEFAULT_PORTS.get(self.scheme) == self.port:
+            host = f"[{self.host}]" if ":" in self.host else self.host
             return f"{self.scheme}://{host}"
+        return self.with_port
+
+    @property
+    def with_port(self) -> str:
+        """``scheme://host:port`` with the port always written (the ledger's form)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
 
     def __str__(self) -> str:
