@@ -18,6 +18,7 @@ __all__ = [
     "RobotsTxtMiddleware",
     "Rule",
     "SitemapSpider",
+    "UsageMiddleware",
     "Verdict",
     "matcher_in_use",
     "parse",
@@ -45,12 +46,13 @@ if TYPE_CHECKING:
     from .middleware import RobotsTxtMiddleware
     from .nofollow import NofollowMiddleware
     from .scrapy_parser import RobotParser
+    from .response_usage import UsageMiddleware
     from .sitemap import SitemapSpider
 
 # The Scrapy layer is imported lazily, so that the core works without Scrapy.
 _LAZY = {
     "RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon", "SitemapSpider": "sitemap",
-    "NofollowMiddleware": "nofollow",
+    "NofollowMiddleware": "nofollow", "UsageMiddleware": "response_usage",
 }
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from . import _compat
 from .config import DEFAULTS
 from .middleware import RobotsTxtMiddleware
+from .response_usage import UsageMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -17,7 +18,8 @@ __all__ = ["Addon"]
 
 class Addon:
     """Replaces Scrapy's built-in robots.txt middleware with this one (at the same
-    place, 100) and turns ``ROBOTSTXT_OBEY`` on at add-on priority, so a project or
+    place, 100), adds :class:`~scrapy_rfc9309.UsageMiddleware` beside it (101: the
+    usage preferences of responses) and turns ``ROBOTSTXT_OBEY`` on at add-on priority, so a project or
     command-line ``ROBOTSTXT_OBEY = False`` still wins. Every ``ROBOTSTXT_*``
     setting with a default gets it at Scrapy's ``default`` priority, below any
     other, so that ``crawler.settings`` and ``scrapy settings --get`` show the value
@@ -26,6 +28,7 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         _compat.disable_builtin_middleware(settings)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100)
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", UsageMiddleware, 101)
         settings.set("ROBOTSTXT_OBEY", True, "addon")
         for name, value in DEFAULTS.items():
             if value is not None:

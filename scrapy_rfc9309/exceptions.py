@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import IgnoreRequest
 
 if TYPE_CHECKING:
+    from .judgement import Judgement
     from .robotstxt import Verdict
     from .tdmrep import TdmEntry
 
@@ -26,17 +27,27 @@ class RobotsTxtConfigError(ValueError):
     """A ``ROBOTSTXT_*`` setting has a value the middleware cannot use."""
 
 
-class RobotsTxtForbidden(IgnoreRequest):
+class _Judged(IgnoreRequest):
+    """A request refused by a verdict: ``judgement`` is the
+    :class:`~scrapy_rfc9309.judgement.Judgement` (what the ledger, the stats and the
+    log tell too)."""
+
+    judgement: Judgement | None = None
+
+
+class RobotsTxtForbidden(_Judged):
     """The origin's robots.txt disallows the request. ``verdict`` holds the
     deciding rule; ``robots_url`` the file it comes from."""
 
-    def __init__(self, message: str, verdict: Verdict, robots_url: str) -> None:
+    def __init__(self, message: str, verdict: Verdict, robots_url: str, *,
+                 judgement: Judgement | None = None) -> None:
         super().__init__(message)
+        self.judgement = judgement
         self.verdict = verdict
         self.robots_url = robots_url
 
 
-class RobotsTxtUnreachable(IgnoreRequest):
+class RobotsTxtUnreachable(_Judged):
     """The origin's robots.txt is unreachable (RFC 9309, 2.3.1.4: complete
     disallow) and waiting cannot help the request. ``reason`` says why:
     ``"max_wait"`` (unreachable for longer than ``ROBOTSTXT_MAX_WAIT``, or
@@ -45,18 +56,21 @@ class RobotsTxtUnreachable(IgnoreRequest):
     robots.txt request with the crawl's settings) or ``"closing"`` (the spider
     closed while the request was held)."""
 
-    def __init__(self, message: str, robots_url: str, reason: str) -> None:
+    def __init__(self, message: str, robots_url: str, reason: str, *, judgement: Judgement | None = None) -> None:
         super().__init__(message)
+        self.judgement = judgement
         self.robots_url = robots_url
         self.reason = reason
 
 
-class RobotsTxtUsageDenied(IgnoreRequest):
+class RobotsTxtUsageDenied(_Judged):
     """Dropped because the applicable usage preference (``Content-Usage`` /
     ``Content-Signal``) says ``n`` for a category listed in ``ROBOTSTXT_USAGE_DENY``."""
 
-    def __init__(self, message: str, preference: object, robots_url: str) -> None:
+    def __init__(self, message: str, preference: object, robots_url: str, *,
+                 judgement: Judgement | None = None) -> None:
         super().__init__(message)
+        self.judgement = judgement
         self.preference = preference
         self.robots_url = robots_url
 
@@ -73,24 +87,26 @@ class RobotsTxtUsageDeniedByResponse(RobotsTxtUsageDenied):
         super().__init__(message, preference, robots_url)
         self.category = category
         self.sources = sources
-class RobotsTxtTdmReserved(IgnoreRequest):
+class RobotsTxtTdmReserved(_Judged):
     """Dropped because the origin's tdmrep.json reserves text and data mining rights
     on the URL (TDMRep) and ``ROBOTSTXT_USAGE_DENY`` lists a category a reservation
     denies (see :data:`scrapy_rfc9309.tdmrep.RESERVED_CATEGORIES`). ``entry`` is the
     rule that applies, ``tdmrep_url`` the file it comes from."""
 
-    def __init__(self, message: str, entry: TdmEntry, tdmrep_url: str) -> None:
+    def __init__(self, message: str, entry: TdmEntry, tdmrep_url: str, *, judgement: Judgement | None = None) -> None:
         super().__init__(message)
+        self.judgement = judgement
         self.entry = entry
         self.tdmrep_url = tdmrep_url
 
 
-class RobotsTxtMetaError(IgnoreRequest):
+class RobotsTxtMetaError(_Judged):
     """Dropped because a ``robotstxt_*`` request meta key has a value of the wrong
     type; ``key`` names it."""
 
-    def __init__(self, message: str, key: str) -> None:
+    def __init__(self, message: str, key: str, *, judgement: Judgement | None = None) -> None:
         super().__init__(message)
+        self.judgement = judgement
         self.key = key
 
 

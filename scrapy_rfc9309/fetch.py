@@ -25,6 +25,8 @@ from . import _compat
 from .access import Access, Cause, FetchOutcome, Policy, classify_status, max_age_of
 from .content_coding import UnsupportedCoding, decode_body
 from .documents import ROBOTS_TXT, Document
+from .meta import FETCH_META
+from .meta import SIZE_META as _SIZE_META
 from .reporting import Reporting
 
 if TYPE_CHECKING:
@@ -39,9 +41,6 @@ __all__ = ["CODING_HEADER", "FETCH_META", "RobotsFetcher"]
 
 logger = logging.getLogger(__name__)
 
-#: Meta key that marks this module's own robots.txt requests.
-FETCH_META = "_robotstxt_rfc9309_fetch"
-_SIZE_META = "_robotstxt_rfc9309_bytes"
 #: Where the response's Content-Encoding is moved, out of HttpCompressionMiddleware's sight.
 CODING_HEADER = b"X-Robotstxt-Content-Encoding"
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")

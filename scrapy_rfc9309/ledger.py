@@ -31,8 +31,9 @@ from twisted.internet import defer
 
 from . import __version__, _compat
 from .access import Access, OriginState, Policy
-from .documents import ROBOTS_TXT, Document
+from .documents import ROBOTS_TXT, TDMREP, Document
 from .exceptions import RobotsTxtConfigError, RobotsTxtLedgerError
+from .judgement import Judgement, Kind
 from .ledger_format import (
     FORMAT,
     GENESIS,
@@ -45,6 +46,7 @@ from .ledger_format import (
     version_digest,
     version_name,
 )
+from .meta import FINGERPRINT_META
 from .reporting import Reporting
 
 if TYPE_CHECKING:
@@ -57,10 +59,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CLOSE_REASON", "Ledger"]
 
+#: The verdicts whose record names the robots.txt version, rule and usage preference they rest on.
+_DECIDED = frozenset({Kind.ALLOWED, Kind.FORBIDDEN, Kind.USAGE_DENIED, Kind.TDM_RESERVED})
+
 logger = logging.getLogger(__name__)
 
-#: Request meta key: the URL and fingerprint of the request's verdict record, for its response record.
-FINGERPRINT_META = "_robotstxt_ledger_fp"
 #: The spider's close reason when the ledger cannot be written.
 CLOSE_REASON = "robotstxt_ledger_error"
 #: Seconds between two ``fsync`` of the open segment.
@@ -99,6 +102,7 @@ class Ledger(Reporting):
         assert config.ledger is not None
         self.crawler = crawler
         self.directory = config.ledger
+        self.tdmrep = config.tdmrep
         self.rotate_bytes = config.ledger_rotate_bytes
         self._policy = config.policy
         prepare_directory(self.directory)
@@ -133,6 +137,34 @@ class Ledger(Reporting):
         except RobotsTxtLedgerError:
             raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: {self.failure}") from None
         self._worker.start()
+
+    # -- the teller of verdicts ---------------------------------------------------------------
+    #: The record of an allowed request names the rule that allowed it.
+    explains = True
+
+    def judged(self, request: Request, origin: Origin, judgement: Judgement) -> None:
+        """Record ``judgement`` (before the request is released: raises
+        :class:`RobotsTxtLedgerError` when the record cannot be written)."""
+        kind = judgement.kind
+        version = rule = why = usage = None
+        if kind in _DECIDED:
+            robots = judgement.robots
+            version = None if robots is None else self.version_of(origin, robots)
+            rule = judgement.rule
+            usage = str(judgement.usage) if judgement.usage else None
+        elif kind in (Kind.DROPPED, Kind.NOT_JUDGED):
+            why = judgement.reason
+        tdm = None
+        if self.tdmrep:
+            entry = judgement.tdm_entry
+            state = judgement.tdm if kind in (Kind.ALLOWED, Kind.TDM_RESERVED) else None
+            tdm = (None if state is None else self.version_of(origin, state, TDMREP),
+                   None if entry is None else [int(entry.reserved), entry.location, entry.index])
+        self.verdict(request, origin, judgement.token, version, kind.value, rule, why, usage, tdm)
+
+    def responded(self, request: Request, status: int, outcome: str) -> None:
+        """Record the response of a judged request: ``"passed"`` to the spider, or why not."""
+        self.response(request, status, outcome)
 
     # -- records -------------------------------------------------------------------------
     def verdict(self, request: Request, origin: Origin, agent: str, version: str | None, verdict: str,

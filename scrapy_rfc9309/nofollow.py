@@ -18,7 +18,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from .config import flag
 from .reporting import Reporting
-from .response_usage import PREFERENCES_META
+from .meta import PREFERENCES_META
 
 if TYPE_CHECKING:
     from scrapy import Request

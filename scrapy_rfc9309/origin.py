@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_PORTS", "Origin"]
+__all__ = ["DEFAULT_PORTS", "HttpOrigins", "Origin"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 
@@ -78,3 +78,31 @@ def _idna(host: str) -> str:
             except UnicodeError:
                 labels.append("xn--" + label.encode("punycode").decode("ascii"))
         return ".".join(labels)
+
+
+class HttpOrigins:
+    """The http(s) origin of a URL (None for another scheme, or no origin), memoised
+    by its ``scheme://authority`` text: the per-request look-up of the middlewares."""
+
+    __slots__ = ("_known",)
+
+    #: Origins remembered at most (then forgotten all at once, as a crawl moves on).
+    MAX = 4096
+
+    def __init__(self) -> None:
+        self._known: dict[str, Origin | None] = {}
+
+    def __call__(self, url: str) -> Origin | None:
+        end = url.find("/", url.find("//") + 2) if "//" in url else -1
+        prefix = url if end < 0 else url[:end]
+        try:
+            return self._known[prefix]
+        except KeyError:
+            origin = Origin.from_url(url)
+            if origin is not None and origin.scheme not in ("http", "https"):
+                origin = None
+            if len(self._known) >= self.MAX:
+                self._known.clear()
+            if "?" not in prefix and "#" not in prefix and ";" not in prefix:
+                self._known[prefix] = origin
+            return origin

@@ -26,6 +26,7 @@ from . import _compat
 from . import signals as rfc_signals
 from .access import Access, Cause, Decision, FetchOutcome, OriginState
 from .documents import ROBOTS_TXT, Document
+from .judgement import DROP_REASONS
 from .origin import Origin
 from .parking import Parking
 from .reporting import Reporting
@@ -33,14 +34,13 @@ from .scrapy_parser import RobotParser
 from .stores import MemoryStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from scrapy.crawler import Crawler
 
     from .config import Config
     from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
-    from .ledger import Ledger
     from .store_client import StoreClient
 
 __all__ = ["Closing", "OriginStates"]
@@ -55,12 +55,6 @@ EVICTION_WARN_SHARE, EVICTION_WARN_AFTER = 0.5, 100
 _CLOSE_POLL = 0.2
 #: Origins named per cause in the summary at close.
 _SUMMARY_ORIGINS = 5
-_DROP_WORDS = {
-    "max_wait": "held too long",
-    "no_host": "for a host name that does not resolve",
-    "cannot_request": "that Scrapy cannot make",
-    "closing": "held when the spider closed",
-}
 
 
 class Closing(Exception):
@@ -79,7 +73,9 @@ class OriginStates(Reporting):
     def __init__(self, crawler: Crawler, config: Config, fetcher: RobotsFetcher,
                  store: StoreClient | None = None, warmup: DnsWarmup | None = None,
                  origin_of: Callable[[str], Origin | None] | None = None, *,
-                 document: Document = ROBOTS_TXT, holds: bool = True, peer: OriginStates | None = None) -> None:
+                 document: Document = ROBOTS_TXT, holds: bool = True, peer: OriginStates | None = None,
+                 on_settled: Callable[[Origin, OriginState, Document, str], Awaitable[None]] | None = None,
+                 on_held: Callable[[Request, Origin], None] | None = None) -> None:
         self.crawler = crawler
         self.document = document
         self.holds = holds
@@ -96,7 +92,7 @@ class OriginStates(Reporting):
         if peer is not None:
             peer._peer = self
         self.parking: Parking = (peer.parking if peer is not None else
-                                 Parking(crawler, origin_of or Origin.from_url, self._held, self._room))
+                                 Parking(crawler, origin_of or Origin.from_url, self._held, self._room, on_held))
         self.fetcher = fetcher
         self.store = store
         #: Resolves the host of an origin whose robots.txt another process is fetching.
@@ -118,11 +114,10 @@ class OriginStates(Reporting):
         self._eviction_warned = False
         self._given_up: dict[Cause, list[str]] = {}
         self._given_up_count: dict[Cause, int] = {}
-        self._dropped: dict[str, int] = {}
         self._requeued = 0
         self._discarded = 0
-        #: Told of each state settled, before it is used (``ROBOTSTXT_LEDGER``).
-        self.ledger: Ledger | None = None
+        #: Told of each state settled, before it is used (the ledger's ``state`` record and version file).
+        self.on_settled = on_settled
 
     def _inc(self, key: str, count: int = 1) -> None:
         super()._inc(self.document.stat + key, count)
@@ -303,8 +298,8 @@ class OriginStates(Reporting):
                     self._inc("store_hit")
                     logger.debug("%s of %s from the store (%s, fetched %.0f s ago)", self.document.name, origin,
                                  state.access.value, time.time() - state.fetched_at, extra=self._log_extra)
-                    if self.ledger is not None:
-                        await self.ledger.settled(origin, state, self.document, "store")
+                    if self.on_settled is not None:
+                        await self.on_settled(origin, state, self.document, "store")
                     self._put(origin, state)
                     try:
                         await self._announce(origin, state)
@@ -334,8 +329,8 @@ class OriginStates(Reporting):
                 self._fetches.pop(origin, None)
                 # Cancelled: at close, or a retry that served nobody (its waiters look again).
                 self._notify(origin, Closing() if self.closing else None)
-        if self.ledger is not None:  # before the save: a fleet's other processes find the version written
-            await self.ledger.settled(origin, state, self.document, "fetch")
+        if self.on_settled is not None:  # before the save: a fleet's other processes find the version written
+            await self.on_settled(origin, state, self.document, "fetch")
         if self.store is not None:
             if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
                 self.store.release(lease)  # this process's settings, not the origin's state: not shared
@@ -607,18 +602,13 @@ class OriginStates(Reporting):
             names.append(str(origin))
         self._given_up_count[cause] = self._given_up_count.get(cause, 0) + 1
 
-    def dropped(self, origin: Origin, reason: str) -> None:
-        """Count a request dropped for ``reason`` (a ``RobotsTxtUnreachable.reason``)."""
-        self._dropped[reason] = self._dropped.get(reason, 0) + 1
-
-    def requeued(self) -> None:
-        """Count a waiting request handed back to the scheduler at close."""
-        self._requeued += 1
-
-    def summary(self) -> str | None:
+    def summary(self, dropped: dict[str, int], requeued: int) -> str | None:
         """The origins given up and the requests dropped in this crawl, and why, in
-        one line (None when there were none)."""
-        if not self._dropped and not self._given_up_count and not self._requeued and not self._discarded:
+        one line (None when there were none). ``dropped``: the requests dropped per
+        reason, and ``requeued`` those handed back to the scheduler while they waited
+        in the downloader (the verdicts' tally)."""
+        requeued += self._requeued
+        if not dropped and not self._given_up_count and not requeued and not self._discarded:
             return None
         parts = []
         for cause, count in self._given_up_count.items():
@@ -626,10 +616,10 @@ class OriginStates(Reporting):
             more = f" and {count - len(names)} more" if count > len(names) else ""
             parts.append(f"{count} {cause.words} ({', '.join(names)}{more})")
         origins = "; ".join(parts) or "none"
-        requests = ", ".join(f"{count} {_DROP_WORDS.get(reason, reason)}" for reason, count in self._dropped.items())
+        requests = ", ".join(f"{count} {DROP_REASONS.get(reason, reason)}" for reason, count in dropped.items())
         name = self.document.name
-        back = (f". Put back in the scheduler for the next run: {self._requeued} requests that waited for a {name}"
-                if self._requeued else "")
+        back = (f". Put back in the scheduler for the next run: {requeued} requests that waited for a {name}"
+                if requeued else "")
         if self._discarded:
             back += (f". Not crawled: {self._discarded} requests that waited for a {name} outside the downloader "
                      "when the spider closed (a JOBDIR keeps them for a resumed crawl)")

@@ -35,6 +35,7 @@ from twisted.internet import defer
 
 from . import _compat
 from .exceptions import RobotsTxtLedgerError
+from .meta import GIVEN_UP_META, KEEPER_META
 from .reporting import Reporting
 
 if TYPE_CHECKING:
@@ -46,11 +47,6 @@ __all__ = ["GIVEN_UP_META", "KEEPER_META", "Parking"]
 
 logger = logging.getLogger(__name__)
 
-#: Meta key of the keeper request (see the module's description).
-KEEPER_META = "_robotstxt_rfc9309_keeper"
-#: Meta key of a held request scheduled again because its origin's requests were given
-#: up: it is dropped when it comes back, unless a fetch has succeeded meanwhile.
-GIVEN_UP_META = "_robotstxt_rfc9309_given_up"
 #: Requests scheduled again per loop turn: releasing thousands must not stall the crawl.
 RELEASE_BATCH = 500
 #: Flags of a parked request: it passed the duplicate filter; it is held (its origin is
@@ -62,7 +58,8 @@ class Parking(Reporting):
     """The parked requests of one crawl, by origin."""
 
     def __init__(self, crawler: Crawler, origin_of: Callable[[str], Origin | None],
-                 held: Callable[[Origin], bool], room: Callable[[], bool]) -> None:
+                 held: Callable[[Origin], bool], room: Callable[[], bool],
+                 on_held: Callable[[Request, Origin], None] | None = None) -> None:
         self.crawler = crawler
         self._origin_of = origin_of
         #: Whether the origin's requests are held (it is unreachable), and whether one more request may wait.
@@ -82,7 +79,7 @@ class Parking(Reporting):
         #: Told of each request held while parked (its origin is unreachable), as it is parked or as
         #: its origin turns out unreachable: the ledger's ``held`` record. A request the middleware
         #: returns to be parked is refused when it raises (the ledger cannot be written).
-        self.on_held: Callable[[Request, Origin], None] | None = None
+        self.on_held = on_held
         self._keeper_failed = False
 
     def __contains__(self, origin: Origin) -> bool:

@@ -1,9 +1,11 @@
-"""The usage preferences of a downloaded response, for the middleware: takes the
-header values and (when ``ROBOTSTXT_USAGE_META`` is on) the head of an HTML body out of
-the Scrapy response, has the pure modules read them (:mod:`scrapy_rfc9309.sources`,
-:mod:`scrapy_rfc9309.html_head`) and combine them with the robots.txt and tdmrep.json
-preferences of its request (:mod:`scrapy_rfc9309.preferences`); counts and logs what
-could not be read."""
+"""``scrapy_rfc9309.UsageMiddleware``: the usage preferences of each downloaded
+response. It takes the header values and (when ``ROBOTSTXT_USAGE_META`` is on) the
+head of an HTML body out of the Scrapy response, has the pure modules read them
+(:mod:`scrapy_rfc9309.sources`, :mod:`scrapy_rfc9309.html_head`) and combine them
+with the robots.txt and tdmrep.json preferences of its request
+(:mod:`scrapy_rfc9309.preferences`), puts the answer in the response's meta, and
+drops a response whose preferences deny a category of ``ROBOTSTXT_USAGE_DENY``;
+counts and logs what could not be read."""
 
 from __future__ import annotations
 
@@ -11,10 +13,18 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import NotConfigured
 from w3lib.encoding import http_content_type_encoding
 
+from . import _compat
+from . import signals as rfc_signals
 from ._compat import header_values
+from .config import Config
+from .enforcement import Enforcement
+from .exceptions import RobotsTxtUsageDeniedByResponse
 from .html_head import HeadMeta, read_head_meta
+from .meta import FETCH_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
+from .origin import HttpOrigins
 from .preferences import Preferences, Statement, TdmRepMatch, build
 from .reporting import Reporting
 from .sources import (
@@ -36,17 +46,10 @@ if TYPE_CHECKING:
     from .config import Config
     from .usage import UsagePreference
 
-__all__ = ["PREFERENCES_META", "TDMREP_META", "ResponseUsage"]
+__all__ = ["PREFERENCES_META", "TDMREP_META", "ResponseUsage", "UsageMiddleware"]
 
 logger = logging.getLogger(__name__)
 
-#: Request (and so response) meta key set to the response's :class:`~scrapy_rfc9309.preferences.Preferences`.
-PREFERENCES_META = "robotstxt_preferences"
-#: Request (and so response) meta key set, with ``ROBOTSTXT_TDMREP`` on, to the rule
-#: of the origin's tdmrep.json that applies (a :class:`~scrapy_rfc9309.tdmrep.TdmEntry`),
-#: or None (no rule applies, or the origin has no tdmrep.json); not set while the
-#: file is unreachable and no copy of it is at hand (nothing is known).
-TDMREP_META = "robotstxt_tdmrep"
 #: The response headers read, in the order :meth:`ResponseUsage._fields` gives them, then Content-Type.
 _FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag", b"Content-Type")
 #: The meta names read (and the crawler's product token).
@@ -86,7 +89,7 @@ class ResponseUsage(Reporting):
     def read(self, request: Request, response: Response, token: str, robots_url: str) -> Preferences | None:
         """The preferences of ``response`` to ``request`` for product ``token``, or None
         when no source states any. The same inputs give the same (immutable) object."""
-        robots = request.meta.get("robotstxt_usage") or None  # middleware.USAGE_META, set in process_request
+        robots = request.meta.get(USAGE_META) or None  # set when the request was judged
         match = request.meta.get(TDMREP_META)
         if match is not None and getattr(match, "reserved", None) is None:
             match = None
@@ -225,3 +228,56 @@ def _match_key(match: TdmRepMatch | None) -> tuple[Any, ...] | None:
     if match is None:
         return None
     return (bool(match.reserved), match.policy, match.location, match.index, match.url)
+
+
+class UsageMiddleware(Reporting):
+    """Downloader middleware reading the usage preferences of responses (see the
+    module's description); enabled by the add-on after ``RobotsTxtMiddleware``
+    (``DOWNLOADER_MIDDLEWARES`` 101: its ``process_response`` runs first), off when
+    ``ROBOTSTXT_USAGE_HEADERS`` and ``ROBOTSTXT_USAGE_META`` are both off."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        config = Config.from_settings(settings)
+        if not (config.usage_headers or config.usage_meta):
+            raise NotConfigured
+        self.crawler = crawler
+        self.enforcement = Enforcement.of(crawler, config)
+        self.reader = ResponseUsage(crawler, config)
+        self.usage_deny = config.usage_deny
+        self._origin_of = HttpOrigins()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UsageMiddleware:
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        """Read the preferences ``response`` states, combined with its request's
+        robots.txt and tdmrep.json ones; raise for one that denies a category of
+        ``ROBOTSTXT_USAGE_DENY``."""
+        meta = request.meta
+        if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
+            return response
+        origin = self._origin_of(request.url)
+        if origin is None:
+            return response
+        preferences = self.reader.read(request, response, self.enforcement.agents.token_of(request),
+                                       origin.robots_url)
+        if preferences is None:
+            return response
+        meta[PREFERENCES_META] = preferences
+        if _compat.has_receivers(self.crawler, rfc_signals.robotstxt_usage_preferences):
+            self.crawler.signals.send_catch_log(rfc_signals.robotstxt_usage_preferences, request=request,
+                                                response=response, preferences=preferences)
+        for category in self.usage_deny:
+            if preferences.denies(category):
+                sources = preferences.sources_of(category)
+                self._inc("usage_denied_response")
+                message = (f"Usage preference denies {category}: {response} not passed to the spider "
+                           f"({'; '.join(sources)})")
+                logger.debug(message, extra=self._log_extra)
+                self.enforcement.responded(request, response.status, "usage_denied")
+                raise RobotsTxtUsageDeniedByResponse(message, preferences, origin.robots_url, category, sources)
+        return response

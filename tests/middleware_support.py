@@ -34,12 +34,13 @@ __all__ = [
 ]
 
 MIDDLEWARE = "scrapy_rfc9309.RobotsTxtMiddleware"
+USAGE_MIDDLEWARE = "scrapy_rfc9309.UsageMiddleware"
 BUILTIN = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 
 #: The explicit way of enabling the middleware (docs/quickstart.md, "Enable").
 ENABLE: dict[str, Any] = {
     "ROBOTSTXT_OBEY": True,
-    "DOWNLOADER_MIDDLEWARES": {BUILTIN: None, MIDDLEWARE: 100},
+    "DOWNLOADER_MIDDLEWARES": {BUILTIN: None, MIDDLEWARE: 100, USAGE_MIDDLEWARE: 101},
 }
 
 #: Short timings, so that held requests and retries play out in well under a second.

@@ -1,0 +1,239 @@
+"""The verdict on one request, as a value: what the crawl does with it and what it
+rests on (the document states, the deciding rule, the usage preference and TDM rule
+that applied, the product token). :func:`judge` makes it from the request's URL and
+its origin's document states; the Scrapy layer acts on it in one place
+(:mod:`.enforcement`), and every teller (the exception, the stats, the log, the
+signals, the ledger, the close summary, ``scrapy robotstxt URL``) reads it.
+
+Pure Python: no Scrapy, no I/O, the clock passed in.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from .access import Cause, Decision, OriginState, Policy
+from .documents import ROBOTS_TXT, TDMREP, Document
+from .robotstxt import Verdict
+from .tdmrep import reserves
+
+if TYPE_CHECKING:
+    from .matcher import Rule
+    from .tdmrep import TdmEntry
+    from .usage import UsagePreference
+
+__all__ = ["DROP_REASONS", "Enforced", "Judgement", "Kind", "judge", "unreachable_reason"]
+
+
+class Kind(enum.Enum):
+    """What becomes of a request. The values are the ledger's verdict names."""
+
+    ALLOWED = "allowed"
+    FORBIDDEN = "disallowed"  # robots.txt disallows it
+    USAGE_DENIED = "usage_denied"  # robots.txt's Content-Usage / Content-Signal says n for an enforced category
+    TDM_RESERVED = "tdm_reserved"  # tdmrep.json reserves TDM rights, and ROBOTSTXT_USAGE_DENY enforces it
+    DROPPED = "dropped"  # nothing decides it, and waiting cannot help (``reason``)
+    HELD = "held"  # a document it needs is unreachable: complete disallow until a retry succeeds
+    REQUEUED = "requeued"  # still held when the spider closed; handed back to a scheduler that keeps it
+    NOT_JUDGED = "not_judged"  # ``dont_obey_robotstxt``
+
+    @property
+    def passes(self) -> bool:
+        """Whether the request goes on to the downloader (or back to the scheduler)."""
+        return self in _PASSING
+
+
+_PASSING = frozenset({Kind.ALLOWED, Kind.HELD, Kind.REQUEUED, Kind.NOT_JUDGED})
+
+#: Why a request is dropped (``Judgement.reason`` of a ``DROPPED`` one), in words.
+DROP_REASONS = {
+    "max_wait": "held too long",
+    "no_host": "for a host name that does not resolve",
+    "cannot_request": "that Scrapy cannot make",
+    "closing": "held when the spider closed",
+    "invalid_meta": "with an invalid robotstxt_user_agent meta key",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Enforced:
+    """What a crawl enforces, from its settings: the access policy (lifetimes and
+    waits), the usage categories it refuses (``ROBOTSTXT_USAGE_DENY``), and whether
+    it consults tdmrep.json (``ROBOTSTXT_TDMREP``)."""
+
+    policy: Policy
+    usage_deny: tuple[str, ...] = ()
+    tdmrep: bool = False
+    crawl_delay: bool = False
+
+    @property
+    def tdm_deny(self) -> tuple[str, ...]:
+        """The categories of ``usage_deny`` that a TDM reservation denies: with none,
+        reservations are read and told, not enforced, and an unreachable tdmrep.json
+        holds nothing."""
+        return tuple(category for category in self.usage_deny if reserves(category))
+
+
+class Judgement(NamedTuple):
+    """The verdict on one request.
+
+    ``robots`` and ``tdm`` are the document states it rests on (None where none was
+    consulted); ``rule`` the robots.txt rule that decided (None: none matched, or not
+    resolved for an allowed request when nobody asked, see :func:`judge`);
+    ``usage`` the robots.txt usage preference that applied; ``category`` the
+    enforced category it denies (usage-denied, TDM-reserved); ``tdm_entry`` the
+    tdmrep.json rule that applied; ``document`` the document a held, dropped or
+    requeued request waited for; ``reason`` why it was dropped (a key of
+    :data:`DROP_REASONS`) or not judged; ``detail`` the document's last fetch, in
+    words, for those."""
+
+    kind: Kind
+    url: str
+    token: str
+    robots: OriginState | None = None
+    rule: Rule | None = None
+    usage: UsagePreference | None = None
+    tdm: OriginState | None = None
+    tdm_entry: TdmEntry | None = None
+    category: str | None = None
+    document: Document | None = None
+    reason: str | None = None
+    detail: str = ""
+    #: The group that applied (its product token, ``"*"``, or ``""``) and the path
+    #: matched, for a forbidden request (see :attr:`verdict`).
+    group: str = ""
+    path: str = ""
+    #: The Crawl-delay of the agent's group, in seconds (with ``ROBOTSTXT_CRAWL_DELAY``).
+    crawl_delay: float | None = None
+    #: Whether the tdmrep.json rule is known (``tdm_entry`` says which applies, None for
+    #: none): not while the file is unreachable without a copy and reservations are not enforced.
+    tdm_known: bool = False
+    #: For a request dropped after it was held: how long its document was unreachable, in seconds.
+    waited: float = 0.0
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The robots.txt verdict of a forbidden request (its rule, group and path)."""
+        if self.kind is not Kind.FORBIDDEN:
+            return None
+        return Verdict(False, self.rule, self.group, self.path)
+
+    def __str__(self) -> str:
+        """The verdict in words, as ``scrapy robotstxt URL`` prints it."""
+        return f"{_KIND_WORDS[self.kind]} ({self.why})"
+
+    @property
+    def why(self) -> str:
+        """What decided, in words."""
+        kind = self.kind
+        if kind is Kind.NOT_JUDGED:
+            return self.reason or "not judged"
+        if kind in (Kind.DROPPED, Kind.HELD, Kind.REQUEUED):
+            document = (self.document or ROBOTS_TXT).name
+            reason = DROP_REASONS.get(self.reason or "", self.reason or "")
+            if kind is Kind.HELD:
+                return f"{document} unreachable ({self.detail}): complete disallow, held until a fetch succeeds"
+            if kind is Kind.REQUEUED:
+                return f"{document} not known when the spider closed: handed back to the scheduler"
+            return f"{document}: {reason}" + (f" ({self.detail})" if self.detail else "")
+        if kind is Kind.USAGE_DENIED:
+            return f"{self.usage} denies {self.category}"
+        if kind is Kind.TDM_RESERVED:
+            return f"{self.tdm_entry}; {self.category} denied"
+        if self.robots is not None and self.robots.robots is None:
+            return f"robots.txt {self.robots.access.value}: everything allowed"
+        if self.rule is not None:
+            return str(self.rule)
+        return "no rule matched"
+
+
+_KIND_WORDS = {
+    Kind.ALLOWED: "allowed",
+    Kind.FORBIDDEN: "disallowed",
+    Kind.USAGE_DENIED: "usage denied",
+    Kind.TDM_RESERVED: "TDM rights reserved",
+    Kind.DROPPED: "dropped",
+    Kind.HELD: "held",
+    Kind.REQUEUED: "requeued",
+    Kind.NOT_JUDGED: "not judged",
+}
+
+
+def unreachable_reason(cause: Cause) -> str:
+    """The drop reason of a request whose document is unreachable for ``cause``,
+    once waiting cannot help it."""
+    if cause is Cause.NO_HOST:
+        return "no_host"
+    if cause is Cause.CANNOT_REQUEST:
+        return "cannot_request"
+    return "max_wait"
+
+
+def _holding(url: str, token: str, state: OriginState, document: Document, now: float, policy: Policy,
+             robots: OriginState | None) -> Judgement | None:
+    """HELD or DROPPED for a request whose ``document`` is unreachable without a good
+    copy standing in; None when the state decides by its rules (or allows all)."""
+    if state.decision(now, policy) is not Decision.HOLD:
+        return None
+    if state.waited_too_long(now, policy):
+        return Judgement(Kind.DROPPED, url, token, robots, document=document,
+                         reason=unreachable_reason(state.cause), detail=state.detail,
+                         tdm=state if document is TDMREP else None, waited=policy.max_wait_for(state.cause))
+    return Judgement(Kind.HELD, url, token, robots, document=document, detail=state.detail,
+                     tdm=state if document is TDMREP else None)
+
+
+def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: float, enforced: Enforced,
+          tdm: OriginState | None = None, *, explain: bool = False) -> Judgement:
+    """The verdict on a request for ``url`` by ``agent`` (whose product token is
+    ``token``), from its origin's robots.txt state and, with ``enforced.tdmrep``,
+    its tdmrep.json state ``tdm`` (None: not known yet; the robots.txt is judged
+    alone, and a request it allows is not final).
+
+    An unreachable document without a good copy holds the request (robots.txt
+    always; tdmrep.json when reservations are enforced), or drops it once waiting
+    cannot help. ``explain``: resolve the rule that allowed an allowed request too
+    (it costs a second look-up; the ledger and the command ask for it); a refused
+    request always names its rule."""
+    policy = enforced.policy
+    held = _holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
+    if held is not None:
+        return held
+    parsed = robots.robots
+    rule = None
+    usage = None
+    delay = None
+    if parsed is not None:
+        if not parsed.allowed(url, agent):
+            verdict = parsed.verdict(url, agent)
+            return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
+                             path=verdict.path)
+        if explain:
+            rule = parsed.deciding_rule(url, agent)
+        if enforced.crawl_delay:
+            delay = parsed.crawl_delay(agent)
+        if parsed.has_usage(agent):
+            usage = parsed.usage(url, agent) or None
+            if usage is not None:
+                for category in enforced.usage_deny:
+                    if usage.denies(category):
+                        return Judgement(Kind.USAGE_DENIED, url, token, robots, rule, usage, category=category)
+    if not enforced.tdmrep or tdm is None:
+        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, crawl_delay=delay)
+    tdm_deny = enforced.tdm_deny
+    if tdm_deny:
+        held = _holding(url, token, tdm, TDMREP, now, policy, robots)
+        if held is not None:
+            return held
+    elif tdm.decision(now, policy) is Decision.HOLD:  # not enforced: nothing known, the request goes on
+        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, crawl_delay=delay)
+    tdmrep = tdm.tdmrep
+    entry = None if tdmrep is None else tdmrep.entry_for(url)
+    if entry is not None and entry.reserved and tdm_deny:
+        return Judgement(Kind.TDM_RESERVED, url, token, robots, rule, usage, tdm, entry,
+                         category=", ".join(tdm_deny), tdm_known=True)
+    return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay, tdm_known=True)
+
+

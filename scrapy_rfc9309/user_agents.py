@@ -1,0 +1,98 @@
+"""Which agent a request obeys: its ``robotstxt_user_agent`` meta key,
+``ROBOTSTXT_USER_AGENT``, its User-Agent header, or what Scrapy sends; and the
+product token it names (see :mod:`.agent`). Each agent is logged once, at INFO,
+with where it comes from."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from .agent import agent_note, product_token
+from .bounded import BoundedDict
+from .meta import AGENT_META
+from .reporting import Reporting
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from .config import Config
+
+__all__ = ["InvalidAgentMeta", "UserAgents"]
+
+logger = logging.getLogger(__name__)
+
+
+class InvalidAgentMeta(ValueError):
+    """A request's ``robotstxt_user_agent`` meta key is not a string."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(f"request meta {AGENT_META!r} must be a product token string, got "
+                         f"{type(value).__name__} {value!r}")
+        self.value = value
+
+
+class UserAgents(Reporting):
+    """The agents of a crawl's requests, and their product tokens."""
+
+    def __init__(self, crawler: Crawler, config: Config) -> None:
+        self.crawler = crawler
+        self.configured = config.user_agent
+        self._logged: set[str | bytes] = set()
+        self.default, source = self._default_agent()
+        if note := agent_note(self.default, source):
+            logger.warning(note)
+        self._log(self.default, source)
+        self._tokens: BoundedDict[str | bytes, str] = BoundedDict(1024)
+
+    def _default_agent(self) -> tuple[str, str]:
+        """The agent obeyed for a request that names none of its own, and where it is
+        set: ``ROBOTSTXT_USER_AGENT``, else what Scrapy sends: ``USER_AGENT``, or the
+        spider's ``user_agent`` attribute, which Scrapy sends instead (deprecated in
+        Scrapy 2.19, which warns about it)."""
+        if self.configured:
+            return self.configured, "ROBOTSTXT_USER_AGENT"
+        spider_agent = getattr(self.crawler.spider, "user_agent", None)
+        if isinstance(spider_agent, str) and spider_agent:
+            return spider_agent, "the spider's user_agent attribute"
+        return self.crawler.settings.get("USER_AGENT") or "", "USER_AGENT"
+
+    def of(self, request: Request) -> str | bytes:
+        """The string whose product token is obeyed for ``request``: its
+        ``robotstxt_user_agent`` meta key, ``ROBOTSTXT_USER_AGENT``, its User-Agent
+        header, ``USER_AGENT``. Raises :class:`InvalidAgentMeta`."""
+        agent = request.meta.get(AGENT_META)
+        if agent is not None and not isinstance(agent, (str, bytes)):
+            raise InvalidAgentMeta(agent)
+        if not agent:
+            agent = self.configured or request.headers.get(b"User-Agent") or self.default
+            if agent not in self._logged:
+                self._log(agent, "a request's User-Agent header")
+        elif agent not in self._logged:
+            self._log(agent, f"a request's {AGENT_META!r} meta key")
+        return agent
+
+    def token(self, agent: str | bytes) -> str:
+        """The product token ``agent`` names (remembered)."""
+        token = self._tokens.get(agent)
+        if token is None:
+            token = self._tokens[agent] = product_token(agent)
+        return token
+
+    def token_of(self, request: Request) -> str:
+        """The product token obeyed for ``request``, without raising: a request whose
+        meta key is invalid was dropped when it was judged."""
+        agent = request.meta.get(AGENT_META)
+        if not agent or not isinstance(agent, (str, bytes)):
+            agent = self.configured or request.headers.get(b"User-Agent") or self.default
+        return self.token(agent)
+
+    def _log(self, agent: str | bytes, source: str) -> None:
+        self._logged.add(agent)
+        text = agent.decode("latin-1") if isinstance(agent, bytes) else agent
+        token = product_token(agent)
+        logger.info(
+            "robots.txt: obeying the groups for product token %r (from %s %r)%s", token or "*", source, text,
+            "" if token else "; it names no token, so only the '*' group applies", extra=self._log_extra,
+        )
