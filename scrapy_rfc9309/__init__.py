@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsTxtMiddleware
     from .nofollow import NofollowMiddleware
-    from .scrapy_parser import RobotParser
     from .response_usage import UsageMiddleware
+    from .scrapy_parser import RobotParser
     from .sitemap import SitemapSpider
 
 # The Scrapy layer is imported lazily, so that the core works without Scrapy.

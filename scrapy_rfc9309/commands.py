@@ -50,24 +50,18 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.url import add_http_if_no_scheme
 
 from . import _compat, matcher_in_use
-from .access import Access, Cause, OriginState
+from .access import Access, FetchOutcome, OriginState
 from .agent import product_token
 from .audit import LedgerError, audit, format_text
+from .config import Config
+from .judgement import Enforced, Judgement, Kind, judge
 from .middleware import RobotsTxtMiddleware
 from .origin import Origin
-from .robotstxt import RobotsTxt, parse
+from .response_usage import UsageMiddleware
 
 __all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "SettingsCommand", "exit_status",
            "explain", "explain_tdmrep", "run_audit", "url_problem"]
 
-#: Why an unreachable robots.txt disallows, and what becomes of the origin's requests.
-_UNREACHABLE_VERDICT = {
-    Cause.TRANSIENT: "robots.txt unreachable: complete disallow, requests are held",
-    Cause.REFUSED: "robots.txt unreachable, connections refused: complete disallow, requests are held for up to "
-                   "ROBOTSTXT_MAX_WAIT_REFUSED",
-    Cause.NO_HOST: "the host name does not resolve: requests are dropped",
-    Cause.CANNOT_REQUEST: "Scrapy cannot make the robots.txt request with these settings: requests are dropped",
-}
 #: Exit statuses of the command.
 ALLOWED, DISALLOWED, USAGE_ERROR, NO_VERDICT = 0, 1, 2, 3
 
@@ -89,82 +83,83 @@ def url_problem(url: str, fetch: bool = True) -> str | None:
     return None
 
 
-def exit_status(robots: RobotsTxt | None, url: str, agent: str, state: OriginState | None = None) -> int:
-    """The command's exit status for the verdict :func:`explain` reports."""
-    if robots is None:
-        held = state is not None and state.access is Access.UNREACHABLE
-        return DISALLOWED if held else ALLOWED
-    return ALLOWED if robots.allowed(url, agent) else DISALLOWED
+def exit_status(judgement: Judgement) -> int:
+    """The command's exit status for ``judgement``: 0 for a request a crawl with the
+    same settings releases, 1 for one it refuses, holds or drops."""
+    return ALLOWED if judgement.kind is Kind.ALLOWED else DISALLOWED
 
 
-def explain(robots: RobotsTxt | None, url: str, agent: str, state: OriginState | None = None,
-            stored: bool = False) -> list[str]:
-    """The report's lines; ``stored`` when the state came from ``ROBOTSTXT_STORE``
-    rather than a fetch by this command."""
-    token = product_token(agent) or "(none: only the '*' group applies)"
-    lines = [f"URL:        {url}", f"Agent:      {agent}", f"Token:      {token}"]
+def explain(judgement: Judgement, agent: str | bytes, state: OriginState | None = None, stored: bool = False,
+            response_read: tuple[str, ...] = ()) -> list[str]:
+    """The report's lines: the request, the origin's robots.txt state, the verdict
+    and what it rests on. ``state``: the state fetched (None: a ``--file``);
+    ``stored`` when it came from ``ROBOTSTXT_STORE`` rather than a fetch by this
+    command; ``response_read``: the categories of ``ROBOTSTXT_USAGE_DENY`` that a
+    response's own headers or meta tags may still deny (the verdict then depends on
+    the response)."""
+    url = judgement.url
+    token = judgement.token or "(none: only the '*' group applies)"
+    text = agent.decode("latin-1") if isinstance(agent, bytes) else agent
+    lines = [f"URL:        {url}", f"Agent:      {text}", f"Token:      {token}"]
     if state is not None:
-        outcome = state.outcome
-        assert outcome is not None
-        lines.append(f"robots.txt: {outcome.url if not outcome.redirects else outcome.redirects[-1]}")
-        status = outcome.status if outcome.status is not None else "-"
-        detail = f", {outcome.detail}" if outcome.detail else ""
-        lines.append(f"Access:     {state.access.value} (status {status}{detail})")
-        if outcome.redirects:
-            lines.append(f"Redirects:  {len(outcome.redirects)}: " + " -> ".join(outcome.redirects))
-        if outcome.truncated:
-            lines.append("Size:       cut at ROBOTSTXT_MAX_SIZE; later rules ignored")
-        if stored:
-            lines.append(f"Stored:     fetched {time.time() - state.fetched_at:.0f} s ago (ROBOTSTXT_STORE), "
-                         "not fetched again")
-        lifetime = state.expires_at - time.time()
-        label = "Retry in:  " if state.access is Access.UNREACHABLE else "Lifetime:  "
-        lines.append(f"{label} {lifetime:.0f} s")
-    if robots is None:
-        if state is not None and state.access is Access.UNREACHABLE:
-            lines.append(f"Verdict:    disallowed ({_UNREACHABLE_VERDICT[state.cause]})")
-        else:
-            lines.append("Verdict:    allowed (no robots.txt applies)")
-        return lines
-    verdict = robots.verdict(url, agent)
-    group = verdict.token or "none"
-    lines.append(f"Group:      {group!r}")
-    lines.append(f"Verdict:    {'allowed' if verdict.allowed else 'disallowed'} ({verdict})")
-    delay = robots.crawl_delay(agent)
-    if delay is not None:
-        lines.append(f"Crawl-delay: {delay:g} s")
-    usage = robots.usage(url, agent)
-    if usage:
-        lines.append(f"Usage:      {usage}")
-    if robots.sitemaps:
-        lines.append("Sitemaps:   " + ", ".join(robots.sitemaps))
+        lines.extend(_state_lines(state, stored))
+    robots = None if judgement.robots is None else judgement.robots.robots
+    if robots is not None and judgement.kind not in (Kind.HELD, Kind.DROPPED):
+        lines.append(f"Group:      {(robots.group_agents(agent) or 'none')!r}")
+    lines.append(f"Verdict:    {judgement}")
+    if robots is not None:
+        delay = robots.crawl_delay(agent)
+        if delay is not None:
+            lines.append(f"Crawl-delay: {delay:g} s")
+        usage = judgement.usage or robots.usage(url, agent)
+        if usage:
+            lines.append(f"Usage:      {usage}")
+        if robots.sitemaps:
+            lines.append("Sitemaps:   " + ", ".join(robots.sitemaps))
+    if response_read and judgement.kind is Kind.ALLOWED:
+        lines.append(f"Response:   its headers may still deny {', '.join(response_read)} (ROBOTSTXT_USAGE_DENY): "
+                     "a crawl reads them when the response arrives")
     return lines
 
 
-def explain_tdmrep(state: OriginState | None, url: str, enforced: bool) -> tuple[list[str], bool]:
-    """The report's lines for the origin's tdmrep.json, and whether the URL's
-    request would be dropped for a TDM reservation (``enforced``: with
-    ``ROBOTSTXT_USAGE_DENY`` listing a category a reservation denies)."""
+def _state_lines(state: OriginState, stored: bool) -> list[str]:
+    """The origin's robots.txt state: where it was read, its access result, each once."""
+    outcome = state.outcome
+    assert outcome is not None
+    lines = [f"robots.txt: {outcome.url if not outcome.redirects else outcome.redirects[-1]}"]
+    status = outcome.status if outcome.status is not None else "-"
+    detail = outcome.detail
+    detail = f", {detail}" if detail and detail != f"status {status}" else ""
+    lines.append(f"Access:     {state.access.value} (status {status}{detail})")
+    if outcome.redirects:
+        lines.append(f"Redirects:  {len(outcome.redirects)}: " + " -> ".join(outcome.redirects))
+    if outcome.truncated:
+        lines.append("Size:       cut at ROBOTSTXT_MAX_SIZE; later rules ignored")
+    if state.access is Access.UNREACHABLE and state.robots is not None:
+        lines.append(f"Good copy:  fetched {time.time() - (state.good_at or state.fetched_at):.0f} s ago, applies")
+    if stored:
+        lines.append(f"Stored:     fetched {time.time() - state.fetched_at:.0f} s ago (ROBOTSTXT_STORE), "
+                     "not fetched again")
+    label = "Retry in:  " if state.access is Access.UNREACHABLE else "Lifetime:  "
+    lines.append(f"{label} {state.expires_at - time.time():.0f} s")
+    return lines
+
+
+def explain_tdmrep(state: OriginState | None, judgement: Judgement) -> list[str]:
+    """The report's lines for the origin's tdmrep.json state and the rule that applies."""
     if state is None or state.outcome is None:
-        return ["TDMRep:     no verdict (the spider closed)"], False
+        return ["TDMRep:     unknown (the spider closed)"]
     outcome = state.outcome
     status = outcome.status if outcome.status is not None else "-"
     detail = f", {outcome.detail}" if outcome.detail and outcome.detail != f"status {status}" else ""
     lines = [f"TDMRep:     {outcome.url} ({state.access.value}, status {status}{detail})"]
-    tdmrep = state.tdmrep
-    if tdmrep is None:
-        held = state.access is Access.UNREACHABLE
-        lines.append("TDM rule:   unknown (unreachable): requests are held" if held and enforced else
-                     "TDM rule:   unknown (unreachable)" if held else "TDM rule:   none (no tdmrep.json)")
-        return lines, held and enforced
-    entry = tdmrep.entry_for(url)
-    if entry is None:
-        lines.append("TDM rule:   none applies")
-        return lines, False
-    dropped = entry.reserved and enforced
-    consequence = ": dropped (ROBOTSTXT_USAGE_DENY)" if dropped else ""
-    lines.append(f"TDM rule:   {entry}{consequence}")
-    return lines, dropped
+    if state.tdmrep is None:
+        unreachable = state.access is Access.UNREACHABLE
+        lines.append("TDM rule:   unknown (unreachable)" if unreachable else "TDM rule:   none (no tdmrep.json)")
+        return lines
+    entry = judgement.tdm_entry if judgement.tdm_known else state.tdmrep.entry_for(judgement.url)
+    lines.append(f"TDM rule:   {entry if entry is not None else 'none applies'}")
+    return lines
 
 
 class _ExplainSpider(Spider):
@@ -183,20 +178,32 @@ class _ExplainSpider(Spider):
             raise UsageError("scrapy_rfc9309.RobotsTxtMiddleware is not enabled")
         started = time.time()
         state = await middleware.fetch_state(self.url)
-        robots = None if state is None or state.access is Access.UNAVAILABLE else state.robots
-        if state is not None and state.access is Access.UNREACHABLE and robots is not None:
-            self.lines.append("(unreachable now; the last good copy applies)")
-        stored = state is not None and state.fetched_at < started
-        self.lines.extend(explain(robots, self.url, self.agent, state, stored))
-        status = exit_status(robots, self.url, self.agent, state)
-        if middleware.tdm is not None and status == ALLOWED:
-            lines, dropped = explain_tdmrep(await middleware.fetch_tdmrep_state(self.url), self.url,
-                                            bool(middleware.tdm_deny))
-            self.lines.extend(lines)
-            status = DISALLOWED if dropped else status
-        self.status.append(status)
+        if state is None:
+            return
+        enforcement = middleware.enforcement
+        token = enforcement.agents.token(self.agent)
+        judgement = judge(self.url, self.agent, token, state, time.time(), enforcement.enforced)
+        tdm_state = None
+        if middleware.tdm is not None and judgement.kind is Kind.ALLOWED:
+            tdm_state = await middleware.fetch_tdmrep_state(self.url)
+        # The verdict a crawl with these settings gives: judge() as the middleware asks it.
+        judgement = judge(self.url, self.agent, token, state, time.time(), enforcement.enforced, tdm_state,
+                          explain=True)
+        self.lines.extend(explain(judgement, self.agent, state, state.fetched_at < started,
+                                  _response_read(self.crawler, middleware.config)))
+        if tdm_state is not None:
+            self.lines.extend(explain_tdmrep(tdm_state, judgement))
+        self.status.append(exit_status(judgement))
         return
         yield
+
+
+def _response_read(crawler: Any, config: Config) -> tuple[str, ...]:
+    """The categories of ``ROBOTSTXT_USAGE_DENY`` a crawl's UsageMiddleware checks on
+    each response (none without it)."""
+    if not config.usage_deny or not (config.usage_headers or config.usage_meta):
+        return ()
+    return config.usage_deny if crawler.get_downloader_middleware(UsageMiddleware) is not None else ()
 
 
 class RobotstxtCommand(ScrapyCommand):
@@ -219,6 +226,13 @@ class RobotstxtCommand(ScrapyCommand):
                             help="audit: print the report as JSON")
         parser.add_argument("--allow-unsealed", dest="allow_unsealed", action="store_true",
                             help="audit: exit 0 for a run that did not end cleanly when what it wrote verifies")
+
+    _file_status = NO_VERDICT
+
+    def _explain_file(self, url: str, agent: str, body: bytes) -> list[str]:
+        judgement = _file_judgement(self.settings, url, agent, body)
+        self._file_status = exit_status(judgement)
+        return explain(judgement, agent)
 
     def long_desc(self) -> str:
         return (
@@ -253,11 +267,8 @@ class RobotstxtCommand(ScrapyCommand):
                     body = handle.read()
             except OSError as exc:
                 raise UsageError(f"cannot read --file {opts.file}: {exc.strerror or exc}") from None
-            # The file stands for the URL's robots.txt: relative Sitemap values are joined with that.
-            origin = Origin.from_url(url)
-            robots = parse(body, url=origin.robots_url if origin is not None else None)
-            print("\n".join([f"File:       {opts.file}", *explain(robots, url, agent), matcher_line]))
-            self.exitcode = exit_status(robots, url, agent)
+            print("\n".join([f"File:       {opts.file}", *self._explain_file(url, agent, body), matcher_line]))
+            self.exitcode = self._file_status
             return
         lines: list[str] = []
         status: list[int] = []
@@ -271,6 +282,18 @@ class RobotstxtCommand(ScrapyCommand):
             return
         print("\n".join([*lines, matcher_line]))
         self.exitcode = status[0] if status else NO_VERDICT
+
+
+def _file_judgement(settings: Any, url: str, agent: str, body: bytes) -> Judgement:
+    """The verdict a crawl with ``settings`` gives ``url`` if its robots.txt were ``body``."""
+    config = Config.from_settings(settings)
+    origin = Origin.from_url(url)
+    # The file stands for the URL's robots.txt: relative Sitemap values are joined with that.
+    robots_url = origin.robots_url if origin is not None else url
+    now = time.time()
+    state = OriginState.initial(FetchOutcome(Access.PARSED, robots_url, 200, body), now, config.policy)
+    enforced = Enforced(config.policy, config.usage_deny)
+    return judge(url, agent, product_token(agent), state, now, enforced, explain=True)
 
 
 def run_audit(directories: list[str], opts: argparse.Namespace) -> int:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from scrapy import signals
 
 from . import _compat
 from . import signals as rfc_signals
@@ -56,6 +58,22 @@ class Teller(Protocol):
     def judged(self, request: Request, origin: Origin, judgement: Judgement) -> None: ...
 
     def responded(self, request: Request, status: int, outcome: str) -> None: ...
+
+
+class SignalTeller:
+    """Sends ``robotstxt_verdict`` for every verdict (registered when the spider opens
+    with a handler connected)."""
+
+    explains = True
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    def judged(self, request: Request, origin: Origin, judgement: Judgement) -> None:
+        self.crawler.signals.send_catch_log(rfc_signals.robotstxt_verdict, request=request, judgement=judgement)
+
+    def responded(self, request: Request, status: int, outcome: str) -> None:
+        return None
 
 
 class Tally:
@@ -133,6 +151,13 @@ class Enforcement(Reporting):
         #: Whether an allowed request's rule is resolved (a teller needs it).
         self.explain = False
         self._meta_errors_logged: set[type] = set()
+        crawler.signals.connect(self._opened, signal=signals.spider_opened)
+
+    def _opened(self, spider: Any = None) -> None:
+        if _compat.has_receivers(self.crawler, rfc_signals.robotstxt_verdict):
+            teller = SignalTeller(self.crawler)
+            self.tellers += (teller,)
+            self.explain = True
 
     @classmethod
     def of(cls, crawler: Crawler, config: Config | None = None) -> Enforcement:

@@ -14,17 +14,18 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from .access import Cause, Decision, OriginState, Policy
+from .access import Access, Cause, Decision, OriginState, Policy
 from .documents import ROBOTS_TXT, TDMREP, Document
 from .robotstxt import Verdict
 from .tdmrep import reserves
+from .urlnorm import path_of
 
 if TYPE_CHECKING:
     from .matcher import Rule
     from .tdmrep import TdmEntry
     from .usage import UsagePreference
 
-__all__ = ["DROP_REASONS", "Enforced", "Judgement", "Kind", "judge", "unreachable_reason"]
+__all__ = ["DROP_REASONS", "Enforced", "Judgement", "Kind", "holding", "judge", "unreachable_reason"]
 
 
 class Kind(enum.Enum):
@@ -134,18 +135,20 @@ class Judgement(NamedTuple):
             document = (self.document or ROBOTS_TXT).name
             reason = DROP_REASONS.get(self.reason or "", self.reason or "")
             if kind is Kind.HELD:
-                return f"{document} unreachable ({self.detail}): complete disallow, held until a fetch succeeds"
+                return f"{document} unreachable ({self.detail}): complete disallow until a fetch succeeds"
             if kind is Kind.REQUEUED:
                 return f"{document} not known when the spider closed: handed back to the scheduler"
             return f"{document}: {reason}" + (f" ({self.detail})" if self.detail else "")
         if kind is Kind.USAGE_DENIED:
             return f"{self.usage} denies {self.category}"
         if kind is Kind.TDM_RESERVED:
-            return f"{self.tdm_entry}; {self.category} denied"
+            return f"{self.tdm_entry}; ROBOTSTXT_USAGE_DENY denies {self.category}"
         if self.robots is not None and self.robots.robots is None:
             return f"robots.txt {self.robots.access.value}: everything allowed"
         if self.rule is not None:
             return str(self.rule)
+        if path_of(self.url) == "/robots.txt":
+            return "/robots.txt is always allowed"
         return "no rule matched"
 
 
@@ -153,7 +156,7 @@ _KIND_WORDS = {
     Kind.ALLOWED: "allowed",
     Kind.FORBIDDEN: "disallowed",
     Kind.USAGE_DENIED: "usage denied",
-    Kind.TDM_RESERVED: "TDM rights reserved",
+    Kind.TDM_RESERVED: "reserved",
     Kind.DROPPED: "dropped",
     Kind.HELD: "held",
     Kind.REQUEUED: "requeued",
@@ -171,10 +174,12 @@ def unreachable_reason(cause: Cause) -> str:
     return "max_wait"
 
 
-def _holding(url: str, token: str, state: OriginState, document: Document, now: float, policy: Policy,
+def holding(url: str, token: str, state: OriginState, document: Document, now: float, policy: Policy,
              robots: OriginState | None) -> Judgement | None:
     """HELD or DROPPED for a request whose ``document`` is unreachable without a good
-    copy standing in; None when the state decides by its rules (or allows all)."""
+    copy standing in (DROPPED once waiting cannot help: :meth:`OriginState.waited_too_long`);
+    None when the state decides by its rules (or allows all). ``robots``: the
+    robots.txt state the verdict rests on, when ``document`` is another one."""
     if state.decision(now, policy) is not Decision.HOLD:
         return None
     if state.waited_too_long(now, policy):
@@ -198,9 +203,10 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     (it costs a second look-up; the ledger and the command ask for it); a refused
     request always names its rule."""
     policy = enforced.policy
-    held = _holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
-    if held is not None:
-        return held
+    if robots.access is Access.UNREACHABLE:  # only then can the robots.txt hold the request
+        held = holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
+        if held is not None:
+            return held
     parsed = robots.robots
     rule = None
     usage = None
@@ -224,7 +230,7 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
         return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, crawl_delay=delay)
     tdm_deny = enforced.tdm_deny
     if tdm_deny:
-        held = _holding(url, token, tdm, TDMREP, now, policy, robots)
+        held = holding(url, token, tdm, TDMREP, now, policy, robots)
         if held is not None:
             return held
     elif tdm.decision(now, policy) is Decision.HOLD:  # not enforced: nothing known, the request goes on

@@ -27,7 +27,7 @@ from .documents import TDMREP
 from .enforcement import Enforcement
 from .exceptions import RobotsTxtConfigError
 from .fetch import RobotsFetcher
-from .judgement import Judgement, Kind, judge
+from .judgement import Judgement, Kind, holding, judge
 from .ledger import Ledger
 from .meta import AGENT_META, FETCH_META, GIVEN_UP_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
 from .origin import HttpOrigins, Origin
@@ -131,17 +131,20 @@ class RobotsTxtMiddleware(Reporting):
         meta = request.meta
         if KEEPER_META in meta:
             return self.states.parking.keeper()
-        if FETCH_META in meta or request.url.startswith(("data:", "file:")):
+        url = request.url
+        if FETCH_META in meta or url.startswith(("data:", "file:")):
             return None
-        origin = self._origin_of(request.url)
+        origin = self._origin_of(url)
         if origin is None:
             return None
         if meta.get("dont_obey_robotstxt"):
             return self.enforcement.act(request, origin, Judgement(
                 Kind.NOT_JUDGED, request.url, self.agents.token_of(request), reason="dont_obey_robotstxt"))
         # A redirect copies meta: what was found for the URL before it is stale.
-        meta.pop(USAGE_META, None)
-        meta.pop(PREFERENCES_META, None)
+        if USAGE_META in meta:
+            del meta[USAGE_META]
+        if PREFERENCES_META in meta:
+            del meta[PREFERENCES_META]
         try:
             agent = self.agents.of(request)
         except InvalidAgentMeta as exc:
@@ -150,36 +153,38 @@ class RobotsTxtMiddleware(Reporting):
         tdm = self.tdm
         if tdm is not None:
             meta.pop(TDMREP_META, None)
-        if meta.pop(GIVEN_UP_META, False):  # a held request back from parking after its origin was given up
+        if GIVEN_UP_META in meta and meta.pop(GIVEN_UP_META):  # held, back from parking: its origin was given up
             for states in (self.states, tdm):
                 if states is not None and (given_up := states.given_up(origin)) is not None:
                     states.give_up(origin)
-                    self._judge(request, origin, agent, given_up if states is self.states else None,
-                                given_up if states is tdm else None)  # dropped, not held again
+                    dropped = holding(url, self.agents.token(agent), given_up, states.document, time.time(),
+                                      self.policy, self.states.cache.get(origin))
+                    if dropped is not None:  # not held again
+                        self.enforcement.act(request, origin, dropped)
         now = time.time()
         robots = self.states.cached(origin, now)
         if robots is not None:
-            if tdm is None:
-                return self._judge(request, origin, agent, robots, None)
-            tdm_state = tdm.cached(origin, now)
-            if tdm_state is not None:
-                return self._judge(request, origin, agent, robots, tdm_state)
-            self._judge_robots(request, origin, agent, robots)
-            return tdm.park(origin, request) or self._waiting(request, origin, agent, robots)
+            enforcement = self.enforcement
+            tdm_state = None
+            if tdm is not None:
+                tdm_state = tdm.cached(origin, now)
+                if tdm_state is None:
+                    self._judge_robots(request, origin, agent, robots)
+                    return tdm.park(origin, request) or self._waiting(request, origin, agent, robots)
+            return enforcement.act(request, origin, judge(request.url, agent, self.agents.token(agent), robots, now,
+                                                          enforcement.enforced, tdm_state,
+                                                          explain=enforcement.explain))
         if tdm is not None:
             tdm.prefetch(origin, request)  # fetched beside the robots.txt, not after it
         # Scrapy schedules a returned request: it is parked on the way (see parking).
         return self.states.park(origin, request) or self._waiting(request, origin, agent, None)
 
-    def _judge(self, request: Request, origin: Origin, agent: str | bytes, robots: OriginState | None,
-               tdm: OriginState | None) -> Request | None:
+    def _judge(self, request: Request, origin: Origin, agent: str | bytes, robots: OriginState,
+               tdm: OriginState | None, now: float) -> Request | None:
         """Judge ``request`` by the states at hand and act on the verdict."""
         enforcement = self.enforcement
-        if robots is None:  # the tdmrep.json of a given-up origin: judged alone
-            robots = self.states.cache.get(origin)
-            assert robots is not None
-        judgement = judge(request.url, agent, self.agents.token(agent), robots, time.time(), enforcement.enforced,
-                          tdm, explain=enforcement.explain)
+        judgement = judge(request.url, agent, self.agents.token(agent), robots, now, enforcement.enforced, tdm,
+                          explain=enforcement.explain)
         return enforcement.act(request, origin, judgement)
 
     def _judge_robots(self, request: Request, origin: Origin, agent: str | bytes, robots: OriginState) -> None:
@@ -207,7 +212,7 @@ class RobotsTxtMiddleware(Reporting):
                 tdm_state = await self._known(tdm, request, origin, agent, robots)
         except Closing:
             return self.enforcement.act(request, origin, self._closing(request, document))
-        return self._judge(request, origin, agent, robots, tdm_state)
+        return self._judge(request, origin, agent, robots, tdm_state, time.time())
 
     async def _known(self, states: OriginStates, request: Request, origin: Origin, agent: str | bytes,
                      robots: OriginState | None) -> OriginState:
@@ -222,14 +227,14 @@ class RobotsTxtMiddleware(Reporting):
             now = time.time()
             if not states.holding(state, now):
                 break
-            if state.waited_too_long(now, self.policy):
+            judgement = holding(request.url, token, state, states.document, now, self.policy, robots or state)
+            assert judgement is not None
+            if judgement.kind is Kind.DROPPED:
                 states.give_up(origin)
-                self._judge(request, origin, agent, robots if robots is not None else state,
-                            state if robots is not None else None)  # dropped
+                self.enforcement.act(request, origin, judgement)  # raises
             if not held:
                 held = True
-                self.enforcement.act(request, origin, Judgement(
-                    Kind.HELD, request.url, token, robots or state, document=states.document, detail=state.detail))
+                self.enforcement.act(request, origin, judgement)
             fetched = await states.wait(origin, request, state.give_up_at(self.policy) - now)
             # Woken by a fetch's state, or at the deadline (a retry still running then serves nobody).
             state = fetched or states.cache.get(origin) or await states.current(origin, request)
@@ -263,9 +268,15 @@ class RobotsTxtMiddleware(Reporting):
         """A request parked while its origin is held: told as held (its verdict follows
         when it comes back from parking). A ``dont_obey_robotstxt`` request, parked with
         the others of its origin, is not held by the robots.txt: it is judged when it comes back."""
-        if not request.meta.get("dont_obey_robotstxt"):
-            self.enforcement.tell(request, origin, Judgement(Kind.HELD, request.url, self.agents.token_of(request),
-                                                             document=self.states.document))
+        if request.meta.get("dont_obey_robotstxt"):
+            return
+        token = self.agents.token_of(request)
+        state = self.states.cache.get(origin)
+        judgement = None if state is None else holding(request.url, token, state, self.states.document,
+                                                       time.time(), self.policy, state)
+        if judgement is None or judgement.kind is not Kind.HELD:
+            judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
+        self.enforcement.tell(request, origin, judgement)
 
     def user_agent_for(self, request: Request) -> str | bytes:
         """The string whose product token is obeyed for ``request`` (see :class:`~.user_agents.UserAgents`)."""

@@ -86,9 +86,12 @@ class ResponseUsage(Reporting):
         #: The meta names read, per product token.
         self._names: dict[str, frozenset[str]] = {}
 
-    def read(self, request: Request, response: Response, token: str, robots_url: str) -> Preferences | None:
+    def read(self, request: Request, response: Response, token: str | Callable[[], str],
+             robots_url: str | Callable[[], str]) -> Preferences | None:
         """The preferences of ``response`` to ``request`` for product ``token``, or None
-        when no source states any. The same inputs give the same (immutable) object."""
+        when no source states any. The same inputs give the same (immutable) object.
+        ``token`` and ``robots_url`` may be given as functions, asked only for a
+        response about which some source states something."""
         robots = request.meta.get(USAGE_META) or None  # set when the request was judged
         match = request.meta.get(TDMREP_META)
         if match is not None and getattr(match, "reserved", None) is None:
@@ -109,9 +112,15 @@ class ResponseUsage(Reporting):
             if kind is None:
                 kind = self._kind(content_type)
             if kind[0]:
+                if callable(token):
+                    token = token()
                 head = self._head(response, kind[1], token)
         if robots is None and match is None and fields is None and head is None:
             return None
+        if callable(token):
+            token = token()
+        if callable(robots_url):
+            robots_url = robots_url()
         key = (robots_url, token, _robots_key(robots), _match_key(match), fields, head)
         answer = self._answers.get(key)
         if answer is None:
@@ -260,13 +269,11 @@ class UsageMiddleware(Reporting):
         meta = request.meta
         if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
-        origin = self._origin_of(request.url)
-        if origin is None:
-            return response
-        preferences = self.reader.read(request, response, self.enforcement.agents.token_of(request),
-                                       origin.robots_url)
+        preferences = self.reader.read(request, response, lambda: self.enforcement.agents.token_of(request),
+                                       lambda: self._robots_url(request.url))
         if preferences is None:
             return response
+        robots_url = self._robots_url(request.url)
         meta[PREFERENCES_META] = preferences
         if _compat.has_receivers(self.crawler, rfc_signals.robotstxt_usage_preferences):
             self.crawler.signals.send_catch_log(rfc_signals.robotstxt_usage_preferences, request=request,
@@ -279,5 +286,9 @@ class UsageMiddleware(Reporting):
                            f"({'; '.join(sources)})")
                 logger.debug(message, extra=self._log_extra)
                 self.enforcement.responded(request, response.status, "usage_denied")
-                raise RobotsTxtUsageDeniedByResponse(message, preferences, origin.robots_url, category, sources)
+                raise RobotsTxtUsageDeniedByResponse(message, preferences, robots_url, category, sources)
         return response
+
+    def _robots_url(self, url: str) -> str:
+        origin = self._origin_of(url)
+        return "" if origin is None else origin.robots_url

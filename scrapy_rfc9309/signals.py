@@ -5,7 +5,13 @@ Connect with ``crawler.signals.connect(handler, signal=scrapy_rfc9309.signals.ro
 
 from __future__ import annotations
 
-__all__ = ["robotstxt_content_usage", "robotstxt_fetched", "robotstxt_sitemaps", "robotstxt_usage_preferences"]
+__all__ = [
+    "robotstxt_content_usage",
+    "robotstxt_fetched",
+    "robotstxt_sitemaps",
+    "robotstxt_usage_preferences",
+    "robotstxt_verdict",
+]
 
 #: Sent after every robots.txt fetch, whatever its result, with keyword
 #: arguments ``origin`` (a :class:`scrapy_rfc9309.origin.Origin`), ``state`` (the
@@ -30,3 +36,12 @@ robotstxt_content_usage = object()
 #: ``request``, ``response`` and ``preferences`` (a
 #: :class:`scrapy_rfc9309.preferences.Preferences`).
 robotstxt_usage_preferences = object()
+
+#: Sent for every verdict on a request, as the middleware acts on it (before an allowed
+#: request is released, before a refused one's exception is raised), with ``request``
+#: and ``judgement`` (a :class:`scrapy_rfc9309.judgement.Judgement`: its ``kind``, the
+#: document states it rests on, the deciding ``rule``, the ``usage`` preference and
+#: ``tdm_entry`` that applied, the product ``token``). A request held and then released
+#: or dropped gets two. Handlers connected before the spider opens are sent it; while none
+#: is connected the middleware does not send it.
+robotstxt_verdict = object()

@@ -8,6 +8,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from scrapy.http.headers import Headers
+
+from ._compat import header_values
 from .agent import agent_note, product_token
 from .bounded import BoundedDict
 from .meta import AGENT_META
@@ -63,12 +66,19 @@ class UserAgents(Reporting):
         ``robotstxt_user_agent`` meta key, ``ROBOTSTXT_USER_AGENT``, its User-Agent
         header, ``USER_AGENT``. Raises :class:`InvalidAgentMeta`."""
         agent = request.meta.get(AGENT_META)
-        if agent is not None and not isinstance(agent, (str, bytes)):
-            raise InvalidAgentMeta(agent)
         if not agent:
-            agent = self.configured or request.headers.get(b"User-Agent") or self.default
+            if agent is not None and not isinstance(agent, (str, bytes)):
+                raise InvalidAgentMeta(agent)
+            agent = self.configured
+            if not agent:
+                headers = request.headers
+                values = (dict.get(headers, b"User-Agent") if type(headers) is Headers
+                          else headers.getlist(b"User-Agent"))
+                agent = values[-1] if values else self.default
             if agent not in self._logged:
                 self._log(agent, "a request's User-Agent header")
+        elif not isinstance(agent, (str, bytes)):
+            raise InvalidAgentMeta(agent)
         elif agent not in self._logged:
             self._log(agent, f"a request's {AGENT_META!r} meta key")
         return agent
@@ -85,8 +95,14 @@ class UserAgents(Reporting):
         meta key is invalid was dropped when it was judged."""
         agent = request.meta.get(AGENT_META)
         if not agent or not isinstance(agent, (str, bytes)):
-            agent = self.configured or request.headers.get(b"User-Agent") or self.default
+            agent = self.configured or self._header(request) or self.default
         return self.token(agent)
+
+    @staticmethod
+    def _header(request: Request) -> bytes | None:
+        """The request's User-Agent header (its last value), or None."""
+        values = header_values(request.headers, b"User-Agent")
+        return values[-1] if values else None
 
     def _log(self, agent: str | bytes, source: str) -> None:
         self._logged.add(agent)

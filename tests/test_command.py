@@ -317,9 +317,9 @@ def test_fetch_mode_5xx_is_unreachable_and_disallows(tmp_path, http_server, stat
 
     assert run.returncode == 1, run.stderr  # held: a complete disallow for now
     out = run.stdout
-    assert f"Access:     unreachable (status {status}" in out
-    assert field(out, "Verdict").startswith("disallowed")
-    assert "unreachable" in field(out, "Verdict")
+    assert f"Access:     unreachable (status {status})" in out  # the status once
+    assert field(out, "Verdict") == (f"held (robots.txt unreachable (status {status}): complete disallow until a "
+                                     "fetch succeeds)")
     assert has_field(out, "Retry in")
     # Fetched once; the command does not wait for retries.
     assert http_server.paths() == ["/robots.txt"]
@@ -335,9 +335,10 @@ def test_fetch_mode_connection_refused_is_unreachable(tmp_path):
 
     assert run.returncode == 1, run.stderr
     assert "Access:     unreachable (status -" in run.stdout
-    assert field(run.stdout, "Verdict") == (
-        "disallowed (robots.txt unreachable, connections refused: complete disallow, requests are held for up to "
-        "ROBOTSTXT_MAX_WAIT_REFUSED)")
+    verdict = field(run.stdout, "Verdict")
+    assert verdict.startswith("held (robots.txt unreachable (") and "refused" in verdict, verdict
+    assert verdict.endswith("): complete disallow until a fetch succeeds)")
+    assert "ROBOTSTXT_MAX_WAIT" not in run.stdout  # the verdict and the state, not crawl advice
 
 
 def test_fetch_mode_a_host_that_does_not_resolve_is_dropped_not_held(tmp_path):
@@ -345,7 +346,8 @@ def test_fetch_mode_a_host_that_does_not_resolve_is_dropped_not_held(tmp_path):
 
     assert run.returncode == 1, run.stderr
     assert "Access:     unreachable (status -" in run.stdout
-    assert field(run.stdout, "Verdict") == "disallowed (the host name does not resolve: requests are dropped)"
+    verdict = field(run.stdout, "Verdict")
+    assert verdict.startswith("dropped (robots.txt: for a host name that does not resolve ("), verdict
 
 
 def test_fetch_mode_a_url_without_a_scheme_is_not_reported_allowed(tmp_path, http_server):
@@ -413,7 +415,9 @@ def test_fetch_mode_with_tdmrep_reports_the_rule_and_an_enforced_reservation(tmp
     assert field(shown.stdout, "TDM rule") == (f"TDM rights reserved (rule 0, location '/reserved/', tdm-policy "
                                                f"https://example.com/p.json, of {tdmrep_url})")
     assert enforced.returncode == 1, enforced.stderr
-    assert field(enforced.stdout, "TDM rule").endswith(": dropped (ROBOTSTXT_USAGE_DENY)")
+    assert field(enforced.stdout, "TDM rule") == field(shown.stdout, "TDM rule")  # the rule, told once
+    assert field(enforced.stdout, "Verdict") == (f"reserved ({field(shown.stdout, 'TDM rule')}; "
+                                                 "ROBOTSTXT_USAGE_DENY denies train-ai)")
     assert open_url.returncode == 0, open_url.stderr
     assert field(open_url.stdout, "TDM rule").startswith("TDM rights not reserved (rule 1, location '/'")
     # A URL the robots.txt forbids is not judged by the tdmrep.json; without the setting it is not fetched.
