@@ -23,7 +23,12 @@ import pytest_twisted
 from crawl import ListSpider, run_crawl
 from reactorless import command_options
 
-from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtTdmReserved, RobotsTxtUnreachable, RobotsTxtUsageDenied
+from scrapy_rfc9309.exceptions import (
+    RobotsTxtForbidden,
+    RobotsTxtTdmReserved,
+    RobotsTxtUnreachable,
+    RobotsTxtUsageDenied,
+)
 from scrapy_rfc9309.judgement import Judgement, Kind
 from scrapy_rfc9309.signals import robotstxt_verdict
 from scrapy_rfc9309.testing import ThreadedOrigin
@@ -119,7 +124,7 @@ def test_the_crawl_and_the_command_tell_the_same_verdict(servers, tmp_path):
 
     verdicts = result.crawler.spider.verdicts
     recorded = _ledger_verdicts(ledger)
-    for (server, path, kind, error), address in zip(CASES, urls, strict=True):
+    for (_, _, kind, error), address in zip(CASES, urls, strict=True):
         judgement = verdicts[address]
         command = _command(tmp_path, address)
         printed = _field(command.stdout, "Verdict")
