@@ -25,7 +25,18 @@ if TYPE_CHECKING:
     from .tdmrep import TdmEntry
     from .usage import UsagePreference
 
-__all__ = ["DROP_REASONS", "Enforced", "Judgement", "Kind", "holding", "judge", "unreachable_reason"]
+__all__ = [
+    "DROP_REASONS",
+    "Enforced",
+    "Judgement",
+    "Kind",
+    "at_close",
+    "holding",
+    "invalid_meta",
+    "judge",
+    "not_judged",
+    "unreachable_reason",
+]
 
 
 class Kind(enum.Enum):
@@ -243,3 +254,22 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay, tdm_known=True)
 
 
+
+
+def not_judged(url: str, token: str) -> Judgement:
+    """The verdict on a request that asks not to be judged (``dont_obey_robotstxt``)."""
+    return Judgement(Kind.NOT_JUDGED, url, token, reason="dont_obey_robotstxt")
+
+
+def invalid_meta(url: str, token: str, detail: str) -> Judgement:
+    """The verdict on a request whose ``robotstxt_user_agent`` meta key is not a string."""
+    return Judgement(Kind.DROPPED, url, token, reason="invalid_meta", detail=detail)
+
+
+def at_close(url: str, token: str, document: Document, persists: bool) -> Judgement:
+    """The verdict on a request still waiting for ``document`` when the spider closes:
+    handed back to a scheduler that keeps its queue (``persists``: ``JOBDIR``, a
+    persistent scrapy-redis queue), which a resumed crawl judges then; otherwise dropped."""
+    if persists:
+        return Judgement(Kind.REQUEUED, url, token, document=document)
+    return Judgement(Kind.DROPPED, url, token, document=document, reason="closing")

@@ -27,7 +27,7 @@ from .documents import TDMREP
 from .enforcement import Enforcement
 from .exceptions import RobotsTxtConfigError
 from .fetch import RobotsFetcher
-from .judgement import Judgement, Kind, holding, judge
+from .judgement import Judgement, Kind, at_close, holding, invalid_meta, judge, not_judged
 from .ledger import Ledger
 from .meta import AGENT_META, FETCH_META, GIVEN_UP_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
 from .origin import HttpOrigins, Origin
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from .access import OriginState
-    from .documents import Document
 
 __all__ = ["AGENT_META", "PREFERENCES_META", "TDMREP_META", "USAGE_META", "RobotsTxtMiddleware"]
 
@@ -138,8 +137,7 @@ class RobotsTxtMiddleware(Reporting):
         if origin is None:
             return None
         if meta.get("dont_obey_robotstxt"):
-            return self.enforcement.act(request, origin, Judgement(
-                Kind.NOT_JUDGED, request.url, self.agents.token_of(request), reason="dont_obey_robotstxt"))
+            return self.enforcement.act(request, origin, not_judged(url, self.agents.token_of(request)))
         # A redirect copies meta: what was found for the URL before it is stale.
         if USAGE_META in meta:
             del meta[USAGE_META]
@@ -148,8 +146,7 @@ class RobotsTxtMiddleware(Reporting):
         try:
             agent = self.agents.of(request)
         except InvalidAgentMeta as exc:
-            return self.enforcement.act(request, origin, Judgement(
-                Kind.DROPPED, request.url, self.agents.token_of(request), reason="invalid_meta", detail=str(exc)))
+            return self.enforcement.act(request, origin, invalid_meta(url, self.agents.token_of(request), str(exc)))
         tdm = self.tdm
         if tdm is not None:
             meta.pop(TDMREP_META, None)
@@ -211,7 +208,9 @@ class RobotsTxtMiddleware(Reporting):
                 document = tdm.document
                 tdm_state = await self._known(tdm, request, origin, agent, robots)
         except Closing:
-            return self.enforcement.act(request, origin, self._closing(request, document))
+            persists = _compat.scheduler_persists(self.crawler.engine)
+            return self.enforcement.act(request, origin,
+                                        at_close(request.url, self.agents.token_of(request), document, persists))
         return self._judge(request, origin, agent, robots, tdm_state, time.time())
 
     async def _known(self, states: OriginStates, request: Request, origin: Origin, agent: str | bytes,
@@ -241,15 +240,6 @@ class RobotsTxtMiddleware(Reporting):
         if held:
             self._inc(f"{states.document.stat}released")
         return state
-
-    def _closing(self, request: Request, document: Document) -> Judgement:
-        """The verdict on a request still waiting for ``document`` when the spider
-        closes: handed back to a scheduler that keeps its queue (``JOBDIR``, a
-        persistent scrapy-redis queue), which a resumed crawl judges then; otherwise dropped."""
-        token = self.agents.token_of(request)
-        if _compat.scheduler_persists(self.crawler.engine):
-            return Judgement(Kind.REQUEUED, request.url, token, document=document)
-        return Judgement(Kind.DROPPED, request.url, token, document=document, reason="closing")
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         """Tell the response tellers (the ledger) of the response of a judged request,
