@@ -311,6 +311,26 @@ def engine_closing(engine: ExecutionEngine | None) -> bool:
     return slot is None or getattr(slot, "closing", None) is not None
 
 
+def only_these_left(engine: ExecutionEngine | None, ours: int) -> bool:
+    """Whether the crawl has nothing left but ``ours`` requests in the downloader: its
+    start requests consumed, its scheduler empty, its scraper idle, and no more than
+    ``ours`` requests in the downloader (the engine's own idle test, which a request
+    waiting in the downloader keeps false; its parts are private: ``_start`` (Scrapy
+    2.13+), the slot's scheduler before 2.19, the scraper's slot)."""
+    if engine is None or engine_closing(engine):
+        return False
+    if getattr(engine, "_start", None) is not None:
+        return False
+    slot = getattr(engine, "_slot", None)
+    scheduler = getattr(engine, "scheduler", None) or getattr(slot, "scheduler", None)
+    scraper_slot = getattr(engine.scraper, "slot", None)
+    if scheduler is None or scraper_slot is None or not scraper_slot.is_idle():
+        return False
+    if scheduler.has_pending_requests():
+        return False
+    return len(engine.downloader.active) <= ours
+
+
 def scheduler_persists(engine: ExecutionEngine | None) -> bool:
     """Whether the crawl's scheduler keeps the requests it holds when the spider
     closes, so that a resumed crawl gets them: Scrapy's with a ``JOBDIR`` (its disk

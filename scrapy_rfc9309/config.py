@@ -73,6 +73,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_MAX_WAIT_REFUSED", 30.0, "float",
             "seconds an origin that refuses connections may stay unreachable before its requests are dropped "
             "(never more than `ROBOTSTXT_MAX_WAIT`)", 0, MAX_SECONDS, example=120),
+    Setting("ROBOTSTXT_MAX_WAIT_IDLE", 120.0, "float",
+            "seconds held requests may keep the crawl open once they are all that is left of it; then they are "
+            "given up as at close (dropped, or handed back to a scheduler that keeps its queue)", 0, MAX_SECONDS,
+            example=600),
     Setting("ROBOTSTXT_KEEP_CACHED", 30 * DAY, "float",
             "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS,
             example=604_800),
@@ -221,6 +225,7 @@ class Config:
     tdmrep: bool = False
     ledger: str | None = None
     ledger_rotate_bytes: int = 64 * 1024 * 1024
+    max_wait_idle: float = 120.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -268,6 +273,7 @@ class Config:
             tdmrep=flag(settings, "ROBOTSTXT_TDMREP"),
             ledger=_path(settings, "ROBOTSTXT_LEDGER"),
             ledger_rotate_bytes=_number(settings, "ROBOTSTXT_LEDGER_ROTATE_BYTES"),
+            max_wait_idle=_number(settings, "ROBOTSTXT_MAX_WAIT_IDLE"),
         )
 
 

@@ -44,6 +44,7 @@ DROP_STATS = {
     "no_host": "dropped_no_host",
     "cannot_request": "dropped_cannot_request",
     "closing": "held_released_on_close",
+    "idle": "dropped_idle",
     "invalid_meta": "invalid_meta",
 }
 

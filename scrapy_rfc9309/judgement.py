@@ -65,6 +65,7 @@ DROP_REASONS = {
     "no_host": "for a host name that does not resolve",
     "cannot_request": "that Scrapy cannot make",
     "closing": "held when the spider closed",
+    "idle": "held when nothing else was left to crawl",
     "invalid_meta": "with an invalid robotstxt_user_agent meta key",
 }
 
@@ -266,10 +267,11 @@ def invalid_meta(url: str, token: str, detail: str) -> Judgement:
     return Judgement(Kind.DROPPED, url, token, reason="invalid_meta", detail=detail)
 
 
-def at_close(url: str, token: str, document: Document, persists: bool) -> Judgement:
+def at_close(url: str, token: str, document: Document, persists: bool, reason: str = "closing") -> Judgement:
     """The verdict on a request still waiting for ``document`` when the spider closes:
     handed back to a scheduler that keeps its queue (``persists``: ``JOBDIR``, a
-    persistent scrapy-redis queue), which a resumed crawl judges then; otherwise dropped."""
+    persistent scrapy-redis queue), which a resumed crawl judges then; otherwise dropped.
+    ``reason``: ``"closing"``, or ``"idle"`` when held requests were all that was left."""
     if persists:
-        return Judgement(Kind.REQUEUED, url, token, document=document)
-    return Judgement(Kind.DROPPED, url, token, document=document, reason="closing")
+        return Judgement(Kind.REQUEUED, url, token, document=document, reason=reason)
+    return Judgement(Kind.DROPPED, url, token, document=document, reason=reason)

@@ -27,6 +27,7 @@ from .documents import TDMREP
 from .enforcement import Enforcement
 from .exceptions import RobotsTxtConfigError
 from .fetch import RobotsFetcher
+from .held_watch import HeldWatch
 from .judgement import Judgement, Kind, at_close, holding, invalid_meta, judge, not_judged
 from .ledger import Ledger
 from .meta import AGENT_META, FETCH_META, GIVEN_UP_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
@@ -95,6 +96,9 @@ class RobotsTxtMiddleware(Reporting):
         self.tdm = (OriginStates(crawler, config, self.fetcher, store, None, self._origin_of, document=TDMREP,
                                  holds=bool(self.tdm_deny), peer=self.states, on_settled=settled)
                     if config.tdmrep else None)
+        #: Says what held requests wait for, and gives them up once they are all that is left.
+        self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
+                                    self.policy, config.max_wait_idle)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -207,10 +211,10 @@ class RobotsTxtMiddleware(Reporting):
             if tdm is not None:
                 document = tdm.document
                 tdm_state = await self._known(tdm, request, origin, agent, robots)
-        except Closing:
+        except Closing as closing:
             persists = _compat.scheduler_persists(self.crawler.engine)
-            return self.enforcement.act(request, origin,
-                                        at_close(request.url, self.agents.token_of(request), document, persists))
+            return self.enforcement.act(request, origin, at_close(request.url, self.agents.token_of(request),
+                                                                  document, persists, closing.reason))
         return self._judge(request, origin, agent, robots, tdm_state, time.time())
 
     async def _known(self, states: OriginStates, request: Request, origin: Origin, agent: str | bytes,

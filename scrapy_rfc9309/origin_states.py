@@ -58,7 +58,13 @@ _SUMMARY_ORIGINS = 5
 
 
 class Closing(Exception):
-    """The spider started closing while a request waited."""
+    """The spider started closing while a request waited; ``reason``: ``"closing"``,
+    or ``"idle"`` when held requests were all that was left of the crawl
+    (``ROBOTSTXT_MAX_WAIT_IDLE``)."""
+
+    def __init__(self, reason: str = "closing") -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class OriginStates(Reporting):
@@ -100,6 +106,7 @@ class OriginStates(Reporting):
         #: Parsed states of the origins in use (bounded LRU, with the backoff of evicted unreachable ones).
         self.cache = MemoryStore(config.cache_size)
         self.closing = False
+        self.close_reason = "closing"
         self._fetches: dict[Origin, defer.Deferred[Any]] = {}
         self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
         self._retries: dict[Origin, _compat.Timer] = {}
@@ -219,7 +226,7 @@ class OriginStates(Reporting):
         waits, the request takes no ``CONCURRENT_REQUESTS`` place (up to
         ``ROBOTSTXT_MAX_WAITING`` requests). Raises :class:`Closing`."""
         if self.closing:
-            raise Closing
+            raise Closing(self.close_reason)
         self._schedule_retry(origin, request)
         waiter: defer.Deferred[Any] = defer.Deferred()
         self._waiters.setdefault(origin, []).append(waiter)
@@ -257,6 +264,22 @@ class OriginStates(Reporting):
         fetching = self._fetches.get(origin)
         if fetching is not None and state is not None and state.access is Access.UNREACHABLE:
             fetching.cancel()
+
+    def held(self, now: float) -> list[tuple[Origin, int, OriginState]]:
+        """The origins whose requests this document holds now: each with how many of
+        its requests wait (in the downloader, and parked) and its state."""
+        parked = self.parking.parked()
+        found = []
+        for origin in set(self._waiters) | set(parked):
+            state = self.cache.get(origin)
+            if state is not None and self.holding(state, now):
+                found.append((origin, len(self._waiters.get(origin, ())) + parked.get(origin, 0), state))
+        return found
+
+    @property
+    def downloading(self) -> int:
+        """This document's requests in the downloader: those waiting there for it, and its fetches."""
+        return self._waiting + len(self._fetches)
 
     @property
     def waiting(self) -> int:
@@ -328,7 +351,7 @@ class OriginStates(Reporting):
                     self.store.release(lease)
                 self._fetches.pop(origin, None)
                 # Cancelled: at close, or a retry that served nobody (its waiters look again).
-                self._notify(origin, Closing() if self.closing else None)
+                self._notify(origin, Closing(self.close_reason) if self.closing else None)
         if self.on_settled is not None:  # before the save: a fleet's other processes find the version written
             await self.on_settled(origin, state, self.document, "fetch")
         if self.store is not None:
@@ -568,11 +591,15 @@ class OriginStates(Reporting):
             self._close_watch.cancel()
             self._close_watch = None
 
-    def close(self) -> None:
-        """Release every waiting request (they are dropped) and cancel the fetches
-        in flight: Scrapy's close waits for downloads in progress, and a stalled
-        robots.txt must not keep the crawl open until ``DOWNLOAD_TIMEOUT``."""
+    def close(self, reason: str = "closing") -> None:
+        """Release every waiting request (they are dropped, or handed back to a
+        scheduler that keeps its queue) and cancel the fetches in flight: Scrapy's
+        close waits for downloads in progress, and a stalled robots.txt must not keep
+        the crawl open until ``DOWNLOAD_TIMEOUT``. ``reason``: see :class:`Closing`."""
+        if self.closing:
+            return
         self.closing = True
+        self.close_reason = reason
         if self.warmup is not None:
             self.warmup.close()
         requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine))
@@ -587,7 +614,7 @@ class OriginStates(Reporting):
             call.cancel()
         self._deadlines.clear()
         for origin in list(self._waiters):
-            self._notify(origin, Closing())
+            self._notify(origin, Closing(reason))
         for fetching in list(self._fetches.values()):
             fetching.cancel()
         if self._close_watch is not None:

@@ -85,6 +85,15 @@ class Parking(Reporting):
     def __contains__(self, origin: Origin) -> bool:
         return origin in self._parked
 
+    def parked(self) -> dict[Origin, int]:
+        """The requests parked per origin."""
+        return {origin: len(entries) for origin, entries in self._parked.items() if entries}
+
+    @property
+    def keeping(self) -> bool:
+        """Whether the keeper request waits in the downloader."""
+        return self._keeper is not None
+
     # -- parking ----------------------------------------------------------------------
     def park(self, origin: Origin, request: Request, held: bool) -> Request | None:
         """Park ``request`` (which has passed the scheduler): the middleware returns
