@@ -49,6 +49,22 @@ MAX_QUEUED = 10_000
 class DnsWarmup(Reporting):
     """Looks up the host names of origins this process waits for."""
 
+    @classmethod
+    def for_crawl(cls, crawler: Crawler, enabled: bool) -> DnsWarmup | None:
+        """The crawl's warm-up: with ``ROBOTSTXT_DNS_WARMUP`` (``enabled``), unless the
+        crawl runs without a reactor: the lookups go through Twisted's resolver into
+        Scrapy's DNS cache, which such a crawl does not use (its download handler
+        resolves names itself)."""
+        if not enabled:
+            return None
+        settings = crawler.settings
+        if _compat.reactor_enabled(settings):
+            return cls(crawler)
+        if (settings.getpriority("ROBOTSTXT_DNS_WARMUP") or 0) > 0:
+            logger.warning("ROBOTSTXT_DNS_WARMUP is off: it needs a Twisted reactor (TWISTED_REACTOR_ENABLED is "
+                           "False). Set ROBOTSTXT_DNS_WARMUP to False to remove this warning.")
+        return None
+
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self._env_proxies = getproxies() if crawler.settings.getbool("HTTPPROXY_ENABLED", True) else {}

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from .config import Config
     from .origin import Origin
+    from .origin_states import OriginStates
 
 __all__ = ["DROP_STATS", "Enforcement", "Tally", "Teller"]
 
@@ -265,6 +266,17 @@ class Enforcement(Reporting):
             teller.responded(request, status, outcome)
         if outcome != "passed":
             self.tally.responded(request, status, outcome)
+
+    def summarize(self, lifecycles: list[OriginStates]) -> None:
+        """Log the close summary: per document, the origins given up and the requests
+        dropped or handed back (a WARNING, when there are some); every verdict counted (INFO)."""
+        tally = self.tally
+        for states in lifecycles:
+            document = states.document.name
+            summary = states.summary(tally.dropped(document), tally.count(Kind.REQUEUED, document))
+            if summary is not None:
+                logger.warning("%s: %s", document, summary, extra=self._log_extra)
+        logger.info("robots.txt verdicts: %s", tally.summary(), extra=self._log_extra)
 
     def _usage_signal(self, request: Request, judgement: Judgement) -> None:
         if _compat.has_receivers(self.crawler, rfc_signals.robotstxt_content_usage):

@@ -78,7 +78,7 @@ class RobotsTxtMiddleware(Reporting):
         store_cls = store_class(config.store)
         if store_cls is not None:
             store = StoreClient(store_cls.from_crawler(crawler), crawler, config)
-            warmup = DnsWarmup(crawler) if self._dns_warmup_possible() else None
+            warmup = DnsWarmup.for_crawl(crawler, config.dns_warmup)
         #: The verdict ledger (``ROBOTSTXT_LEDGER``): told of every state settled and every verdict.
         self.ledger = Ledger(crawler, config, self.agents.token(self.agents.default)) if config.ledger else None
         settled = None
@@ -101,20 +101,6 @@ class RobotsTxtMiddleware(Reporting):
                                     self.policy, config.max_wait_idle)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
-
-    def _dns_warmup_possible(self) -> bool:
-        """``ROBOTSTXT_DNS_WARMUP``, unless the crawl runs without a reactor: the
-        lookups go through Twisted's resolver into Scrapy's DNS cache, which such a
-        crawl does not use (its download handler resolves names itself)."""
-        if not self.config.dns_warmup:
-            return False
-        settings = self.crawler.settings
-        if _compat.reactor_enabled(settings):
-            return True
-        if (settings.getpriority("ROBOTSTXT_DNS_WARMUP") or 0) > 0:
-            logger.warning("ROBOTSTXT_DNS_WARMUP is off: it needs a Twisted reactor (TWISTED_REACTOR_ENABLED is "
-                           "False). Set ROBOTSTXT_DNS_WARMUP to False to remove this warning.")
-        return False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -321,14 +307,6 @@ class RobotsTxtMiddleware(Reporting):
             self.tdm.close()
         if self.states.store is not None:
             await self.states.store.close()  # after the saves still running
-        tally = self.enforcement.tally
-        for states in (self.states, self.tdm):
-            if states is None:
-                continue
-            document = states.document.name
-            summary = states.summary(tally.dropped(document), tally.count(Kind.REQUEUED, document))
-            if summary is not None:
-                logger.warning("%s: %s", document, summary, extra=self._log_extra)
-        logger.info("robots.txt verdicts: %s", tally.summary(), extra=self._log_extra)
+        self.enforcement.summarize([states for states in (self.states, self.tdm) if states is not None])
         if self.ledger is not None:
             await self.ledger.close()
