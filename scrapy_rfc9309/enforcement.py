@@ -61,6 +61,9 @@ class Teller(Protocol):
 
     def responded(self, request: Request, status: int, outcome: str) -> None: ...
 
+    async def close(self) -> None:
+        """The spider closed: every verdict has been told."""
+
 
 class SignalTeller:
     """Sends ``robotstxt_verdict`` for every verdict (registered when the spider opens
@@ -75,6 +78,9 @@ class SignalTeller:
         self.crawler.signals.send_catch_log(rfc_signals.robotstxt_verdict, request=request, judgement=judgement)
 
     def responded(self, request: Request, status: int, outcome: str) -> None:
+        return None
+
+    async def close(self) -> None:
         return None
 
 
@@ -99,6 +105,9 @@ class Tally:
     def responded(self, request: Request, status: int, outcome: str) -> None:
         if outcome != "passed":
             self.responses[outcome] = self.responses.get(outcome, 0) + 1
+
+    async def close(self) -> None:
+        return None
 
     def count(self, kind: Kind, document: str | None = None, reason: str | None = None) -> int:
         """The verdicts of ``kind`` (of ``document``, for ``reason``) counted so far."""
@@ -266,6 +275,11 @@ class Enforcement(Reporting):
             teller.responded(request, status, outcome)
         if outcome != "passed":
             self.tally.responded(request, status, outcome)
+
+    async def close(self) -> None:
+        """Close the tellers (the ledger seals its run), once every verdict is told."""
+        for teller in self.tellers:
+            await teller.close()
 
     def summarize(self, lifecycles: list[OriginStates]) -> None:
         """Log the close summary: per document, the origins given up and the requests

@@ -308,5 +308,4 @@ class RobotsTxtMiddleware(Reporting):
         if self.states.store is not None:
             await self.states.store.close()  # after the saves still running
         self.enforcement.summarize([states for states in (self.states, self.tdm) if states is not None])
-        if self.ledger is not None:
-            await self.ledger.close()
+        await self.enforcement.close()
