@@ -768,10 +768,10 @@ def bench_cpu(pages: int, reps: int, workdir: Path, pin: bool, hook_runs: int = 
                 extra.setdefault("self_time_runs", {}).setdefault(config, []).append(timings)
                 if run_index == 0:
                     extra.setdefault("self_time", {})[config] = timings
-        runs = extra.get("self_time_runs", {})
+        hook_timings = extra.get("self_time_runs", {})
         extra["self_time_ratio"] = [
             ours["total_us_per_page"] / builtin["total_us_per_page"]
-            for ours, builtin in zip(runs.get(OURS, []), runs.get(BUILTIN, []), strict=False)
+            for ours, builtin in zip(hook_timings.get(OURS, []), hook_timings.get(BUILTIN, []), strict=False)
             if ours.get("total_us_per_page") and builtin.get("total_us_per_page")
         ]
     summary: dict[str, Any] = {
