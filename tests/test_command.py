@@ -397,8 +397,12 @@ TDMREP_RULES = ('[{"location": "/reserved/", "tdm-reservation": 1, "tdm-policy":
                 ' {"location": "/", "tdm-reservation": 0}]')
 
 
+#: ROBOTS without its Content-Usage record (which would deny train-ai before the tdmrep.json is asked).
+ROBOTS_NO_USAGE = ROBOTS.replace("Content-Usage: train-ai=n\n", "")
+
+
 def test_fetch_mode_with_tdmrep_reports_the_rule_and_an_enforced_reservation(tmp_path, http_server):
-    http_server.route("/robots.txt", 200, ROBOTS)
+    http_server.route("/robots.txt", 200, ROBOTS_NO_USAGE)
     http_server.route("/.well-known/tdmrep.json", 200, TDMREP_RULES, Content_Type="application/json")
     tdm = ("-s", "ROBOTSTXT_TDMREP=True")
     reserved = http_server.url("/reserved/x")
@@ -427,7 +431,7 @@ def test_fetch_mode_with_tdmrep_reports_the_rule_and_an_enforced_reservation(tmp
 
 
 def test_fetch_mode_with_tdmrep_and_no_file(tmp_path, http_server):
-    http_server.route("/robots.txt", 200, ROBOTS)
+    http_server.route("/robots.txt", 200, ROBOTS_NO_USAGE)
 
     run = scrapy(tmp_path, "robotstxt", http_server.url("/reserved/x"), "-s", "ROBOTSTXT_TDMREP=True",
                  "-s", "ROBOTSTXT_USAGE_DENY=train-ai")

@@ -109,6 +109,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_RETRY_MAX_DELAY": policy.retry_max_delay,
         "ROBOTSTXT_MAX_WAIT": policy.max_wait,
         "ROBOTSTXT_MAX_WAIT_REFUSED": policy.max_wait_refused,
+        "ROBOTSTXT_MAX_WAIT_IDLE": config.max_wait_idle,
         "ROBOTSTXT_KEEP_CACHED": policy.keep_cached,
         "ROBOTSTXT_CRAWL_DELAY": config.crawl_delay,
         "ROBOTSTXT_CRAWL_DELAY_MAX": config.crawl_delay_max,

@@ -105,7 +105,7 @@ def test_the_command_reports_a_redirect_to_an_unusable_location_as_unavailable(t
 
     assert run.returncode == 0, run.stderr
     assert "Access:     unavailable (status 301, redirect to an unusable Location" in run.stdout, run.stdout
-    assert "Verdict:    allowed (no robots.txt applies)" in run.stdout
+    assert "Verdict:    allowed (robots.txt unavailable: everything allowed)" in run.stdout
     assert redirecting_server.received == ["/robots.txt"]
     assert "Traceback" not in run.stderr
 

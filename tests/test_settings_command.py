@@ -60,7 +60,7 @@ def test_with_the_addon_every_setting_shows_its_default(tmp_path: Path) -> None:
         assert settings_command(root, "--get", spec.name) == str(spec.default), spec.name
     middlewares = json.loads(settings_command(root, "--get", "DOWNLOADER_MIDDLEWARES"))
     assert middlewares["scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] is None
-    assert [priority for key, priority in middlewares.items() if "scrapy_rfc9309" in key] == [100]
+    assert sorted(priority for key, priority in middlewares.items() if "scrapy_rfc9309" in key) == [100, 101]
 
 
 def test_the_project_and_the_command_line_win_over_the_addon(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ address: see ``demo_site.demo_addresses``).
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import shutil
 import subprocess
@@ -37,6 +36,8 @@ except ImportError:
 from scrapy.settings import Settings
 
 from scrapy_rfc9309 import RobotParser, RobotsTxt, RobotsTxtMiddleware
+from scrapy_rfc9309 import signals as robotstxt_signals
+from scrapy_rfc9309.judgement import Judgement, Kind
 from scrapy_rfc9309.origin import Origin
 
 from .demo_site import BEYOND_LIMIT_RULE, DEMO_SETTINGS, DemoOrigin, DemoSite, build_site
@@ -53,8 +54,8 @@ RUN_SETTINGS: dict[str, Any] = {**DEMO_SETTINGS, "LOG_LEVEL": "WARNING", "ROBOTS
 class Observer:
     """Collects, during the crawl, what the spider's records and the server logs do
     not show: the robots.txt files parsed (the ``robots_parsed`` signal), the
-    requests held (the middleware's debug log) and the middleware itself (for each
-    origin's access result)."""
+    requests held (the ``robotstxt_verdict`` signal: every verdict, as the middleware acts
+    on it) and the middleware itself (for each origin's access result)."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -64,10 +65,13 @@ class Observer:
         if hasattr(signals, "robots_parsed"):  # Scrapy 2.18 and later; before, the middleware's state
             crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
         crawler.signals.connect(self._engine_started, signal=signals.engine_started)
-        handler = _HoldLog(self)
-        log = logging.getLogger("scrapy_rfc9309.middleware")
-        log.setLevel(logging.DEBUG)  # the root handler still prints only LOG_LEVEL and up
-        log.addHandler(handler)
+        crawler.signals.connect(self._verdict, signal=robotstxt_signals.robotstxt_verdict)
+
+    def _verdict(self, request: Any, judgement: Judgement) -> None:
+        if judgement.kind is Kind.HELD:
+            origin = Origin.from_url(request.url)
+            if origin is not None:
+                self.held[origin.base].append((request.url, time.time()))
 
     def _robots_parsed(self, robotparser: RobotParser, request: Any = None) -> None:
         origin = Origin.from_url(request.url) if request is not None else None
@@ -84,21 +88,6 @@ class Observer:
     def state(self, base: str) -> Any:
         """The middleware's state for an origin (an ``OriginState``)."""
         return None if self.middleware is None else self.middleware.state_for(base)
-
-
-class _HoldLog(logging.Handler):
-    """Notes the middleware's "Holding <request>: robots.txt of <origin> is unreachable" lines."""
-
-    def __init__(self, observer: Observer) -> None:
-        super().__init__(logging.DEBUG)
-        self.observer = observer
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if isinstance(record.msg, str) and record.msg.startswith("Holding") and record.args:
-            url = getattr(record.args[0], "url", None)  # type: ignore[index]
-            origin = Origin.from_url(url) if url else None
-            if origin is not None:
-                self.observer.held[origin.base].append((url, record.created))
 
 
 # -- the summary -------------------------------------------------------------------------
