@@ -238,7 +238,7 @@ class Ledger(Reporting):
         unreachable = state.access is Access.UNREACHABLE
         record = {"k": "state", "t": round(time.time(), 3), "p": self._link, "o": origin.with_port,
                   "doc": document.name, "src": source, "access": state.access.value, "ver": digest,
-                  "status": outcome.status if outcome is not None else None,
+                  "status": (304 if outcome.not_modified else outcome.status) if outcome is not None else None,
                   "err": state.detail if unreachable else None, "exp": round(state.expires_at, 3)}
         try:
             self._write(_dumps(record))
@@ -504,6 +504,8 @@ class _Version:
             source, lifetime = "store", policy.lifetime(outcome.max_age)
         if outcome is None or outcome.status is None:
             return None
+        if outcome.not_modified:
+            source = "store"  # renewed by a 304: the copy held (its headers not known when its file is written now)
         requested = document.url(origin)
         hops = [requested, *outcome.redirects]
         access = outcome.access.value

@@ -315,7 +315,7 @@ class OriginStates(Reporting):
             if previous is not None:
                 self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
             self._fetching(origin)
-            outcome = await self._download(origin)
+            outcome = await self._download(origin, previous)
             state = self._next(previous, outcome)
         except (defer.CancelledError, Closing):
             raise
@@ -350,7 +350,7 @@ class OriginStates(Reporting):
         finally:
             self._settle(origin, state)
 
-    async def _download(self, origin: Origin) -> FetchOutcome:
+    async def _download(self, origin: Origin, previous: OriginState | None = None) -> FetchOutcome:
         """Fetch the robots.txt when one of the ``ROBOTSTXT_CONCURRENT_FETCHES``
         places is free: a broad crawl sends them at the pace of its concurrency,
         not all at once, and their name lookups do not queue for the resolver's
@@ -362,6 +362,9 @@ class OriginStates(Reporting):
                 self._inc("fetch_queued")
             await maybe_deferred_to_future(slot)
             acquired = True
+            validators = None if previous is None else previous.validators(time.time(), self.policy)
+            if validators is not None:  # a conditional refetch of the copy held (fetch.py)
+                return await self.fetcher.fetch(origin, self.document, validators=validators)
             if self.document is ROBOTS_TXT:  # the fetcher's call with its one argument, as code that wraps it expects
                 return await self.fetcher.fetch(origin)
             return await self.fetcher.fetch(origin, self.document)
