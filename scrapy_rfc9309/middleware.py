@@ -22,6 +22,7 @@ from . import ACCELERATED, _compat, matcher_in_use
 from . import signals as rfc_signals
 from .access import Cause, Decision, OriginState
 from .agent import agent_note, product_token
+from .change_news import ChangeNews
 from .config import Config
 from .crawl_delay import CrawlDelay
 from .dns_warmup import DnsWarmup
@@ -123,6 +124,7 @@ class RobotsTxtMiddleware(Reporting):
         for lifecycle in (self.states, self.tdm):
             if lifecycle is not None:
                 lifecycle.ledger = self.ledger
+        self.states.news = ChangeNews(crawler, self._agents_logged, self._default_agent)
         if self.ledger is not None:
             self.states.parking.on_held = self._parked_held
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from .change_news import ChangeNews
     from .config import Config
     from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
@@ -123,6 +124,8 @@ class OriginStates(Reporting):
         self._discarded = 0
         #: Told of each state settled, before it is used (``ROBOTSTXT_LEDGER``).
         self.ledger: Ledger | None = None
+        #: Tells of a refetched robots.txt that changed for the crawl's agents.
+        self.news: ChangeNews | None = None
 
     def _inc(self, key: str, count: int = 1) -> None:
         super()._inc(self.document.stat + key, count)
@@ -334,8 +337,9 @@ class OriginStates(Reporting):
                 self._fetches.pop(origin, None)
                 # Cancelled: at close, or a retry that served nobody (its waiters look again).
                 self._notify(origin, Closing() if self.closing else None)
+        change = None if self.news is None else self.news.between(previous, state)
         if self.ledger is not None:  # before the save: a fleet's other processes find the version written
-            await self.ledger.settled(origin, state, self.document, "fetch")
+            await self.ledger.settled(origin, state, self.document, "fetch", change)
         if self.store is not None:
             if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
                 self.store.release(lease)  # this process's settings, not the origin's state: not shared
@@ -344,6 +348,8 @@ class OriginStates(Reporting):
         self._put(origin, state)
         try:
             await self._report(origin, state, previous)
+            if change is not None and self.news is not None and previous is not None:
+                await self.news.tell(origin, previous, state, change)
         except Exception:
             logger.error("%s of %s: error while reporting the fetch", self.document.name, origin, exc_info=True,
                          extra=self._log_extra)

@@ -5,7 +5,13 @@ Connect with ``crawler.signals.connect(handler, signal=scrapy_rfc9309.signals.ro
 
 from __future__ import annotations
 
-__all__ = ["robotstxt_content_usage", "robotstxt_fetched", "robotstxt_sitemaps", "robotstxt_usage_preferences"]
+__all__ = [
+    "robotstxt_changed",
+    "robotstxt_content_usage",
+    "robotstxt_fetched",
+    "robotstxt_sitemaps",
+    "robotstxt_usage_preferences",
+]
 
 #: Sent after every robots.txt fetch, whatever its result, with keyword
 #: arguments ``origin`` (a :class:`scrapy_rfc9309.origin.Origin`), ``state`` (the
@@ -30,3 +36,10 @@ robotstxt_content_usage = object()
 #: ``request``, ``response`` and ``preferences`` (a
 #: :class:`scrapy_rfc9309.preferences.Preferences`).
 robotstxt_usage_preferences = object()
+
+#: Sent when a refetch gives a robots.txt whose rules or usage preferences differ, for
+#: the crawl's agents, from the copy it replaces (once per change), with ``origin``,
+#: ``old`` and ``new`` (the :class:`scrapy_rfc9309.access.OriginState` before and after:
+#: ``robots``, ``outcome``) and ``change`` (a :class:`scrapy_rfc9309.changes.RobotsChange`:
+#: per agent, the rules added and removed, the Crawl-delay, the usage rules and categories).
+robotstxt_changed = object()

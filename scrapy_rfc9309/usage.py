@@ -35,7 +35,7 @@ import http_sf
 from .matcher import glob_match, glob_pieces
 from .vocab import ALLOW, DISALLOW, canonical, combine
 
-__all__ = ["UsagePreference", "UsageRule", "applicable", "read_statement"]
+__all__ = ["UsagePreference", "UsageRule", "applicable", "read_statement", "split_rule"]
 
 #: The record names, in the order their rules are listed.
 RECORDS = ("content-usage", "content-signal")
@@ -185,7 +185,7 @@ class UsagePreference:
         return "; ".join(str(rule) for rule in self.rules) or "no usage preference"
 
 
-def _split(value: str) -> tuple[str, str]:
+def split_rule(value: str) -> tuple[str, str]:
     """A rule value's path pattern (``""`` without one) and statement (attach, 3.2)."""
     if not value.startswith("/"):
         return "", value
@@ -203,7 +203,7 @@ def applicable(records: list[tuple[str, str, int]], path: str) -> UsagePreferenc
     one matches every path, shorter than any pattern)."""
     best: dict[str, tuple[int, list[tuple[str, str, str, int]]]] = {}
     for name, value, line in records:
-        scope, statement = _split(value)
+        scope, statement = split_rule(value)
         if scope:
             pieces, anchored, priority, _ = glob_pieces(scope)
             if not glob_match(path, pieces, anchored):
