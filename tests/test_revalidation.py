@@ -216,6 +216,25 @@ def test_an_expired_robots_txt_is_revalidated_and_a_304_keeps_its_rules(origins)
 
 
 @pytest_twisted.inlineCallbacks
+def test_an_expired_tdmrep_json_is_revalidated_too(origins):
+    a = origins()
+    a["/robots.txt"] = Conditional(RULES.encode(), ETAG, DATE)
+    tdmrep = a["/.well-known/tdmrep.json"] = Conditional(b'[{"location": "/public/*", "tdm-reservation": 1}]',
+                                                         '"t1"', None)
+
+    result = yield run_crawl(TwoRoundsSpider, mw_settings(ROBOTSTXT_TDMREP=True, **_SHORT), **_rounds(a))
+
+    first, second = a.requests_for("/.well-known/tdmrep.json")
+    assert "If-None-Match" not in first.headers
+    assert second.headers["If-None-Match"] == '"t1"' and "If-Modified-Since" not in second.headers
+    assert tdmrep.not_modified == 1
+    assert stat(result, "tdmrep/revalidated") == 1
+    assert stat(result, "tdmrep/revalidated_bytes") == len(tdmrep.body)
+    assert stat(result, "revalidated") == 1  # the robots.txt's
+    assert sorted(h.path for h in page_hits(a) if not h.path.startswith("/.well-known")) == ["/public/1", "/public/2"]
+
+
+@pytest_twisted.inlineCallbacks
 def test_revalidation_can_be_switched_off(origins):
     a = origins()
     conditional = a["/robots.txt"] = Conditional(RULES.encode(), ETAG, DATE)
