@@ -42,8 +42,7 @@ from scrapy.crawler import CrawlerRunner  # noqa: E402
 from scrapy.utils.defer import deferred_from_coro, deferred_to_future, maybe_deferred_to_future  # noqa: E402
 from twisted.internet import defer, reactor, task  # noqa: E402
 
-from scrapy_rfc9309.testing import Origin  # noqa: E402
-from scrapy_rfc9309.testing.origins import Conditional  # noqa: E402
+from scrapy_rfc9309.testing import Conditional, Origin  # noqa: E402
 
 TTL = 0.2
 GAP = 0.5

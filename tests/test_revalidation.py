@@ -24,8 +24,7 @@ from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy, Val
 from scrapy_rfc9309.audit import audit, format_text
 from scrapy_rfc9309.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.record import Record, decode, encode
-from scrapy_rfc9309.testing import Origin, Static
-from scrapy_rfc9309.testing.origins import Conditional
+from scrapy_rfc9309.testing import Conditional, Origin, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 ETAG = '"v1"'
