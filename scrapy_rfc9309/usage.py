@@ -197,27 +197,49 @@ def split_rule(value: str) -> tuple[str, str]:
     return value[:end], value[end:].lstrip(" \t")
 
 
+#: Rule values prepared for matching, and the preferences of each set of rules that apply, remembered
+#: (a file's few rules scope every URL of its origin), at most :data:`_MAX_READ` of each.
+_prepared: dict[str, tuple[str, str, list[str | tuple[str, str]], bool, int]] = {}
+_answers: dict[tuple[tuple[str, str, str, int], ...], UsagePreference] = {}
+
+
+def _prepare(value: str) -> tuple[str, str, list[str | tuple[str, str]], bool, int]:
+    found = _prepared.get(value)
+    if found is None:
+        scope, statement = split_rule(value)
+        if scope:
+            pieces, anchored, priority, _ = glob_pieces(scope)
+        else:
+            pieces, anchored, priority = [], False, -1
+        if len(_prepared) >= _MAX_READ:
+            _prepared.clear()
+        found = _prepared[value] = (scope, statement, pieces, anchored, priority)
+    return found
+
+
 def applicable(records: list[tuple[str, str, int]], path: str) -> UsagePreference:
     """The rules (``(name, value, line)`` records) that apply to a canonical path:
     per record name, every rule of the longest matching path pattern (a rule without
     one matches every path, shorter than any pattern)."""
     best: dict[str, tuple[int, list[tuple[str, str, str, int]]]] = {}
     for name, value, line in records:
-        scope, statement = split_rule(value)
-        if scope:
-            pieces, anchored, priority, _ = glob_pieces(scope)
-            if not glob_match(path, pieces, anchored):
-                continue
-        else:
-            priority = -1
+        scope, statement, pieces, anchored, priority = _prepare(value)
+        if scope and not glob_match(path, pieces, anchored):
+            continue
         current = best.get(name)
         if current is None or priority > current[0]:
             best[name] = (priority, [(name, scope, statement, line)])
         elif priority == current[0]:
             current[1].append((name, scope, statement, line))
-    rules = []
-    for name in RECORDS:
-        for record, scope, statement, line in best.get(name, (0, []))[1]:
+    key = tuple(rule for name in RECORDS if name in best for rule in best[name][1])
+    answer = _answers.get(key)
+    if answer is None:
+        rules = []
+        for record, scope, statement, line in key:
             values, malformed = read_statement(record, statement)
             rules.append(UsageRule(record, line, scope, statement, values, malformed))
-    return UsagePreference(tuple(rules))
+        answer = UsagePreference(tuple(rules))
+        if len(_answers) >= _MAX_READ:
+            _answers.clear()
+        _answers[key] = answer
+    return answer
