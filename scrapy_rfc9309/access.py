@@ -10,6 +10,7 @@ import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from email.utils import parsedate_to_datetime
 
 from .documents import ROBOTS_TXT, Document, Parsed
 from .parser import DEFAULT_MAX_BYTES
@@ -23,9 +24,11 @@ __all__ = [
     "FetchOutcome",
     "OriginState",
     "Policy",
+    "Validators",
     "cache_directives",
     "classify_status",
     "max_age_of",
+    "validator",
 ]
 
 DAY = 86400.0
@@ -81,6 +84,7 @@ class Policy:
     max_wait: float = 900.0
     max_wait_refused: float = 30.0
     max_size: int = DEFAULT_MAX_BYTES  # bytes of a file that are parsed
+    revalidate: bool = True  # refetch a copy held with its validators (a conditional request)
 
     @property
     def parse_limit(self) -> int:
@@ -188,6 +192,57 @@ def max_age_of(cache_control: str | bytes | Iterable[str | bytes] | None,
     return max(0.0, min(value for value in lifetimes if value is not None) - current_age)
 
 
+#: The longest validator kept (an ETag; an HTTP date is 29 characters): a longer one is not used.
+MAX_VALIDATOR = 1024
+#: A field value a request may carry: visible ASCII and spaces (no CR, LF or other control characters).
+_FIELD_VALUE = re.compile(r"[\x20-\x7e]+").fullmatch
+#: An entity tag (RFC 9110, 8.8.3): weak or strong, quoted.
+_ETAG = re.compile(r'(W/)?"[\x21\x23-\x7e]*"').fullmatch
+
+
+def validator(name: str, value: str | bytes | None) -> str | None:
+    """A response's ``ETag`` or ``Last-Modified`` value as a later conditional request
+    may send it back, or None when it is absent or unusable: longer than
+    :data:`MAX_VALIDATOR`, not an entity tag (RFC 9110, 8.8.3), not an HTTP date
+    (``If-Modified-Since`` with another value is ignored by servers, RFC 9110, 13.1.3)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    value = value.strip()
+    if not value or len(value) > MAX_VALIDATOR or not _FIELD_VALUE(value):
+        return None
+    if name == "etag":
+        return value if _ETAG(value) else None
+    try:
+        parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Validators:
+    """What a refetch sends to revalidate the copy it holds (RFC 9111, 4.3.1): the
+    copy's ``ETag`` (``If-None-Match``) and ``Last-Modified`` (``If-Modified-Since``),
+    sent to ``url``, the URL the copy came from; ``size`` is the copy's length (the
+    bytes a ``304 Not Modified`` saves)."""
+
+    url: str
+    etag: str | None
+    last_modified: str | None
+    size: int = 0
+
+    def headers(self) -> dict[str, str]:
+        """The request's conditional header fields."""
+        found = {}
+        if self.etag is not None:
+            found["If-None-Match"] = self.etag
+        if self.last_modified is not None:
+            found["If-Modified-Since"] = self.last_modified
+        return found
+
+
 @dataclass(frozen=True, slots=True)
 class FetchOutcome:
     """What one fetch of an origin's ``document`` (after its redirects) gave."""
@@ -208,6 +263,12 @@ class FetchOutcome:
     #: The final response's header lines as received, ``(name, value)`` bytes pairs, for the
     #: ledger's copy of the version (not stored: a state loaded from a store has none).
     headers: tuple[tuple[bytes, bytes], ...] = field(default=(), compare=False, repr=False)
+    #: The copy's validators (see :func:`validator`), for the next fetch's conditional request.
+    etag: str | None = None
+    last_modified: str | None = None
+    #: A ``304 Not Modified`` answered the conditional request: the copy held was renewed (``status``
+    #: and the rest are those of the copy's own fetch, so that it stays the same version).
+    not_modified: bool = False
 
     @property
     def detail(self) -> str:
@@ -257,6 +318,18 @@ class OriginState:
         """The good copy's bytes (up to the parsing limit), ``b""`` without one."""
         return self.parsed.body if self.parsed is not None and self.good_at is not None else b""
 
+    def validators(self, now: float, policy: Policy) -> Validators | None:
+        """What a refetch sends to revalidate the good copy (None without a copy that
+        may still apply, or without validators)."""
+        good = self.good_fetch
+        if not policy.revalidate or good is None or self.parsed is None or self.good_at is None:
+            return None
+        if now - self.good_at > policy.keep_cached:
+            return None
+        if good.etag is None and good.last_modified is None:
+            return None
+        return Validators(good.url, good.etag, good.last_modified, self.parsed.size)
+
     @classmethod
     def initial(cls, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
         return cls._from_outcome(None, outcome, now, policy)
@@ -268,6 +341,12 @@ class OriginState:
     def _from_outcome(
         cls, previous: OriginState | None, outcome: FetchOutcome, now: float, policy: Policy
     ) -> OriginState:
+        if outcome.not_modified:
+            renewed = cls._renewed(previous, outcome, now, policy)
+            if renewed is not None:
+                return renewed
+            outcome = replace(outcome, access=Access.UNREACHABLE, not_modified=False,
+                              reason="304 Not Modified, but no copy is held")
         if outcome.access is Access.PARSED:
             parsed = outcome.document.parse(outcome.body, policy.parse_limit, outcome.url)
             fetched = replace(outcome, body=b"")
@@ -286,6 +365,24 @@ class OriginState:
             if now - previous.good_at <= policy.keep_cached:
                 good, good_at, good_fetch = previous.parsed, previous.good_at, previous.good_fetch
         return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, since, good_fetch)
+
+    @classmethod
+    def _renewed(cls, previous: OriginState | None, outcome: FetchOutcome, now: float,
+                 policy: Policy) -> OriginState | None:
+        """The state a ``304 Not Modified`` gives: the good copy held, fetched anew
+        (RFC 9111, 4.3.4: its freshness from the 304's caching headers, or its own
+        lifetime when they give none; its rules kept),
+        or None when no copy is held."""
+        if previous is None or previous.parsed is None or previous.good_at is None:
+            return None
+        good = previous.good_fetch
+        if good is None:
+            return None
+        max_age = outcome.max_age if outcome.max_age is not None else good.max_age
+        fetched = replace(good, max_age=max_age, etag=outcome.etag or good.etag,
+                          last_modified=outcome.last_modified or good.last_modified, not_modified=True, headers=())
+        return cls(Access.PARSED, now, now + policy.lifetime(max_age), previous.parsed, now, 0, fetched, None,
+                   fetched)
 
     def backoff(self) -> OriginState:
         """The state without its good copy: what is kept of an unreachable origin

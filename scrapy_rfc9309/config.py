@@ -80,6 +80,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_KEEP_CACHED", 30 * DAY, "float",
             "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS,
             example=604_800),
+    Setting("ROBOTSTXT_REVALIDATE", True, "bool",
+            "refetch an expired robots.txt (and tdmrep.json) with `If-None-Match` / `If-Modified-Since` from the "
+            "copy's `ETag` / `Last-Modified`: a `304 Not Modified` renews the copy without downloading it again",
+            example=False),
     Setting("ROBOTSTXT_CRAWL_DELAY", False, "bool", "apply the group's Crawl-delay to the download slot", example=True),
     Setting("ROBOTSTXT_CRAWL_DELAY_MAX", 60.0, "float", "cap on the Crawl-delay applied", 0, DAY, above=True,
             example=10),
@@ -246,6 +250,7 @@ class Config:
             max_wait=_number(settings, "ROBOTSTXT_MAX_WAIT"),
             max_wait_refused=_number(settings, "ROBOTSTXT_MAX_WAIT_REFUSED"),
             max_size=max_size,
+            revalidate=flag(settings, "ROBOTSTXT_REVALIDATE"),
         )
         deny = settings.get("ROBOTSTXT_USAGE_DENY") or []
         if isinstance(deny, str):

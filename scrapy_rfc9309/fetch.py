@@ -7,6 +7,13 @@ RFC's redirect, status and size rules itself: Scrapy's redirect and retry
 middlewares are told to leave it alone. A tdmrep.json follows the same rules (its
 specification allows redirects; a missing file, a 4xx, means no reservation), and
 its stats are counted under ``robotstxt/tdmrep/``.
+
+A refetch of a file whose copy is held is conditional (RFC 9309, 2.4 lets a crawler
+use HTTP caching; RFC 9111, 4.3.1): the request to the URL the copy came from carries
+the copy's ``ETag`` as ``If-None-Match`` and its ``Last-Modified`` as
+``If-Modified-Since``, and a ``304 Not Modified`` renews the copy (an outcome with
+``not_modified``). A 304 to a request that sent no validators has no file to go with
+it: the origin is unreachable for now (retried on the backoff), never "allow all".
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
 from . import _compat
-from .access import Access, Cause, FetchOutcome, Policy, classify_status, max_age_of
+from .access import Access, Cause, FetchOutcome, Policy, Validators, classify_status, max_age_of, validator
 from .content_coding import UnsupportedCoding, decode_body
 from .documents import ROBOTS_TXT, Document
 from .meta import FETCH_META
@@ -112,12 +119,15 @@ class RobotsFetcher(Reporting):
             else:
                 self.crawler.signals.disconnect(handler, signal=signal)
 
-    def request_for(self, url: str, origin: Origin) -> Request:
+    def request_for(self, url: str, origin: Origin, validators: Validators | None = None) -> Request:
+        headers = {"Accept-Encoding": "identity"}
+        if validators is not None and validators.url == url:
+            headers.update(validators.headers())
         return Request(
             url,
             # Identity, because the size limit counts the bytes received; a server
             # that compresses anyway is decoded with a bound (content_coding).
-            headers={"Accept-Encoding": "identity"},
+            headers=headers,
             priority=1000,
             dont_filter=True,
             callback=NO_CALLBACK,
@@ -137,19 +147,22 @@ class RobotsFetcher(Reporting):
             },
         )
 
-    async def fetch(self, origin: Origin, document: Document = ROBOTS_TXT) -> FetchOutcome:
+    async def fetch(self, origin: Origin, document: Document = ROBOTS_TXT, *,
+                    validators: Validators | None = None) -> FetchOutcome:
         """Fetch the origin's robots.txt (or another ``document``), following
         redirects; every way it can end is an outcome (an exception from a
-        component of the crawl included)."""
-        outcome = await self._fetch(origin, document)
+        component of the crawl included). With ``validators`` (those of the copy
+        held), the request is conditional."""
+        outcome = await self._fetch(origin, document, validators)
         return outcome if document is ROBOTS_TXT else replace(outcome, document=document)
 
-    async def _fetch(self, origin: Origin, document: Document) -> FetchOutcome:
+    async def _fetch(self, origin: Origin, document: Document, validators: Validators | None) -> FetchOutcome:
         url = document.url(origin)
         name, stat = document.name, document.stat
         redirects: list[str] = []
         while True:
-            request = self.request_for(url, origin)
+            request = self.request_for(url, origin, validators)
+            conditional = b"If-None-Match" in request.headers or b"If-Modified-Since" in request.headers
             self._inc(f"{stat}request_count")
             if not self._in_flight:
                 self._listen(True)
@@ -193,6 +206,9 @@ class RobotsFetcher(Reporting):
                                     error="incomplete body (data loss)", reason="truncated response")
             kind = classify_status(status)
             max_age = max_age_of(response.headers.getlist(b"Cache-Control"), response.headers.get(b"Age"))
+            if status == 304:
+                return self._not_modified(response, url, redirects, max_age, validators if conditional else None,
+                                          document)
             if kind == "redirect":
                 target, reason = self._redirect_target(response, url, document.url(origin), origin, redirects)
                 if target is None:
@@ -316,7 +332,30 @@ class RobotsFetcher(Reporting):
             self._inc(f"{stat}truncated")
             body = body[: self.max_size]
         return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects), truncated=truncated,
-                            headers=_header_lines(response))
+                            headers=_header_lines(response),
+                            etag=validator("etag", response.headers.get(b"ETag")),
+                            last_modified=validator("last-modified", response.headers.get(b"Last-Modified")))
+
+    def _not_modified(self, response: Response, url: str, redirects: list[str], max_age: float | None,
+                      validators: Validators | None, document: Document) -> FetchOutcome:
+        """The outcome of a ``304 Not Modified``. To a conditional request, the copy
+        held is renewed: its freshness from the 304's ``Cache-Control`` (RFC 9111,
+        4.3.4: the 304's header fields replace the stored ones; without a lifetime
+        there, the copy's own), its validators updated by those the 304
+        sends. To a request without validators (a cache in between answered it, or
+        the server is wrong) there is no file: unreachable, retried on the backoff."""
+        stat = document.stat
+        if validators is None:
+            self._inc(f"{stat}not_modified_unrequested")
+            return FetchOutcome(Access.UNREACHABLE, url, 304, redirects=tuple(redirects),
+                                reason="304 Not Modified to a request without validators")
+        self._inc(f"{stat}revalidated")
+        self._inc(f"{stat}revalidated_bytes", validators.size)
+        headers = response.headers
+        return FetchOutcome(Access.PARSED, url, 304, max_age=max_age, redirects=tuple(redirects),
+                            etag=validator("etag", headers.get(b"ETag")),
+                            last_modified=validator("last-modified", headers.get(b"Last-Modified")),
+                            not_modified=True)
 
 
 def _header_lines(response: Response) -> tuple[tuple[bytes, bytes], ...]:

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
+    from .changes import RobotsChange
     from .config import Config
     from .matcher import Rule
     from .origin import Origin
@@ -248,13 +249,16 @@ class Ledger(Reporting):
         digests[origin] = (key, digest)
         return digest
 
-    async def settled(self, origin: Origin, state: OriginState, document: Document, source: str) -> None:
+    async def settled(self, origin: Origin, state: OriginState, document: Document, source: str,
+                      change: RobotsChange | None = None) -> None:
         """Record a state the process settled (fetched, or loaded from a store): its
-        version file first, when ``versions/`` lacks it, then its ``state`` record.
+        version file first, when ``versions/`` lacks it, then its ``state`` record
+        (with ``change``, what changed from the version it replaces, and that version).
         A failure is logged and closes the spider; it never raises."""
         if self.closed or self.failure is not None:
             return
         key: object = state.parsed if state.parsed is not None else state
+        was = self._digests.get(document.name, {}).get(origin) if change is not None else None
         version = _Version.of(origin, state, document, source, self._policy)
         digest = self._remember(origin, state, document, key, version)
         if version is not None and version.digest not in self._stored:
@@ -270,8 +274,11 @@ class Ledger(Reporting):
         unreachable = state.access is Access.UNREACHABLE
         record = {"k": "state", "t": round(time.time(), 3), "p": self._link, "o": origin.with_port,
                   "doc": document.name, "src": source, "access": state.access.value, "ver": digest,
-                  "status": outcome.status if outcome is not None else None,
+                  "status": (304 if outcome.not_modified else outcome.status) if outcome is not None else None,
                   "err": state.detail if unreachable else None, "exp": round(state.expires_at, 3)}
+        if change is not None:
+            record["was"] = None if was is None else was[1]
+            record["chg"] = change.as_dict()
         try:
             self._write(_dumps(record))
         except RobotsTxtLedgerError:
@@ -536,6 +543,8 @@ class _Version:
             source, lifetime = "store", policy.lifetime(outcome.max_age)
         if outcome is None or outcome.status is None:
             return None
+        if outcome.not_modified:
+            source = "store"  # renewed by a 304: the copy held (its headers not known when its file is written now)
         requested = document.url(origin)
         hops = [requested, *outcome.redirects]
         access = outcome.access.value

@@ -21,6 +21,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from . import ACCELERATED, _compat, matcher_in_use
+from .change_news import ChangeNews
 from .config import Config
 from .dns_warmup import DnsWarmup
 from .documents import TDMREP
@@ -88,7 +89,8 @@ class RobotsTxtMiddleware(Reporting):
         self.fetcher = RobotsFetcher(crawler, self.policy, config.max_size,
                                      warmup.route_seen if warmup is not None else None)
         self.states = OriginStates(crawler, config, self.fetcher, store, warmup, self._origin_of,
-                                   on_settled=settled, on_held=self._parked_held)
+                                   on_settled=settled, on_held=self._parked_held,
+                                   news=ChangeNews(crawler, self.agents.seen, self.agents.default))
         #: The usage categories listed in ROBOTSTXT_USAGE_DENY that a TDM reservation denies.
         self.tdm_deny = self.enforcement.enforced.tdm_deny
         #: The tdmrep.json states (ROBOTSTXT_TDMREP): an unreachable file holds requests when reservations

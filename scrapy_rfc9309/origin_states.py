@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from .change_news import ChangeNews
+    from .changes import RobotsChange
     from .config import Config
     from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
@@ -80,8 +82,9 @@ class OriginStates(Reporting):
                  store: StoreClient | None = None, warmup: DnsWarmup | None = None,
                  origin_of: Callable[[str], Origin | None] | None = None, *,
                  document: Document = ROBOTS_TXT, holds: bool = True, peer: OriginStates | None = None,
-                 on_settled: Callable[[Origin, OriginState, Document, str], Awaitable[None]] | None = None,
-                 on_held: Callable[[Request, Origin], None] | None = None) -> None:
+                 on_settled: Callable[[Origin, OriginState, Document, str, RobotsChange | None], Awaitable[None]]
+                 | None = None,
+                 on_held: Callable[[Request, Origin], None] | None = None, news: ChangeNews | None = None) -> None:
         self.crawler = crawler
         self.document = document
         self.holds = holds
@@ -123,8 +126,11 @@ class OriginStates(Reporting):
         self._given_up_count: dict[Cause, int] = {}
         self._requeued = 0
         self._discarded = 0
-        #: Told of each state settled, before it is used (the ledger's ``state`` record and version file).
+        #: Told of each state settled, before it is used (the ledger's ``state`` record and version file),
+        #: with the change news of a refetched robots.txt.
         self.on_settled = on_settled
+        #: Tells of a refetched robots.txt that changed for the crawl's agents.
+        self.news = news
 
     def _inc(self, key: str, count: int = 1) -> None:
         super()._inc(self.document.stat + key, count)
@@ -322,7 +328,7 @@ class OriginStates(Reporting):
                     logger.debug("%s of %s from the store (%s, fetched %.0f s ago)", self.document.name, origin,
                                  state.access.value, time.time() - state.fetched_at, extra=self._log_extra)
                     if self.on_settled is not None:
-                        await self.on_settled(origin, state, self.document, "store")
+                        await self.on_settled(origin, state, self.document, "store", None)
                     self._put(origin, state)
                     try:
                         await self._announce(origin, state)
@@ -333,7 +339,7 @@ class OriginStates(Reporting):
             if previous is not None:
                 self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
             self._fetching(origin)
-            outcome = await self._download(origin)
+            outcome = await self._download(origin, previous)
             state = self._next(previous, outcome)
         except (defer.CancelledError, Closing):
             raise
@@ -352,8 +358,9 @@ class OriginStates(Reporting):
                 self._fetches.pop(origin, None)
                 # Cancelled: at close, or a retry that served nobody (its waiters look again).
                 self._notify(origin, Closing(self.close_reason) if self.closing else None)
+        change = None if self.news is None else self.news.between(previous, state)
         if self.on_settled is not None:  # before the save: a fleet's other processes find the version written
-            await self.on_settled(origin, state, self.document, "fetch")
+            await self.on_settled(origin, state, self.document, "fetch", change)
         if self.store is not None:
             if state.access is Access.UNREACHABLE and state.cause is Cause.CANNOT_REQUEST:
                 self.store.release(lease)  # this process's settings, not the origin's state: not shared
@@ -362,13 +369,15 @@ class OriginStates(Reporting):
         self._put(origin, state)
         try:
             await self._report(origin, state, previous)
+            if change is not None and self.news is not None and previous is not None:
+                await self.news.tell(origin, previous, state, change)
         except Exception:
             logger.error("%s of %s: error while reporting the fetch", self.document.name, origin, exc_info=True,
                          extra=self._log_extra)
         finally:
             self._settle(origin, state)
 
-    async def _download(self, origin: Origin) -> FetchOutcome:
+    async def _download(self, origin: Origin, previous: OriginState | None = None) -> FetchOutcome:
         """Fetch the robots.txt when one of the ``ROBOTSTXT_CONCURRENT_FETCHES``
         places is free: a broad crawl sends them at the pace of its concurrency,
         not all at once, and their name lookups do not queue for the resolver's
@@ -380,6 +389,9 @@ class OriginStates(Reporting):
                 self._inc("fetch_queued")
             await maybe_deferred_to_future(slot)
             acquired = True
+            validators = None if previous is None else previous.validators(time.time(), self.policy)
+            if validators is not None:  # a conditional refetch of the copy held (fetch.py)
+                return await self.fetcher.fetch(origin, self.document, validators=validators)
             if self.document is ROBOTS_TXT:  # the fetcher's call with its one argument, as code that wraps it expects
                 return await self.fetcher.fetch(origin)
             return await self.fetcher.fetch(origin, self.document)

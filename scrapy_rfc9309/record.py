@@ -15,12 +15,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .access import Access, Cause, FetchOutcome, OriginState, Policy
+from .access import Access, Cause, FetchOutcome, OriginState, Policy, validator
 from .documents import ROBOTS_TXT, Document
 
 __all__ = ["CLOCK_TOLERANCE", "FORMAT", "Record", "RecordError", "Unreadable", "dated_ahead", "decode", "encode"]
 
-#: Version of the metadata layout. A reader ignores fields it does not know and
+#: Version of the metadata layout. A reader ignores fields it does not know (the
+#: validators ``etag`` and ``lm`` of the copy's fetch are optional ones) and
 #: treats a record of another version as missing (the file is fetched again). A
 #: record of a document other than robots.txt names it (``doc``): its layout is the
 #: same, and it is stored under a key of its own (see :meth:`Document.key`), which
@@ -98,11 +99,14 @@ def encode(state: OriginState, policy: Policy) -> Record:
         )
         if outcome.cause is not Cause.TRANSIENT:
             meta["cause"] = outcome.cause.value
+        _put_validators(meta, outcome)
     good = state.good_fetch
     if state.access is Access.UNREACHABLE and state.good_at is not None and good is not None:
-        # The good copy's fetch, which ``outcome`` (the failed one) no longer tells: its version for the ledger.
+        # The good copy's fetch, which ``outcome`` (the failed one) no longer tells: its version for the ledger,
+        # its validators for the next conditional fetch.
         meta["good"] = {"status": good.status, "redirects": list(good.redirects), "truncated": good.truncated,
                         "max_age": good.max_age}
+        _put_validators(meta["good"], good)
     body = state.good_body if state.good_at is not None else b""
     return Record(state.fetched_at, state.expires_at, state.keep_until(policy),
                   json.dumps(meta, separators=(",", ":")), body)
@@ -174,6 +178,8 @@ def decode(record: Record, policy: Policy, now: float | None = None,
         _text(meta, "reason") or "",
         _cause(meta),
         document,
+        etag=validator("etag", _validator_text(meta, "etag")),
+        last_modified=validator("last-modified", _validator_text(meta, "lm")),
     )
     good_url = _text(meta, "good_url") or outcome.url or None
     parsed = document.parse(body, policy.parse_limit, good_url) if good_at is not None else None
@@ -198,7 +204,24 @@ def _good_fetch(good: object, url: str, document: Document) -> FetchOutcome | No
             or not (max_age is None or (isinstance(max_age, (int, float)) and math.isfinite(max_age))):
         return None
     return FetchOutcome(Access.PARSED, url, status, b"", None if max_age is None else float(max_age),
-                        tuple(redirects), truncated=good.get("truncated") is True, document=document)
+                        tuple(redirects), truncated=good.get("truncated") is True, document=document,
+                        etag=validator("etag", _validator_text(good, "etag")),
+                        last_modified=validator("last-modified", _validator_text(good, "lm")))
+
+
+def _put_validators(meta: dict[str, Any], fetch: FetchOutcome) -> None:
+    """The fetch's validators (``etag``, ``lm``: optional fields, absent from older records)."""
+    if fetch.etag is not None:
+        meta["etag"] = fetch.etag
+    if fetch.last_modified is not None:
+        meta["lm"] = fetch.last_modified
+
+
+def _validator_text(meta: dict[str, Any], name: str) -> str | None:
+    """A stored validator, or None when absent or not a string: the copy is then fetched
+    again without it (a whole new download, never a wrong rule)."""
+    value = meta.get(name)
+    return value if isinstance(value, str) else None
 
 
 def _number(meta: dict[str, Any], name: str, optional: bool = False) -> Any:

@@ -32,6 +32,7 @@ from .sources import (
     content_usage,
     robots_directives,
     robots_tags,
+    robotstxt_malformed,
     robotstxt_statements,
     tdm_statement,
     tdmrep_statement,
@@ -176,6 +177,7 @@ class ResponseUsage(Reporting):
         malformed: list[tuple[str, str]] = []
         if robots is not None:
             statements.extend(robotstxt_statements(robots, robots_url))
+            malformed.extend(robotstxt_malformed(robots, robots_url))
         if match is not None:
             statements.append(tdmrep_statement(match))
         if fields is not None:
@@ -229,8 +231,7 @@ class ResponseUsage(Reporting):
 def _robots_key(preference: UsagePreference | None) -> tuple[Any, ...] | None:
     if preference is None:
         return None
-    return (tuple((record, tuple(values.items())) for record, values in preference.values.items()),
-            tuple(preference.lines.items()))
+    return preference.rules
 
 
 def _match_key(match: TdmRepMatch | None) -> tuple[Any, ...] | None:

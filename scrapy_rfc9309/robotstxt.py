@@ -310,6 +310,11 @@ class RobotsTxt:
             url = url.decode("utf-8", "surrogateescape")
         return self._rule_for(self._group_for(user_agent), path_of(url))
 
+    def rules(self, user_agent: str | bytes | None) -> list[Rule]:
+        """The Allow and Disallow rules of the agent's merged group, in file order."""
+        patterns, codes = self._rules_of(self._group_for(user_agent))
+        return [Rule(bool(code & 1), pattern, code >> 1) for pattern, code in zip(patterns, codes, strict=True)]
+
     def _rule_for(self, merged: _MergedGroup, path: str) -> Rule | None:
         if path == "/robots.txt":
             return None

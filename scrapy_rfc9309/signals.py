@@ -6,6 +6,7 @@ Connect with ``crawler.signals.connect(handler, signal=scrapy_rfc9309.signals.ro
 from __future__ import annotations
 
 __all__ = [
+    "robotstxt_changed",
     "robotstxt_content_usage",
     "robotstxt_fetched",
     "robotstxt_sitemaps",
@@ -45,3 +46,9 @@ robotstxt_usage_preferences = object()
 #: or dropped gets two. Handlers connected before the spider opens are sent it; while none
 #: is connected the middleware does not send it.
 robotstxt_verdict = object()
+#: Sent when a refetch gives a robots.txt whose rules or usage preferences differ, for
+#: the crawl's agents, from the copy it replaces (once per change), with ``origin``,
+#: ``old`` and ``new`` (the :class:`scrapy_rfc9309.access.OriginState` before and after:
+#: ``robots``, ``outcome``) and ``change`` (a :class:`scrapy_rfc9309.changes.RobotsChange`:
+#: per agent, the rules added and removed, the Crawl-delay, the usage rules and categories).
+robotstxt_changed = object()

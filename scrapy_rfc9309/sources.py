@@ -46,6 +46,7 @@ __all__ = [
     "content_usage",
     "robots_directives",
     "robots_tags",
+    "robotstxt_malformed",
     "robotstxt_statements",
     "tdm_statement",
     "tdmrep_statement",
@@ -59,7 +60,6 @@ VALUE_DIRECTIVES = frozenset({"unavailable_after", "max-snippet", "max-image-pre
 _EXPANDS = {"none": ("noindex", "nofollow")}
 #: What a robots directive says in the AIPREF vocabulary (``noimageai``: for an image only).
 DIRECTIVE_CATEGORIES = {"noai": "train-ai", "noindex": "search"}
-_RECORD_NAMES = {"content-usage": "Content-Usage", "content-signal": "Content-Signal"}
 
 
 class Malformed(ValueError):
@@ -123,26 +123,18 @@ def tdmrep_statement(match: TdmRepMatch) -> Statement:
 
 
 def robotstxt_statements(preference: UsagePreference, robots_url: str) -> list[Statement]:
-    """One statement per robots.txt record (Content-Usage, Content-Signal) that gives a
-    category a value: Content-Usage is read first, Content-Signal for what it does
-    not say (as :meth:`~scrapy_rfc9309.usage.UsagePreference.get` reads them)."""
-    statements = []
-    taken: set[str] = set()
-    for record in ("content-usage", "content-signal"):
-        stated = preference.values.get(record)
-        if not stated:
-            continue
-        values = {}
-        for label, value in stated.items():
-            category = canonical(label)
-            if category not in taken:
-                values[category] = value
-        taken.update(values)
-        line = preference.lines[record]
-        text = ", ".join(f"{k}={v}" for k, v in stated.items())
-        where = f"{robots_url} line {line} ({_RECORD_NAMES[record]})"
-        statements.append(Statement(ROBOTSTXT, where, values, text))
-    return statements
+    """One statement per robots.txt rule (Content-Usage, Content-Signal) that applies
+    and states a preference; they combine with the other sources' statements as any
+    statements do (the same combining rule that combines the rules among themselves)."""
+    return [Statement(ROBOTSTXT, f"{robots_url} {rule.where}", rule.values, rule.text)
+            for rule in preference.rules if rule.values]
+
+
+def robotstxt_malformed(preference: UsagePreference, robots_url: str) -> list[tuple[str, str]]:
+    """``(where, why)`` of each robots.txt rule that applies whose statement does not
+    parse (it states nothing: every preference it would give is unknown)."""
+    return [(f"{robots_url} {rule.where}", rule.malformed) for rule in preference.rules
+            if rule.malformed is not None]
 
 
 def robots_directives(values: Iterable[str], token: str, scoped: bool) -> frozenset[str]:

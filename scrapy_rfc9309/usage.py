@@ -1,109 +1,245 @@
-"""Usage preferences in robots.txt: the AIPREF ``Content-Usage`` record
-(draft-ietf-aipref-attach) and the ``Content-Signal`` record.
+"""Usage preferences in robots.txt: the AIPREF ``Content-Usage`` rule
+(draft-ietf-aipref-attach, section 3) and the ``Content-Signal`` record.
 
-Both are group records (they never end a group). A value may start with a path
-pattern, which scopes it the way Allow/Disallow patterns are matched (longest
-pattern wins); without one it applies to the whole group::
+Both are group records (they never end a group). A rule value that starts with
+``/`` starts with a path pattern, which ends at the first SP or HTAB and scopes the
+rule the way Allow/Disallow patterns are matched (the longest matching pattern, by
+its encoded length, applies); a value that starts with any other character has no
+path and applies to the whole group::
 
     Content-Usage: train-ai=n
     Content-Usage: /public/ train-ai=y
     Content-Signal: search=yes, ai-train=no
 
-Preferences are ``key=value`` pairs separated by commas; ``y``/``yes`` and
-``n``/``no`` are read as ``y`` and ``n``. Pure Python.
+The statement of preference is read as the vocabulary draft says (draft-ietf-aipref-vocab,
+section 6.6), with the same Structured Fields parser (``http_sf``) as the
+``Content-Usage`` response header: a Dictionary whose last value of a key applies; only
+the Tokens ``y`` and ``n`` are preferences, any other value leaves the category
+unknown; a statement that does not parse as a Dictionary (an uppercase key, a stray
+character, a non-ASCII byte) leaves every category unknown. ``Content-Signal`` is
+the same Dictionary with the Tokens ``yes`` and ``no`` (any case) for ``y`` and ``n``.
+
+All rules of the longest matching path (of both records) are statements about the
+URL: they combine per category as the vocabulary's combining rule says (any ``n``
+wins, then any ``y``; :func:`scrapy_rfc9309.vocab.combine`), unlike Allow/Disallow,
+where a tie allows. Pure Python.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import http_sf
+
 from .matcher import glob_match, glob_pieces
-from .vocab import labels_for
+from .vocab import ALLOW, DISALLOW, canonical, combine
 
-__all__ = ["UsagePreference", "applicable", "parse_preferences"]
+__all__ = ["UsagePreference", "UsageRule", "applicable", "read_statement", "split_rule"]
 
-_YES_NO = {"y": "y", "yes": "y", "n": "n", "no": "n"}
-#: The record names, in the order a category is looked up in (Content-Usage, then Content-Signal).
+#: The record names, in the order their rules are listed.
 RECORDS = ("content-usage", "content-signal")
+#: The names records are written with in reports.
+RECORD_NAMES = {"content-usage": "Content-Usage", "content-signal": "Content-Signal"}
+#: The Tokens each record uses for "allow" and "disallow" (Content-Signal's compared lower-cased).
+_TOKENS = {"content-usage": {ALLOW: ALLOW, DISALLOW: DISALLOW}, "content-signal": {"yes": ALLOW, "no": DISALLOW}}
+#: The longest statement read; a longer one states nothing (a robots.txt line is at most 16 KiB anyway).
+MAX_STATEMENT_BYTES = 16_384
+#: Statements already read (a file's few rules are read for every URL they scope), at most this many.
+_MAX_READ = 4096
+_read: dict[tuple[str, str], tuple[Mapping[str, str], str | None]] = {}
 
 
-def parse_preferences(text: str) -> dict[str, str]:
-    """``"train-ai=n, search=yes"`` -> ``{"train-ai": "n", "search": "y"}``."""
-    found: dict[str, str] = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        key = key.strip().lower()
-        if not key or not sep:
-            continue
-        value = value.split(";")[0].strip().strip('"').lower()  # without structured-field parameters
-        found[key] = _YES_NO.get(value, value)
+def read_statement(record: str, text: str) -> tuple[Mapping[str, str], str | None]:
+    """The preferences a statement states (``{label: "y" | "n"}``, labels as
+    written, ``ai-train`` included) and, when it does not parse as a Structured Field
+    Dictionary, why (its preferences are then all unknown)."""
+    key = (record, text)
+    found = _read.get(key)
+    if found is None:
+        found = _read_statement(record, text)
+        if len(_read) >= _MAX_READ:
+            _read.clear()
+        _read[key] = found
     return found
+
+
+def _read_statement(record: str, text: str) -> tuple[Mapping[str, str], str | None]:
+    data = text.encode("utf-8", "surrogateescape")  # processed as bytes (vocab, 6.3): non-ASCII does not parse
+    if len(data) > MAX_STATEMENT_BYTES:
+        return {}, f"longer than {MAX_STATEMENT_BYTES} bytes"
+    try:
+        parsed = http_sf.parse(data, tltype="dictionary")
+    except (http_sf.StructuredFieldError, ValueError) as error:
+        return {}, f"not a Structured Field Dictionary: {error}"
+    tokens = _TOKENS[record]
+    lower = record == "content-signal"
+    values: dict[str, str] = {}
+    assert isinstance(parsed, dict)
+    for label, member in parsed.items():  # a repeated key: the parser keeps its last value
+        value = member[0] if isinstance(member, tuple) else member
+        if isinstance(value, http_sf.Token):
+            said = tokens.get(str(value).lower() if lower else str(value))
+            if said is not None:
+                values[label] = said
+    return values, None
+
+
+@dataclass(frozen=True)
+class UsageRule:
+    """One ``Content-Usage`` or ``Content-Signal`` rule that applies to a URL: its
+    record, line, path pattern (``""`` when it has none), statement as written, the
+    preferences it states (``{label: "y" | "n"}``) and, when the statement does not
+    parse, why (it then states none)."""
+
+    record: str
+    line: int
+    path: str
+    text: str
+    #: Read from ``record`` and ``text`` (so not compared: a rule hashes by its place and text).
+    values: Mapping[str, str] = field(compare=False)
+    malformed: str | None = field(default=None, compare=False)
+
+    @property
+    def where(self) -> str:
+        return f"line {self.line} ({RECORD_NAMES[self.record]})"
+
+    def as_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {"record": self.record, "line": self.line, "path": self.path, "text": self.text,
+                                   "values": dict(self.values)}
+        if self.malformed is not None:
+            data["malformed"] = self.malformed
+        return data
+
+    def __str__(self) -> str:
+        said = f"{self.path} {self.text}" if self.path else self.text
+        ignored = f", ignored: {self.malformed}" if self.malformed is not None else ""
+        return f"{self.record}: {said} (line {self.line}{ignored})"
 
 
 @dataclass(frozen=True)
 class UsagePreference:
-    """The usage preferences that apply to one URL: per record name
-    (``content-usage``, ``content-signal``) the values and the line they come from."""
+    """The usage preferences that apply to one URL: the rules of the longest
+    matching path of each record (in file order), combined per category as the
+    vocabulary says (any ``n`` wins, then any ``y``, else unknown)."""
 
-    values: dict[str, dict[str, str]] = field(default_factory=dict)
-    lines: dict[str, int] = field(default_factory=dict)
+    rules: tuple[UsageRule, ...] = ()
+    #: Per category: its value and the rules (``where``) that gave it.
+    combined: Mapping[str, tuple[str, tuple[str, ...]]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "combined", combine((rule.where, rule.values) for rule in self.rules))
 
     def get(self, category: str) -> str | None:
-        """``"y"``, ``"n"`` (or another value) for a category such as ``train-ai``
-        (``ai-train`` in Content-Signal is the same category), or None."""
-        found = self.source_of(category)
+        """``"y"``, ``"n"`` or None (unknown) for a category such as ``train-ai``
+        (``ai-train`` in Content-Signal is the same category)."""
+        found = self.combined.get(canonical(category))
         return None if found is None else found[0]
 
     def source_of(self, category: str) -> tuple[str, str] | None:
-        """The value for ``category`` and the record it comes from
-        (``("n", "content-usage")``), or None: Content-Usage (the AIPREF record)
-        is read first, Content-Signal for what it does not say."""
-        names = labels_for(category)
-        for record in RECORDS:
-            values = self.values.get(record)
-            if values:
-                for name in names:
-                    value = values.get(name)
-                    if value is not None:
-                        return value, record
-        return None
+        """The value for ``category`` and the record of the first rule that gives it
+        (``("n", "content-usage")``), or None."""
+        found = self.combined.get(canonical(category))
+        if found is None:
+            return None
+        value, where = found
+        record = next(rule.record for rule in self.rules if rule.where == where[0])
+        return value, record
 
     def denies(self, category: str) -> bool:
-        return self.get(category) == "n"
+        return self.get(category) == DISALLOW
+
+    @property
+    def values(self) -> dict[str, dict[str, str]]:
+        """Per record: the preferences its rules state, combined (labels as written)."""
+        found: dict[str, dict[str, str]] = {}
+        for rule in self.rules:
+            if rule.values:
+                values = found.setdefault(rule.record, {})
+                for label, value in rule.values.items():
+                    if values.get(label) != DISALLOW:
+                        values[label] = value
+        return found
+
+    @property
+    def lines(self) -> dict[str, tuple[int, ...]]:
+        """Per record: the lines of its rules that apply."""
+        found: dict[str, tuple[int, ...]] = {}
+        for rule in self.rules:
+            found[rule.record] = (*found.get(rule.record, ()), rule.line)
+        return found
+
+    @property
+    def malformed(self) -> tuple[UsageRule, ...]:
+        """The rules that apply whose statement does not parse (they state nothing)."""
+        return tuple(rule for rule in self.rules if rule.malformed is not None)
 
     def as_dict(self) -> dict[str, object]:
-        return {"values": {k: dict(v) for k, v in self.values.items()}, "lines": dict(self.lines)}
+        return {"rules": [rule.as_dict() for rule in self.rules],
+                "combined": {k: {"value": v, "rules": list(w)} for k, (v, w) in self.combined.items()}}
 
     def __bool__(self) -> bool:
-        return bool(self.values)
+        return bool(self.rules)
 
     def __str__(self) -> str:
-        parts = []
-        for record, values in self.values.items():
-            text = ", ".join(f"{k}={v}" for k, v in values.items())
-            parts.append(f"{record}: {text} (line {self.lines[record]})")
-        return "; ".join(parts) or "no usage preference"
+        return "; ".join(str(rule) for rule in self.rules) or "no usage preference"
+
+
+def split_rule(value: str) -> tuple[str, str]:
+    """A rule value's path pattern (``""`` without one) and statement (attach, 3.2)."""
+    if not value.startswith("/"):
+        return "", value
+    end = len(value)
+    for separator in (" ", "\t"):
+        found = value.find(separator)
+        if 0 <= found < end:
+            end = found
+    return value[:end], value[end:].lstrip(" \t")
+
+
+#: Rule values prepared for matching, and the preferences of each set of rules that apply, remembered
+#: (a file's few rules scope every URL of its origin), at most :data:`_MAX_READ` of each.
+_prepared: dict[str, tuple[str, str, list[str | tuple[str, str]], bool, int]] = {}
+_answers: dict[tuple[tuple[str, str, str, int], ...], UsagePreference] = {}
+
+
+def _prepare(value: str) -> tuple[str, str, list[str | tuple[str, str]], bool, int]:
+    found = _prepared.get(value)
+    if found is None:
+        scope, statement = split_rule(value)
+        if scope:
+            pieces, anchored, priority, _ = glob_pieces(scope)
+        else:
+            pieces, anchored, priority = [], False, -1
+        if len(_prepared) >= _MAX_READ:
+            _prepared.clear()
+        found = _prepared[value] = (scope, statement, pieces, anchored, priority)
+    return found
 
 
 def applicable(records: list[tuple[str, str, int]], path: str) -> UsagePreference:
-    """The preference per record name that applies to a canonical path:
-    the path-scoped record with the longest matching pattern, else the unscoped one."""
-    best: dict[str, tuple[int, dict[str, str], int]] = {}
+    """The rules (``(name, value, line)`` records) that apply to a canonical path:
+    per record name, every rule of the longest matching path pattern (a rule without
+    one matches every path, shorter than any pattern)."""
+    best: dict[str, tuple[int, list[tuple[str, str, str, int]]]] = {}
     for name, value, line in records:
-        parts = value.split(None, 1)
-        if len(parts) == 2 and parts[0].startswith(("/", "*")):
-            scope, rest = parts
-            pieces, anchored, _, _ = glob_pieces(scope)
-            if not glob_match(path, pieces, anchored):
-                continue
-            priority = len(scope)
-            prefs = parse_preferences(rest)
-        else:
-            priority = -1
-            prefs = parse_preferences(value)
-        if not prefs:
+        scope, statement, pieces, anchored, priority = _prepare(value)
+        if scope and not glob_match(path, pieces, anchored):
             continue
         current = best.get(name)
         if current is None or priority > current[0]:
-            best[name] = (priority, prefs, line)
-    return UsagePreference({k: v[1] for k, v in best.items()}, {k: v[2] for k, v in best.items()})
+            best[name] = (priority, [(name, scope, statement, line)])
+        elif priority == current[0]:
+            current[1].append((name, scope, statement, line))
+    key = tuple(rule for name in RECORDS if name in best for rule in best[name][1])
+    answer = _answers.get(key)
+    if answer is None:
+        rules = []
+        for record, scope, statement, line in key:
+            values, malformed = read_statement(record, statement)
+            rules.append(UsageRule(record, line, scope, statement, values, malformed))
+        answer = UsagePreference(tuple(rules))
+        if len(_answers) >= _MAX_READ:
+            _answers.clear()
+        _answers[key] = answer
+    return answer

@@ -42,7 +42,8 @@ class UserAgents(Reporting):
     def __init__(self, crawler: Crawler, config: Config) -> None:
         self.crawler = crawler
         self.configured = config.user_agent
-        self._logged: set[str | bytes] = set()
+        #: The agents obeyed so far (each logged once).
+        self.seen: set[str | bytes] = set()
         self.default, source = self._default_agent()
         if note := agent_note(self.default, source):
             logger.warning(note)
@@ -75,11 +76,11 @@ class UserAgents(Reporting):
                 values = (dict.get(headers, b"User-Agent") if type(headers) is Headers
                           else headers.getlist(b"User-Agent"))
                 agent = values[-1] if values else self.default
-            if agent not in self._logged:
+            if agent not in self.seen:
                 self._log(agent, "a request's User-Agent header")
         elif not isinstance(agent, (str, bytes)):
             raise InvalidAgentMeta(agent)
-        elif agent not in self._logged:
+        elif agent not in self.seen:
             self._log(agent, f"a request's {AGENT_META!r} meta key")
         return agent
 
@@ -105,7 +106,7 @@ class UserAgents(Reporting):
         return values[-1] if values else None
 
     def _log(self, agent: str | bytes, source: str) -> None:
-        self._logged.add(agent)
+        self.seen.add(agent)
         text = agent.decode("latin-1") if isinstance(agent, bytes) else agent
         token = product_token(agent)
         logger.info(

@@ -30,3 +30,17 @@ def test_the_parser_benchmark_runs_on_the_committed_sample() -> None:
     assert run.returncode == 0, run.stderr
     assert f"Corpus: 4 real robots.txt files (0.0 MB) of {SAMPLE} (quick subset)" in run.stdout, run.stdout
     assert re.search(r"^\| Decisions/s, steady state .*\| [\d.]+x \|", run.stdout, re.M), run.stdout
+
+
+def test_the_revalidation_benchmark_runs_on_the_committed_sample() -> None:
+    if not SAMPLE.is_dir():  # an unpacked sdist ships no benchmarks
+        missing(f"no {SAMPLE} (a checkout has it)")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_revalidation.py"), "--origins", "4", "--rounds", "2",
+         "--reps", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"^\| 304 answers \| 4 \(4 to 4\) \| 0 \(0 to 0\) \|$", run.stdout, re.M), run.stdout
+    assert "robots.txt body bytes saved: 50.0 %" in run.stdout, run.stdout

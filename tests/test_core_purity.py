@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "robotstxt", "access", "record", "origin", "vocab",
         "preferences", "sources", "html_head", "tdmrep", "documents", "ledger_format", "audit", "judgement",
-        "meta", "bounded"]
+        "meta", "bounded", "changes"]
 
 SCRIPT = """
 import importlib.abc, sys

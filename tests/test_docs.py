@@ -111,6 +111,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_MAX_WAIT_REFUSED": policy.max_wait_refused,
         "ROBOTSTXT_MAX_WAIT_IDLE": config.max_wait_idle,
         "ROBOTSTXT_KEEP_CACHED": policy.keep_cached,
+        "ROBOTSTXT_REVALIDATE": policy.revalidate,
         "ROBOTSTXT_CRAWL_DELAY": config.crawl_delay,
         "ROBOTSTXT_CRAWL_DELAY_MAX": config.crawl_delay_max,
         "ROBOTSTXT_USAGE_DENY": list(config.usage_deny),

@@ -103,7 +103,7 @@ def test_usage_denied_names_the_category_and_the_statement():
     judgement = run("/ai/x")
     assert judgement.kind is Kind.USAGE_DENIED
     assert judgement.category == "train-ai" and judgement.usage is not None and judgement.usage.denies("train-ai")
-    assert str(judgement) == "usage denied (content-usage: train-ai=n (line 5) denies train-ai)"
+    assert str(judgement) == "usage denied (content-usage: /ai/ train-ai=n (line 5) denies train-ai)"
     # Not enforced: allowed, with the statement that applied.
     told = run("/ai/x", enforced=Enforced(POLICY))
     assert told.kind is Kind.ALLOWED and told.usage == judgement.usage

@@ -17,43 +17,63 @@ from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUsageDenied
 from scrapy_rfc9309.middleware import USAGE_META
 from scrapy_rfc9309.testing import Origin, Redirect
-from scrapy_rfc9309.usage import UsagePreference, applicable, parse_preferences
+from scrapy_rfc9309.usage import UsagePreference, UsageRule, applicable, read_statement
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
 
-# --------------------------------------------------------------------------- parse_preferences
+# --------------------------------------------------------------------------- read_statement
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("record", "text", "expected"),
     [
-        ("train-ai=n", {"train-ai": "n"}),
-        ("train-ai=y", {"train-ai": "y"}),
-        ("train-ai=n, search=y", {"train-ai": "n", "search": "y"}),
-        # Content-Signal spells the values yes/no.
-        ("search=yes, ai-train=no", {"search": "y", "ai-train": "n"}),
-        ("search=YES,ai-input=No", {"search": "y", "ai-input": "n"}),
-        # Keys and values are case-insensitive; whitespace around items, keys and values is ignored.
-        ("  Train-AI = N ,SEARCH=Y  ", {"train-ai": "n", "search": "y"}),
-        # Quoted values and structured-field parameters.
-        ('train-ai="n"', {"train-ai": "n"}),
-        ("train-ai=n;reason=policy", {"train-ai": "n"}),
-        # Other values are kept (lower-cased), not read as y/n.
-        ("train-ai=maybe", {"train-ai": "maybe"}),
-        # Items without "=" or without a key are skipped.
-        ("train-ai, =n, search=y", {"search": "y"}),
-        ("", {}),
-        (",,,", {}),
-        # A repeated key: the last one wins (as in a structured-field dictionary).
-        ("train-ai=y, train-ai=n", {"train-ai": "n"}),
+        # vocab, section 6: "train-ai=y, search=n" allows training and disallows search.
+        ("content-usage", "train-ai=y, search=n", {"train-ai": "y", "search": "n"}),
+        # attach, section 1.2 (and 3.5): "train-ai=n".
+        ("content-usage", "train-ai=n", {"train-ai": "n"}),
+        # vocab, section 6.6.1: a repeated key, its last value applies; a boolean and a String are no preference.
+        ("content-usage", 'train-ai=y, train-ai, search=n, search="n"', {}),
+        # vocab, section 6.6.2: only the parameters of the selected value apply; "train-ai" is allowed.
+        ("content-usage", "train-ai;allow=n, train-ai=y", {"train-ai": "y"}),
+        ("content-usage", "train-ai=n;reason=policy", {"train-ai": "n"}),
+        # vocab, section 6.6: other Tokens, Strings, numbers are not preferences.
+        ("content-usage", "train-ai=no", {}),
+        ("content-usage", "train-ai=yes, search=Y", {}),
+        ("content-usage", 'train-ai="n", search=1', {}),
+        ("content-usage", "train-ai=y, train-ai", {}),
+        ("content-usage", "train-ai=y, train-ai=n", {"train-ai": "n"}),
+        # vocab, section 6.5: unknown labels are ignored by the vocabulary, kept here (ROBOTSTXT_USAGE_DENY names them).
+        ("content-usage", "bots=n, ai-input=y", {"bots": "n", "ai-input": "y"}),
+        ("content-usage", "", {}),
+        # Content-Signal: the same Dictionary, with the Tokens yes and no (any case).
+        ("content-signal", "search=yes, ai-train=no", {"search": "y", "ai-train": "n"}),
+        ("content-signal", "search=YES,ai-input=No", {"search": "y", "ai-input": "n"}),
+        ("content-signal", "search=y, ai-train=maybe", {}),
     ],
 )
-def test_parse_preferences(text, expected):
-    assert parse_preferences(text) == expected
+def test_read_statement(record, text, expected):
+    values, malformed = read_statement(record, text)
+    assert malformed is None
+    assert dict(values) == expected
 
 
-def test_parse_preferences_quoted_value_with_a_parameter():
-    assert parse_preferences('train-ai="n";p=1') == {"train-ai": "n"}
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Train-AI=n",  # vocab, section 6.6.1: an uppercase key fails the Dictionary
+        "train-ai=n search=y",  # no comma between members
+        "train-ai=n,",  # a trailing comma
+        'train-ai;has;parameters="?";',  # vocab, section 6.6.2's example ends with a ";" and no parameter
+        "train-ai=n, café=y",  # not ASCII: processed as bytes (vocab, 6.3)
+        "*.pdf train-ai=n",  # no leading "/": no path (attach, 3.3), so the whole value is the statement
+        "train-ai=n" + ", search=y" * 2000,  # longer than 16 KiB
+    ],
+)
+def test_a_statement_that_does_not_parse_states_nothing(text):
+    for record in ("content-usage", "content-signal"):
+        values, malformed = read_statement(record, text)
+        assert values == {}
+        assert malformed
 
 
 # --------------------------------------------------------------------------- applicable (path scopes)
@@ -68,7 +88,7 @@ def test_an_unscoped_record_applies_to_every_path():
     for path in ("/", "/a", "/public/x?q=1"):
         preference = applicable(records, path)
         assert preference.get("train-ai") == "n"
-        assert preference.lines == {"content-usage": 3}
+        assert preference.lines == {"content-usage": (3,)}
 
 
 def test_a_path_scope_applies_only_under_its_pattern():
@@ -84,7 +104,7 @@ def test_a_path_scope_overrides_the_unscoped_record_wherever_it_matches():
     records = [_cu("train-ai=n", 3), _cu("/public/ train-ai=y", 4)]
     assert applicable(records, "/article").get("train-ai") == "n"
     assert applicable(records, "/public/a").get("train-ai") == "y"
-    assert applicable(records, "/public/a").lines == {"content-usage": 4}
+    assert applicable(records, "/public/a").lines == {"content-usage": (4,)}
 
 
 @pytest.mark.parametrize("order", [1, -1], ids=["shorter-first", "longer-first"])
@@ -93,7 +113,7 @@ def test_the_longest_matching_scope_wins_whatever_the_order(order):
     deep = applicable(records, "/a/b/c")
     assert deep.get("train-ai") == "n"
     assert deep.get("search") == "y"
-    assert deep.lines == {"content-usage": 3}
+    assert deep.lines == {"content-usage": (3,)}
     assert applicable(records, "/a/c").get("train-ai") == "y"
     assert applicable(records, "/x").get("train-ai") == "n"
 
@@ -102,14 +122,30 @@ def test_scopes_are_matched_like_allow_and_disallow_patterns():
     records = [_cu("/*.pdf$ train-ai=n", 1), _cu("/docs/*/draft train-ai=n", 2)]
     assert applicable(records, "/x/report.pdf").denies("train-ai")
     assert not applicable(records, "/x/report.pdf?download=1")  # "$" anchors the end
-    assert applicable(records, "/docs/v2/draft-1").lines == {"content-usage": 2}
+    assert applicable(records, "/docs/v2/draft-1").lines == {"content-usage": (2,)}
     assert not applicable(records, "/docs/draft")
     # The path given is canonical (as urlnorm.path_of makes it); the scope is normalised the same way.
     for scope in ("/caf%C3%A9/", "/caf%c3%a9/", "/café/"):
         assert applicable([_cu(f"{scope} train-ai=n", 1)], "/caf%C3%A9/menu").denies("train-ai"), scope
 
 
-def test_content_usage_and_content_signal_are_scoped_separately():
+@pytest.mark.parametrize("order", [1, -1], ids=["allow-first", "deny-first"])
+def test_rules_with_identical_paths_combine_any_n_wins(order):
+    # attach, section 3.1: identical paths with conflicting preferences combine as vocab, section 5.1 says.
+    records = [_cu("/a/ train-ai=y, search=y", 2), _cu("/a/ train-ai=n", 3)][::order]
+    preference = applicable(records, "/a/x")
+    assert preference.get("train-ai") == "n"
+    assert preference.get("search") == "y"
+    assert preference.lines == {"content-usage": (2, 3)[::order]}
+    assert preference.combined["train-ai"] == ("n", ("line 3 (Content-Usage)",))
+    unscoped = applicable([_cu("train-ai=y", 1), _cu("train-ai=n", 5)][::order], "/")
+    assert unscoped.denies("train-ai")
+    # Equally long patterns that both match are combined too (the draft speaks of identical paths only).
+    same_length = applicable([_cu("/a* train-ai=y", 1), _cu("/ab train-ai=n", 2)][::order], "/abc")
+    assert same_length.denies("train-ai")
+
+
+def test_content_usage_and_content_signal_are_scoped_separately_and_combined():
     records = [
         ("content-usage", "train-ai=n", 1),
         ("content-signal", "/blog/ ai-train=yes, search=yes", 2),
@@ -117,14 +153,34 @@ def test_content_usage_and_content_signal_are_scoped_separately():
     ]
     blog = applicable(records, "/blog/post")
     assert blog.values == {"content-usage": {"train-ai": "n"}, "content-signal": {"ai-train": "y", "search": "y"}}
-    assert blog.lines == {"content-usage": 1, "content-signal": 2}
+    assert blog.lines == {"content-usage": (1,), "content-signal": (2,)}
+    assert blog.get("train-ai") == "n"
+    assert blog.get("search") == "y"
     other = applicable(records, "/shop")
     assert other.values == {"content-usage": {"train-ai": "n"}}
 
 
-def test_a_record_with_no_preference_is_ignored():
-    records = [_cu("train-ai=n", 1), _cu("/public/", 2), _cu("/public/ nonsense", 3)]
-    assert applicable(records, "/public/x").lines == {"content-usage": 1}
+@pytest.mark.parametrize("order", [1, -1], ids=["usage-first", "signal-first"])
+def test_a_content_signal_n_wins_over_a_content_usage_y(order):
+    records = [("content-usage", "train-ai=y", 2), ("content-signal", "ai-train=no, search=yes", 3)][::order]
+    preference = applicable(records, "/")
+    assert preference.get("train-ai") == "n"
+    assert preference.source_of("train-ai") == ("n", "content-signal")
+    assert preference.get("search") == "y"
+
+
+def test_a_rule_that_states_nothing_still_applies_to_its_path():
+    # The longest matching rule decides which statement applies; one that says nothing (or does not parse)
+    # leaves the categories unknown there: the shorter unscoped rule does not apply under /public/.
+    records = [_cu("train-ai=n", 1), _cu("/public/", 2), _cu("/private/ Train-AI=y", 3), _cu("/x/ nonsense", 4)]
+    for path, line in (("/public/x", 2), ("/private/x", 3), ("/x/y", 4)):
+        preference = applicable(records, path)
+        assert preference.lines == {"content-usage": (line,)}
+        assert preference.get("train-ai") is None
+        assert preference  # a rule applies
+    assert applicable(records, "/private/x").malformed[0].line == 3
+    assert not applicable(records, "/public/x").malformed
+    assert applicable(records, "/other").denies("train-ai")
     assert not applicable([], "/")
 
 
@@ -143,33 +199,28 @@ def test_a_scope_with_a_query_is_still_a_scope():
 # --------------------------------------------------------------------------- UsagePreference
 
 
+def _pref(*rules: tuple[str, int, str]) -> UsagePreference:
+    return UsagePreference(tuple(UsageRule(record, line, "", text, *read_statement(record, text))
+                                 for record, line, text in rules))
+
+
 def test_ai_train_and_train_ai_are_one_category():
-    signal = UsagePreference({"content-signal": {"ai-train": "n", "search": "y"}}, {"content-signal": 5})
+    signal = _pref(("content-signal", 5, "ai-train=no, search=yes"))
     assert signal.get("train-ai") == "n"
     assert signal.get("ai-train") == "n"
     assert signal.denies("train-ai")
     assert signal.denies("ai-train")
     assert not signal.denies("search")
-    usage = UsagePreference({"content-usage": {"train-ai": "n"}}, {"content-usage": 2})
+    usage = _pref(("content-usage", 2, "train-ai=n"))
     assert usage.get("ai-train") == "n"
     assert usage.denies("ai-train")
 
 
-def test_content_usage_is_read_before_content_signal():
-    both = UsagePreference(
-        {"content-usage": {"train-ai": "y"}, "content-signal": {"ai-train": "n", "search": "n"}},
-        {"content-usage": 2, "content-signal": 3},
-    )
-    assert both.get("train-ai") == "y"
-    assert not both.denies("train-ai")
-    # A category only Content-Signal names still comes from it.
-    assert both.denies("search")
-
-
 def test_denies_only_an_explicit_n():
-    preference = UsagePreference({"content-usage": {"train-ai": "y", "search": "maybe"}}, {"content-usage": 1})
+    preference = _pref(("content-usage", 1, "train-ai=y, search=maybe"))
     assert not preference.denies("train-ai")
     assert not preference.denies("search")
+    assert preference.get("search") is None
     assert not preference.denies("ai-input")
     assert preference.get("ai-input") is None
 
@@ -182,13 +233,16 @@ def test_an_empty_preference_is_false_and_says_so():
     assert not empty.denies("train-ai")
 
 
-def test_str_and_as_dict_name_the_values_and_lines():
-    preference = applicable([_cu("train-ai=n", 3), ("content-signal", "search=yes", 4)], "/")
-    assert str(preference) == "content-usage: train-ai=n (line 3); content-signal: search=y (line 4)"
-    assert preference.as_dict() == {
-        "values": {"content-usage": {"train-ai": "n"}, "content-signal": {"search": "y"}},
-        "lines": {"content-usage": 3, "content-signal": 4},
-    }
+def test_str_and_as_dict_name_the_rules_and_lines():
+    preference = applicable([_cu("train-ai=n", 3), ("content-signal", "search=yes", 4), _cu("Train-AI=y", 5)], "/")
+    assert str(preference) == ("content-usage: train-ai=n (line 3); content-usage: Train-AI=y (line 5, ignored: "
+                               f"{preference.malformed[0].malformed}); content-signal: search=yes (line 4)")
+    data = preference.as_dict()
+    assert data["combined"] == {"train-ai": {"value": "n", "rules": ["line 3 (Content-Usage)"]},
+                                "search": {"value": "y", "rules": ["line 4 (Content-Signal)"]}}
+    assert [rule["line"] for rule in data["rules"]] == [3, 5, 4]  # type: ignore[index]
+    assert applicable([_cu("/p/ train-ai=n", 2)], "/p/").rules[0].path == "/p/"
+    assert str(applicable([_cu("/p/ train-ai=n", 2)], "/p/")) == "content-usage: /p/ train-ai=n (line 2)"
 
 
 # --------------------------------------------------------------------------- RobotsTxt.usage()
@@ -212,10 +266,10 @@ def test_robotstxt_usage_of_the_star_group():
     robots = scrapy_rfc9309.parse(ROBOTS)
     article = robots.usage("https://h/article/1", "AnyBot")
     assert article.get("train-ai") == "n"
-    assert article.lines == {"content-usage": 3}
+    assert article.lines == {"content-usage": (3,)}
     public = robots.usage("https://h/public/1?x=y", "AnyBot")
     assert public.get("train-ai") == "y"
-    assert public.lines == {"content-usage": 4}
+    assert public.lines == {"content-usage": (4,)}
     assert robots.has_usage("AnyBot")
 
 
@@ -225,7 +279,7 @@ def test_robotstxt_usage_follows_the_agents_group():
     # The SignalBot group replaces '*': its Content-Signal applies, '*''s Content-Usage does not.
     assert signal.values == {"content-signal": {"search": "y", "ai-train": "n"}}
     assert signal.denies("train-ai")
-    assert signal.lines == {"content-signal": 8}
+    assert signal.lines == {"content-signal": (8,)}
     # A group without usage records has no preference, even though '*' has one.
     assert not robots.usage("https://h/article/1", "PlainBot")
     assert not robots.has_usage("PlainBot")
@@ -245,6 +299,63 @@ def test_robotstxt_usage_normalises_percent_encoding_of_the_url(url):
     robots = scrapy_rfc9309.parse("User-agent: *\nDisallow: /x\nContent-Usage: /caf%C3%A9/ train-ai=n\n")
     assert robots.usage(url, "Bot").denies("train-ai")
     assert not robots.usage("https://h/cafe/menu", "Bot")
+
+
+ATTACH_EXAMPLE = (  # draft-ietf-aipref-attach, section 3.5, figure "Example robots.txt file"
+    "User-Agent: *\n"
+    "Allow: /\n"
+    "Disallow: /never/\n"
+    "Content-Usage: train-ai=n\n"
+    "Content-Usage: /ai-ok/ train-ai=y\n"
+    "\n"
+    "User-Agent: ExampleBot\n"
+    "Allow: /\n"
+    "Content-Usage: train-ai=y\n"
+)
+
+
+@pytest.mark.parametrize("speedups", [True, False], ids=["c", "python"])
+def test_the_attach_drafts_example(speedups):
+    robots = scrapy_rfc9309.parse(ATTACH_EXAMPLE, speedups=speedups)
+    # The table "Sample of usage preferences for different paths".
+    assert robots.allowed("https://h/test", "OtherBot")
+    assert robots.usage("https://h/test", "OtherBot").get("train-ai") == "n"
+    assert not robots.allowed("https://h/never/test", "OtherBot")
+    assert robots.allowed("https://h/ai-ok/test", "OtherBot")
+    assert robots.usage("https://h/ai-ok/test", "OtherBot").get("train-ai") == "y"
+    # ExampleBot uses the second group: all content, train-ai=y.
+    for path in ("/test", "/never/test", "/ai-ok/test"):
+        assert robots.allowed(f"https://h{path}", "ExampleBot")
+        assert robots.usage(f"https://h{path}", "ExampleBot").get("train-ai") == "y"
+    # attach, section 1.2: the header's example, as a robots.txt group.
+    assert scrapy_rfc9309.parse("User-Agent: *\nAllow: /\nContent-Usage: train-ai=n\n",
+                                speedups=speedups).usage("https://h/x", "Bot").denies("train-ai")
+
+
+@pytest.mark.parametrize("speedups", [True, False], ids=["c", "python"])
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        # Two rules with identical paths: any n wins, whichever comes first.
+        (["Content-Usage: /a/ train-ai=y", "Content-Usage: /a/ train-ai=n"], "n"),
+        (["Content-Usage: /a/ train-ai=n", "Content-Usage: /a/ train-ai=y"], "n"),
+        (["Content-Usage: train-ai=y", "Content-Usage: train-ai=n"], "n"),
+        # Only the Tokens y and n are preferences.
+        (["Content-Usage: train-ai=no"], None),
+        # An uppercase key: the Dictionary does not parse, every preference is unknown.
+        (["Content-Usage: Train-AI=n"], None),
+        (["content-usage: train-ai=n # a comment"], "n"),
+        # The last value of a key applies: a boolean, not a preference.
+        (["Content-Usage: train-ai=y, train-ai"], None),
+        # Content-Signal combines with Content-Usage: its n wins over an allowing Content-Usage line.
+        (["Content-Usage: train-ai=y", "Content-Signal: ai-train=no"], "n"),
+        (["Content-Signal: ai-train=no", "Content-Usage: train-ai=y"], "n"),
+        (["Content-Signal: ai-train=yes", "Content-Usage: train-ai=y"], "y"),
+    ],
+)
+def test_the_robotstxt_rules_to_the_letter(lines, expected, speedups):
+    body = "User-agent: *\nAllow: /\n" + "\n".join(lines) + "\n"
+    assert scrapy_rfc9309.parse(body, speedups=speedups).usage("https://h/a/x", "Bot").get("train-ai") == expected
 
 
 def test_usage_with_no_usage_records():
@@ -313,10 +424,10 @@ def test_response_meta_carries_the_preference_and_nothing_is_dropped_by_default(
         assert isinstance(preference, UsagePreference)
         assert preference.get("train-ai") == "n"
         assert preference.denies("train-ai")
-        assert preference.lines == {"content-usage": 3}
+        assert preference.lines == {"content-usage": (3,)}
     public = usage[a.url("/public/1")]
     assert public.get("train-ai") == "y"
-    assert public.lines == {"content-usage": 4}
+    assert public.lines == {"content-usage": (4,)}
     # /private/1 is forbidden by the rules, as ever.
     (error,) = result.errors
     assert error.url == a.url("/private/1")

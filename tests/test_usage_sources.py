@@ -27,11 +27,12 @@ from scrapy_rfc9309.sources import (
     content_usage,
     robots_directives,
     robots_tags,
+    robotstxt_malformed,
     robotstxt_statements,
     tdm_statement,
     tdmrep_statement,
 )
-from scrapy_rfc9309.usage import UsagePreference
+from scrapy_rfc9309.usage import applicable
 from scrapy_rfc9309.vocab import CATEGORIES, canonical, combine
 
 # --------------------------------------------------------------------------- vocab
@@ -282,20 +283,24 @@ def test_nofollow_comes_from_any_robots_statement():
 # --------------------------------------------------------------------------- robots.txt statements
 
 
-def test_robotstxt_statements_name_the_line_and_read_content_usage_first():
-    preference = UsagePreference(
-        {"content-usage": {"train-ai": "y"}, "content-signal": {"ai-train": "n", "search": "n"}},
-        {"content-usage": 2, "content-signal": 3},
-    )
+def test_robotstxt_statements_name_the_line_and_combine_with_the_rest():
+    preference = applicable([("content-usage", "train-ai=y", 2), ("content-signal", "ai-train=no, search=no", 3),
+                             ("content-usage", "/x/ Search=n", 4)], "/")
     usage, signal = robotstxt_statements(preference, "https://h/robots.txt")
     assert usage.where == "https://h/robots.txt line 2 (Content-Usage)"
     assert usage.values == {"train-ai": "y"}
-    # Content-Signal's ai-train is taken by the Content-Usage line: only search is left to it.
     assert signal.where == "https://h/robots.txt line 3 (Content-Signal)"
-    assert signal.values == {"search": "n"}
+    assert signal.values == {"ai-train": "n", "search": "n"}
     preferences = build([usage, signal])
-    assert preferences.get("train-ai") == preference.get("train-ai") == "y"
+    assert preferences.get("train-ai") == preference.get("train-ai") == "n"
+    assert preferences.sources_of("train-ai") == ("https://h/robots.txt line 3 (Content-Signal)",)
     assert preferences.denies("search")
+    assert robotstxt_malformed(preference, "https://h/robots.txt") == []
+    scoped = applicable([("content-usage", "/x/ Search=n", 4)], "/x/y")
+    assert robotstxt_statements(scoped, "https://h/robots.txt") == []
+    [(where, why)] = robotstxt_malformed(scoped, "https://h/robots.txt")
+    assert where == "https://h/robots.txt line 4 (Content-Usage)"
+    assert "Dictionary" in why
 
 
 # --------------------------------------------------------------------------- HTML head

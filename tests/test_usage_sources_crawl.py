@@ -518,3 +518,26 @@ def test_a_bad_usage_setting_fails_at_start_up_naming_it(name, value):
 
     with pytest.raises(RobotsTxtConfigError, match=name):
         Config.from_settings(Settings({name: value}))
+
+
+@pytest_twisted.inlineCallbacks
+def test_robotstxt_rules_combine_with_the_header_and_a_malformed_one_is_reported(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\nContent-Usage: Train-AI=y\nContent-Signal: ai-train=no\n")
+    for path in ("/x", "/y"):
+        a[path] = Served([("Content-Usage", "train-ai=y, search=y")])
+    urls = [a.url("/x"), a.url("/y")]
+
+    result = yield run_crawl(PrefSpider, {**ADDON, "CONCURRENT_REQUESTS": 1}, urls=urls)
+
+    for url in urls:
+        prefs = prefs_of(result, url)
+        # Content-Signal's n wins over the header's y; the uppercase key states nothing.
+        assert prefs.get("train-ai") == "n"
+        assert prefs.sources_of("train-ai") == (f"{a.url('/robots.txt')} line 4 (Content-Signal)",)
+        assert prefs.get("search") == "y"
+        [malformed] = prefs.malformed
+        assert malformed.startswith(f"{a.url('/robots.txt')} line 3 (Content-Usage) ignored: not a Structured Field")
+    assert result.stats["robotstxt/usage_malformed"] == 2
+    warnings = [m for m in result.messages(logging.WARNING, "scrapy_rfc9309") if "line 3 (Content-Usage)" in m]
+    assert len(warnings) == 1, warnings

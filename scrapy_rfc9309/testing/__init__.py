@@ -7,7 +7,8 @@ that the demo runs from an installed wheel.
 
 - :class:`Origin` and its behaviours (:class:`Static`, :class:`Page`,
   :class:`Redirect`, :class:`Delay`, :class:`Stall`, :class:`Drop`,
-  :class:`Gate`, :class:`Sequence`, :class:`Dynamic`, :class:`Huge`): an HTTP
+  :class:`Gate`, :class:`Sequence`, :class:`Dynamic`, :class:`Huge`,
+  :class:`Conditional`: a file with validators that answers ``304``): an HTTP
   server on a loopback address in the running reactor, answering each path as
   configured and logging every request it receives (:class:`Hit`).
 - :class:`ThreadedOrigin`: fixed answers served from a thread, for a test that
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from .origins import (
     Behaviour,
+    Conditional,
     Delay,
     Drop,
     Dynamic,
@@ -52,6 +54,7 @@ from .threaded import ThreadedOrigin
 
 __all__ = [
     "Behaviour",
+    "Conditional",
     "Delay",
     "Drop",
     "Dynamic",

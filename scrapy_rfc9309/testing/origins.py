@@ -38,6 +38,7 @@ from .server_reactor import server_reactor
 
 __all__ = [
     "Behaviour",
+    "Conditional",
     "Delay",
     "Drop",
     "Dynamic",
@@ -153,6 +154,43 @@ class Static(Behaviour):
 
     def handle(self, origin: Origin, request: TxRequest, hit: Hit) -> None:
         respond(request, self.status, self.headers, self.body)
+
+
+@dataclass
+class Conditional(Behaviour):
+    """A file with validators (``ETag``, ``Last-Modified``; None leaves one out) that answers
+    ``304 Not Modified`` to a request whose ``If-None-Match`` names its entity tag, or (without
+    ``If-None-Match``) whose ``If-Modified-Since`` is its ``Last-Modified`` (RFC 9110, 13.1.1-2).
+    ``headers`` go with both answers (a ``Cache-Control``); ``not_modified_headers`` replace them in a
+    304. ``not_modified`` counts the 304s sent. Change ``body`` and ``etag`` to change the file."""
+
+    body: bytes = b""
+    etag: str | None = '"v1"'
+    last_modified: str | None = "Wed, 21 Oct 2026 07:28:00 GMT"
+    headers: dict[str, str] = field(default_factory=dict)
+    not_modified_headers: dict[str, str] | None = None
+    not_modified: int = 0
+
+    def handle(self, origin: Origin, request: TxRequest, hit: Hit) -> None:
+        tags = hit.headers.get("If-None-Match")
+        since = hit.headers.get("If-Modified-Since")
+        if tags is not None:
+            fresh = self.etag is not None and (tags.strip() == "*" or self.etag in [t.strip() for t in tags.split(",")])
+        else:
+            fresh = since is not None and self.last_modified is not None and since == self.last_modified
+        validators = {name: value for name, value in (("ETag", self.etag), ("Last-Modified", self.last_modified))
+                      if value is not None}
+        if fresh:
+            self.not_modified += 1
+            headers = self.headers if self.not_modified_headers is None else self.not_modified_headers
+            if not _alive(request):
+                return
+            request.setResponseCode(304)
+            for name, value in {**validators, **headers}.items():
+                request.setHeader(name, value)
+            request.finish()
+            return
+        respond(request, 200, {"Content-Type": "text/plain; charset=utf-8", **validators, **self.headers}, self.body)
 
 
 def _page_html(title: str, links: Iterable[str]) -> bytes:
