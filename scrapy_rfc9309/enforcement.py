@@ -157,6 +157,8 @@ class Enforcement(Reporting):
         self.agents = UserAgents(crawler, config)
         self.tally = Tally()
         self.tellers: tuple[Teller, ...] = (self.tally,)
+        #: The tellers of allowed verdicts, the most frequent: the tally counts those in :meth:`act`.
+        self.allowed_tellers: tuple[Teller, ...] = ()
         #: Tellers of responses (the tally counts refused ones only): none, most crawls.
         self.response_tellers: tuple[Teller, ...] = ()
         #: Whether an allowed request's rule is resolved (a teller needs it).
@@ -168,6 +170,7 @@ class Enforcement(Reporting):
         if _compat.has_receivers(self.crawler, rfc_signals.robotstxt_verdict):
             teller = SignalTeller(self.crawler)
             self.tellers += (teller,)
+            self.allowed_tellers += (teller,)
             self.explain = True
 
     @classmethod
@@ -183,6 +186,7 @@ class Enforcement(Reporting):
     def add(self, teller: Teller) -> None:
         """Tell ``teller`` of every verdict and every response from now on."""
         self.tellers += (teller,)
+        self.allowed_tellers += (teller,)
         self.response_tellers += (teller,)
         self.explain = self.explain or teller.explains
 
@@ -193,6 +197,7 @@ class Enforcement(Reporting):
         hand back to the scheduler (requeued), else None."""
         kind = judgement.kind
         if kind is Kind.ALLOWED:
+            self.tally.allowed += 1
             meta = request.meta
             if judgement.usage is not None:
                 meta[USAGE_META] = judgement.usage
@@ -201,7 +206,7 @@ class Enforcement(Reporting):
                 meta[TDMREP_META] = judgement.tdm_entry
             if judgement.crawl_delay is not None and self.crawl_delay is not None:
                 self.crawl_delay.apply(request, origin, judgement.crawl_delay)
-            for teller in self.tellers:
+            for teller in self.allowed_tellers:
                 teller.judged(request, origin, judgement)
             return None
         if kind is Kind.NOT_JUDGED:

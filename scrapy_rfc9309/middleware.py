@@ -50,6 +50,9 @@ __all__ = ["AGENT_META", "PREFERENCES_META", "TDMREP_META", "USAGE_META", "Robot
 
 logger = logging.getLogger(__name__)
 
+#: The meta keys the plugin reads or sets on a request it judges.
+_KEYS = frozenset({KEEPER_META, FETCH_META, "dont_obey_robotstxt", USAGE_META, PREFERENCES_META, TDMREP_META,
+                   GIVEN_UP_META, AGENT_META})
 #: This middleware's path in ``DOWNLOADER_MIDDLEWARES``.
 MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
@@ -120,36 +123,42 @@ class RobotsTxtMiddleware(Reporting):
         fresh is judged at once; otherwise a coroutine waits for their fetch (Scrapy
         awaits what ``process_request`` returns)."""
         meta = request.meta
-        if KEEPER_META in meta:
-            return self.states.parking.keeper()
+        special = not _KEYS.isdisjoint(meta)  # most requests carry none of the plugin's meta keys
+        if special:
+            if KEEPER_META in meta:
+                return self.states.parking.keeper()
+            if FETCH_META in meta:
+                return None
         url = request.url
-        if FETCH_META in meta or url.startswith(("data:", "file:")):
+        if url.startswith(("data:", "file:")):
             return None
         origin = self._origin_of(url)
         if origin is None:
             return None
-        if meta.get("dont_obey_robotstxt"):
-            return self.enforcement.act(request, origin, not_judged(url, self.agents.token_of(request)))
-        # A redirect copies meta: what was found for the URL before it is stale.
-        if USAGE_META in meta:
-            del meta[USAGE_META]
-        if PREFERENCES_META in meta:
-            del meta[PREFERENCES_META]
-        try:
-            agent = self.agents.of(request)
-        except InvalidAgentMeta as exc:
-            return self.enforcement.act(request, origin, invalid_meta(url, self.agents.token_of(request), str(exc)))
         tdm = self.tdm
-        if tdm is not None:
-            meta.pop(TDMREP_META, None)
-        if GIVEN_UP_META in meta and meta.pop(GIVEN_UP_META):  # held, back from parking: its origin was given up
-            for states in (self.states, tdm):
-                if states is not None and (given_up := states.given_up(origin)) is not None:
-                    states.give_up(origin)
-                    dropped = holding(url, self.agents.token(agent), given_up, states.document, time.time(),
-                                      self.policy, self.states.cache.get(origin))
-                    if dropped is not None:  # not held again
-                        self.enforcement.act(request, origin, dropped)
+        if not special:
+            agent = self.agents.unnamed(request)
+        else:
+            if meta.get("dont_obey_robotstxt"):
+                return self.enforcement.act(request, origin, not_judged(url, self.agents.token_of(request)))
+            # A redirect copies meta: what was found for the URL before it is stale.
+            meta.pop(USAGE_META, None)
+            meta.pop(PREFERENCES_META, None)
+            if tdm is not None:
+                meta.pop(TDMREP_META, None)
+            try:
+                agent = self.agents.of(request)
+            except InvalidAgentMeta as exc:
+                return self.enforcement.act(request, origin, invalid_meta(url, self.agents.token_of(request),
+                                                                          str(exc)))
+            if meta.pop(GIVEN_UP_META, False):  # held, back from parking: its origin was given up
+                for states in (self.states, tdm):
+                    if states is not None and (given_up := states.given_up(origin)) is not None:
+                        states.give_up(origin)
+                        dropped = holding(url, self.agents.token(agent), given_up, states.document, time.time(),
+                                          self.policy, self.states.cache.get(origin))
+                        if dropped is not None:  # not held again
+                            self.enforcement.act(request, origin, dropped)
         now = time.time()
         robots = self.states.cached(origin, now)
         if robots is not None:

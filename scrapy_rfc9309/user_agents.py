@@ -70,18 +70,23 @@ class UserAgents(Reporting):
         if not agent:
             if agent is not None and not isinstance(agent, (str, bytes)):
                 raise InvalidAgentMeta(agent)
-            agent = self.configured
-            if not agent:
-                headers = request.headers
-                values = (dict.get(headers, b"User-Agent") if type(headers) is Headers
-                          else headers.getlist(b"User-Agent"))
-                agent = values[-1] if values else self.default
-            if agent not in self.seen:
-                self._log(agent, "a request's User-Agent header")
+            return self.unnamed(request)
         elif not isinstance(agent, (str, bytes)):
             raise InvalidAgentMeta(agent)
         elif agent not in self.seen:
             self._log(agent, f"a request's {AGENT_META!r} meta key")
+        return agent
+
+    def unnamed(self, request: Request) -> str | bytes:
+        """The agent of a request whose meta names none: ``ROBOTSTXT_USER_AGENT``, its
+        User-Agent header, ``USER_AGENT``."""
+        if self.configured:
+            return self.configured
+        headers = request.headers
+        values = dict.get(headers, b"User-Agent") if type(headers) is Headers else headers.getlist(b"User-Agent")
+        agent: str | bytes = values[-1] if values else self.default
+        if agent not in self.seen:
+            self._log(agent, "a request's User-Agent header")
         return agent
 
     def token(self, agent: str | bytes) -> str:
