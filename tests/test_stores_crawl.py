@@ -30,12 +30,12 @@ from middleware_support import (
 )
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
+from servers import Sequence, SilentListener, Static, server_reactor
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
 from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME
-from scrapy_rfc9309.testing import Sequence, SilentListener, Static, server_reactor
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
@@ -254,7 +254,7 @@ def test_the_lock_of_a_fetcher_that_died_expires_and_another_fetches(origins, re
 
 @pytest_twisted.inlineCallbacks
 def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
-    from scrapy_rfc9309.testing import Delay
+    from servers import Delay
 
     (site,) = _sites(origins, 1)
     site["/robots.txt"] = Delay(1.5, text(RULES))
