@@ -45,6 +45,7 @@ from .ledger_format import (
     version_digest,
     version_name,
 )
+from .loop import call_from_thread, call_later, running_loop
 from .reporting import Reporting
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class Ledger(Reporting):
         self.failure: str | None = None
         self.closed = False
         self._reactor = _compat.reactor_enabled(crawler.settings)
-        self._loop = _compat.running_loop()
+        self._loop = running_loop()
         self._fd = -1
         self._path = ""
         self._segment = 0
@@ -348,7 +349,7 @@ class Ledger(Reporting):
 
     # -- the worker ------------------------------------------------------------------------
     def _submit(self, job: Callable[..., Any], *args: Any, done: defer.Deferred[Any] | None = None) -> None:
-        loop = _compat.running_loop()
+        loop = running_loop()
         if loop is not None:
             self._loop = loop
         self._worker.jobs.put((job, args, done))
@@ -362,7 +363,7 @@ class Ledger(Reporting):
         """Call ``func(*args)`` in the crawl's thread."""
         if self._loop is None and not self._reactor:
             return  # no loop seen yet: the failure is noticed at the next record
-        _compat.call_from_thread(self._loop, func, *args)
+        call_from_thread(self._loop, func, *args)
 
     def _sync(self) -> None:
         """In the worker: fsync the open segment if records were written since the last time."""
@@ -406,7 +407,7 @@ class Ledger(Reporting):
         logger.error("robots.txt ledger: cannot write %s (%s): closing the spider; no request is released without "
                      "its record", path, _os_error(exc), extra=self._log_extra)
         if not self.closed:
-            _compat.call_later(0, _compat.close_spider, self.crawler, CLOSE_REASON)
+            call_later(0, _compat.close_spider, self.crawler, CLOSE_REASON)
 
     def worker_failed(self, path: str, exc: OSError) -> None:
         """From the worker (through the crawl's thread): a sync or a compression failed."""

@@ -514,11 +514,11 @@ def test_a_store_that_hangs_costs_one_timeout_per_batch_not_one_per_origin(origi
 
 @pytest_twisted.inlineCallbacks
 def test_the_redis_store_without_the_asyncio_reactor_stops_the_crawl_at_start_up(origins, redis_url, monkeypatch):
-    from scrapy_rfc9309 import _compat
+    from scrapy_rfc9309 import store_client
 
     (site,) = _sites(origins, 1)
     # Another reactor than asyncio's cannot be installed beside the test's: the check is told it is.
-    monkeypatch.setattr(_compat, "asyncio_available", lambda: False)
+    monkeypatch.setattr(store_client, "asyncio_available", lambda: False)
     with pytest.raises(RobotsTxtConfigError, match=r"ROBOTSTXT_STORE.*TWISTED_REACTOR"):
         yield run_crawl([site.url("/public")], _settings("redis", redis_url))
     assert site.requests == []
