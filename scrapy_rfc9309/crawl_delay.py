@@ -81,8 +81,9 @@ class CrawlDelay(Reporting):
 
     def _restore(self, response: Response, request: Request, spider: Any = None) -> None:
         key = request.meta.get("download_slot")
-        floor = self._floors.get(key) if isinstance(key, str) else None
-        if floor is not None:
-            slot = _compat.existing_slot(self.crawler, key)
-            if slot is not None and _compat.slot_delay(slot) < floor:
-                _compat.set_slot_delay(slot, floor)
+        if not isinstance(key, str) or key not in self._floors:
+            return
+        floor = self._floors[key]
+        slot = _compat.existing_slot(self.crawler, key)
+        if slot is not None and _compat.slot_delay(slot) < floor:
+            _compat.set_slot_delay(slot, floor)
