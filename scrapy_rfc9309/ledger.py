@@ -31,6 +31,7 @@ from twisted.internet import defer
 
 from . import __version__, _compat
 from .access import Access, OriginState, Policy
+from .bounded import BoundedDict
 from .documents import ROBOTS_TXT, Document
 from .exceptions import RobotsTxtConfigError, RobotsTxtLedgerError
 from .ledger_format import (
@@ -122,11 +123,11 @@ class Ledger(Reporting):
         #: Records handed to the OS (read by the worker, which syncs when it changed).
         self.written = 0
         #: Per document: origin -> (the parsed file, or the state, whose version it is; its digest).
-        self._digests: dict[str, dict[Origin, tuple[object, str | None]]] = {}
+        self._digests: dict[str, BoundedDict[Origin, tuple[object, str | None]]] = {}
         #: Digests whose file is known to be in ``versions/``.
-        self._stored: set[str] = set()
-        self._origins: dict[Origin, str] = {}
-        self._rules: dict[Rule, str] = {}
+        self._stored: BoundedDict[str, None] = BoundedDict(_DIGESTS_KEPT)
+        self._origins: BoundedDict[Origin, str] = BoundedDict(_DIGESTS_KEPT)
+        self._rules: BoundedDict[Rule, str] = BoundedDict(_DIGESTS_KEPT)
         self._fingerprint: Callable[[Request], bytes] | None = None
         self._worker = _Worker(self)
         try:
@@ -178,16 +179,12 @@ class Ledger(Reporting):
     def _origin_json(self, origin: Origin) -> str:
         text = self._origins.get(origin)
         if text is None:
-            if len(self._origins) >= _DIGESTS_KEPT:
-                self._origins.clear()
             text = self._origins[origin] = _string(origin.with_port)
         return text
 
     def _rule_json(self, rule: Rule) -> str:
         text = self._rules.get(rule)
         if text is None:
-            if len(self._rules) >= _DIGESTS_KEPT:
-                self._rules.clear()
             text = self._rules[rule] = _dumps([rule.directive, rule.pattern, rule.line])
         return text
 
@@ -205,9 +202,9 @@ class Ledger(Reporting):
 
     def _remember(self, origin: Origin, state: OriginState, document: Document, key: object,
                   version: _Version | None) -> str | None:
-        digests = self._digests.setdefault(document.name, {})
-        if len(digests) >= _DIGESTS_KEPT and origin not in digests:
-            del digests[next(iter(digests))]
+        digests = self._digests.get(document.name)
+        if digests is None:
+            digests = self._digests[document.name] = BoundedDict(_DIGESTS_KEPT)
         digest = version.digest if version is not None else None
         if digest is None and state.access is Access.UNREACHABLE and state.parsed is not None:
             # A stale copy whose fetch is not known (a store record of an earlier version): the version this
@@ -232,9 +229,7 @@ class Ledger(Reporting):
             except OSError as exc:
                 self._failed(os.path.join(self._versions, version_name(version.digest)), exc)
                 return
-            if len(self._stored) >= _DIGESTS_KEPT:
-                self._stored.clear()
-            self._stored.add(version.digest)
+            self._stored[version.digest] = None
         outcome = state.outcome
         unreachable = state.access is Access.UNREACHABLE
         record = {"k": "state", "t": round(time.time(), 3), "p": self._link, "o": origin.with_port,

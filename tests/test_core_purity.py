@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "robotstxt", "access", "record", "origin", "vocab",
-        "preferences", "sources", "html_head", "tdmrep", "documents", "ledger_format", "audit"]
+        "preferences", "sources", "html_head", "tdmrep", "documents", "ledger_format", "audit", "bounded"]
 
 SCRIPT = """
 import importlib.abc, sys
