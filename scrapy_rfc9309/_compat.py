@@ -4,7 +4,8 @@ place, found by feature detection rather than by version numbers: the engine's
 closing state and scheduler, the downloader's concurrency limit and download slots
 (:func:`download_slot` and the slot helpers below, for ``crawl_delay``), signals,
 exception names, settings with the add-ons applied. The event loop's timers,
-sleeps and thread hand-offs are :mod:`.loop`'s.
+sleeps and thread hand-offs, and how they differ between releases and run modes,
+are :mod:`.loop`'s.
 
 :func:`missing` lists what the installed Scrapy lacks; a test asserts it is empty,
 so a release that removes one of these fails the suite instead of a crawl.

@@ -1,5 +1,6 @@
 """The Scrapy internals the plugin relies on (scrapy_rfc9309._compat), checked on the
-installed Scrapy: a release that removes one fails here, by name, not in a crawl."""
+installed Scrapy: a release that removes one fails here, by name, not in a crawl; and the
+event loop's helpers (scrapy_rfc9309.loop) in the run mode of the suite."""
 
 from __future__ import annotations
 
