@@ -54,6 +54,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from checkout import tests_on_path
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
 
@@ -152,13 +154,13 @@ def _page(path: str, head: str = "") -> bytes:
 
 
 # --------------------------------------------------------------------------------------
-# Server mode (a subprocess): the package's test origins in a reactor of their own
+# Server mode (a subprocess): the test suite's origins (tests/servers) in a reactor of their own
 # --------------------------------------------------------------------------------------
 def _robots_behaviour(spec: dict[str, Any]) -> Any:
     """What an origin's robots.txt does: ``ok`` (the rules above, after
     ``robots_delay`` seconds), ``stall`` (never answers: the client's
     DOWNLOAD_TIMEOUT cuts it), ``503``, ``reset`` (the connection aborted)."""
-    from scrapy_rfc9309.testing import Delay, Drop, Stall, Static
+    from servers import Delay, Drop, Stall, Static
 
     kind = spec.get("robots", "ok")
     if kind == "stall":
@@ -176,7 +178,7 @@ def _robots_behaviour(spec: dict[str, Any]) -> Any:
 def _pages_behaviour(delay: float, headers: dict[str, str] | None = None, head: str = "") -> Any:
     """``/p/<n>``: a page (:func:`_page`, with ``head`` in its head and ``headers``) after ``delay``
     seconds; anything else: 404."""
-    from scrapy_rfc9309.testing import Delay, Dynamic, Static
+    from servers import Delay, Dynamic, Static
 
     not_found = Static(b"not found", status=404, headers={"Content-Type": "text/plain"})
 
@@ -190,7 +192,7 @@ def _pages_behaviour(delay: float, headers: dict[str, str] | None = None, head: 
 
 
 def serve_main(spec_path: str, log_path: str) -> int:
-    """Serve every site of the spec with :class:`scrapy_rfc9309.testing.Origin` in a
+    """Serve every site of the spec with :class:`servers.Origin` in a
     Twisted reactor of this process, print the ports, and stop when the parent
     closes stdin (or after ``max_life`` seconds); then write the request log:
     ``(wall time, site index, path)`` per request received."""
@@ -198,9 +200,9 @@ def serve_main(spec_path: str, log_path: str) -> int:
     if "cpu" in spec:
         with contextlib.suppress(OSError, AttributeError):
             os.sched_setaffinity(0, {spec["cpu"]})
+    tests_on_path()
+    from servers import Origin, Static
     from twisted.internet import reactor
-
-    from scrapy_rfc9309.testing import Origin, Static
 
     origins = []
     for site in spec["sites"]:

@@ -2,7 +2,7 @@
 
 Real robots.txt files (``benchmarks/corpus`` by default, or ``--corpus DIR``) are served by local
 origins (one per file, on 127.0.0.1, each with an ``ETag`` and a ``Last-Modified``, answering
-``304 Not Modified`` to matching validators: ``scrapy_rfc9309.testing.Conditional``). A crawl
+``304 Not Modified`` to matching validators: ``Conditional`` of the test servers, ``tests/servers``). A crawl
 requests one page per origin per round, for ``--rounds`` rounds; between two rounds it waits
 longer than ``ROBOTSTXT_CACHE_TTL`` (0.2 s here), so that every robots.txt has expired and is
 fetched again. Two configurations, side by side in each run: revalidation on (the default) and
@@ -33,6 +33,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from checkout import tests_on_path  # noqa: E402
+
+tests_on_path()
+
 from scrapy.utils.reactor import install_reactor  # noqa: E402
 
 install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
@@ -40,9 +44,8 @@ install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 import scrapy  # noqa: E402
 from scrapy.crawler import CrawlerRunner  # noqa: E402
 from scrapy.utils.defer import deferred_from_coro, deferred_to_future, maybe_deferred_to_future  # noqa: E402
+from servers import Conditional, Origin  # noqa: E402
 from twisted.internet import defer, reactor, task  # noqa: E402
-
-from scrapy_rfc9309.testing import Conditional, Origin  # noqa: E402
 
 TTL = 0.2
 GAP = 0.5

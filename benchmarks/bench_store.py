@@ -78,9 +78,11 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_middleware as bm
+from checkout import tests_on_path
 from previous import DEFAULT_REF, PreviousRelease
 
-from scrapy_rfc9309 import testing
+tests_on_path()
+import servers  # noqa: E402  (the test suite's loopback servers, from the checkout's tests/)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
@@ -167,11 +169,11 @@ def _die_with_parent() -> None:
 # --------------------------------------------------------------------------------------
 # redis-server, started and stopped by the benchmark
 # --------------------------------------------------------------------------------------
-class RedisServer(testing.RedisServer):
+class RedisServer(servers.RedisServer):
     """``redis-server`` on 127.0.0.1 on a free port, without persistence, under
     ``timeout`` (it stops by itself after REDIS_MAX_LIFE s) in a process group of
     its own; stopped on exit from the ``with`` block, even on error. Started by the
-    package's test support (:class:`scrapy_rfc9309.testing.RedisServer`); this adds
+    test suite's support (``tests/servers``' :class:`RedisServer`); this adds
     the benchmark's log, its version and its client."""
 
     def __init__(self, workdir: Path) -> None:
@@ -652,7 +654,7 @@ def measure_main(kind: str, spec_path: str, out_path: str) -> int:
     import gc
 
     spec = json.loads(Path(spec_path).read_text())
-    # This script imported the checkout's package (its test support): the measurement imports the one asked for.
+    # This script imported the checkout's package: the measurement imports the one asked for.
     for name in [name for name in sys.modules if name.split(".", 1)[0] == "scrapy_rfc9309"]:
         del sys.modules[name]
     sys.path.insert(0, spec["package_root"])

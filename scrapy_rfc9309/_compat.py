@@ -1,12 +1,11 @@
 """Everything the plugin needs from Scrapy beyond its documented API, and every
 difference between the Scrapy releases it supports (2.13 to the latest), in one
-place, found by feature detection rather than by version numbers.
-
-Timers, looping calls, sleeps and thread hand-offs go through this module too:
-Scrapy 2.14 and later run them on the asyncio loop when there is one (the asyncio
-reactor, or no reactor at all: ``TWISTED_REACTOR_ENABLED = False``, Scrapy 2.15
-and later), where importing ``twisted.internet.reactor`` is an error; Scrapy 2.13
-always has a reactor.
+place, found by feature detection rather than by version numbers: the engine's
+closing state and scheduler, the downloader's concurrency limit and download slots
+(:func:`download_slot` and the slot helpers below, for ``crawl_delay``), signals,
+exception names, settings with the add-ons applied. The event loop's timers,
+sleeps and thread hand-offs, and how they differ between releases and run modes,
+are :mod:`.loop`'s.
 
 :func:`missing` lists what the installed Scrapy lacks; a test asserts it is empty,
 so a release that removes one of these fails the suite instead of a crawl.
@@ -14,11 +13,9 @@ so a release that removes one of these fails the suite instead of a crawl.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import sys
-from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import scrapy
 from pydispatch import dispatcher  # type: ignore[import-untyped,unused-ignore]
@@ -27,16 +24,9 @@ from scrapy import signals
 from scrapy.http.headers import Headers
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
-from twisted.internet.defer import Deferred
-from twisted.internet.defer import TimeoutError as TimeoutError_
-from twisted.python.failure import Failure
 
-try:  # Scrapy 2.14 and later: mode-neutral timers (asyncio loop or reactor)
-    from scrapy.utils.asyncio import call_later as _call_later
-    from scrapy.utils.asyncio import create_looping_call as _create_looping_call
-    from scrapy.utils.asyncio import is_asyncio_available as _is_asyncio_available
-except ImportError:  # Scrapy 2.13: always a reactor
-    _call_later = _create_looping_call = _is_asyncio_available = None  # type: ignore[assignment]
+# re-exported for middleware/origin_states until the integrator's change lands
+from .loop import Timer, call_later, looping_call
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -51,10 +41,8 @@ __all__ = [
     "ROBOTS_PARSED",
     "SCRAPY_VERSION",
     "Timer",
-    "asyncio_available",
     "builtin_middleware_enabled",
     "caching_resolver",
-    "call_from_thread",
     "call_later",
     "cannot_request_errors",
     "close_spider",
@@ -64,6 +52,8 @@ __all__ = [
     "download",
     "download_slot",
     "engine_closing",
+    "existing_slot",
+    "keep_slot_setting",
     "looping_call",
     "missing",
     "network_errors",
@@ -71,15 +61,15 @@ __all__ = [
     "reactor_enabled",
     "refused_errors",
     "resolver_host_name",
-    "running_loop",
+    "schedule",
     "scheduler_persists",
     "send_signal",
+    "set_slot_delay",
     "set_slot_jitter",
     "settings_with_addons",
-    "sleep",
+    "slot_delay",
     "slot_jitter",
     "widen_concurrency",
-    "within",
 ]
 
 SCRAPY_VERSION: tuple[int, ...] = tuple(int(part) for part in scrapy.__version__.split(".")[:2] if part.isdigit())
@@ -91,157 +81,10 @@ BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware
 ROBOTS_PARSED: object | None = getattr(signals, "robots_parsed", None)
 
 
-class Timer(Protocol):
-    """A call scheduled by :func:`call_later` or :func:`looping_call`; cancelling
-    (stopping) one that already ran or was cancelled does nothing."""
-
-    def cancel(self) -> None: ...
-
-
 def reactor_enabled(settings: BaseSettings) -> bool:
     """Whether the crawl runs on a Twisted reactor (``TWISTED_REACTOR_ENABLED``,
     Scrapy 2.15 and later; always before)."""
     return settings.getbool("TWISTED_REACTOR_ENABLED", True)
-
-
-def asyncio_available() -> bool:
-    """Whether asyncio futures can be awaited here: a running asyncio loop, or the
-    asyncio reactor installed (``scrapy.utils.asyncio.is_asyncio_available``)."""
-    if _is_asyncio_available is not None:
-        return bool(_is_asyncio_available())
-    from scrapy.utils.reactor import is_asyncio_reactor_installed
-
-    return is_asyncio_reactor_installed()
-
-
-def call_later(delay: float, func: Callable[..., Any], *args: Any) -> Timer:
-    """Call ``func(*args)`` in ``delay`` seconds, on the asyncio loop when there is
-    one, else through the reactor (``scrapy.utils.asyncio.call_later``)."""
-    if _call_later is not None:
-        return _call_later(delay, func, *args)  # type: ignore[no-any-return]
-    from twisted.internet import reactor
-
-    return _DelayedCall(reactor.callLater(delay, func, *args))  # type: ignore[attr-defined]
-
-
-class _DelayedCall:
-    def __init__(self, call: Any) -> None:
-        self._call = call
-
-    def cancel(self) -> None:
-        if self._call.active():
-            self._call.cancel()
-
-
-class _Looping:
-    def __init__(self, call: Any) -> None:
-        self._call = call
-
-    def cancel(self) -> None:
-        if self._call.running:
-            self._call.stop()
-
-
-def looping_call(interval: float, func: Callable[..., Any], *args: Any) -> Timer:
-    """Call ``func(*args)`` every ``interval`` seconds, the first time after one
-    interval, until cancelled (``scrapy.utils.asyncio.create_looping_call``). An
-    exception from ``func`` is logged and stops the calls."""
-    if _create_looping_call is not None:
-        call = _create_looping_call(func, *args)
-    else:
-        from twisted.internet.task import LoopingCall
-
-        call = LoopingCall(func, *args)
-    started = call.start(interval, now=False)
-    if started is not None:  # Twisted's LoopingCall: its Deferred fails when func raises
-        started.addErrback(_log_looping_failure)
-    return _Looping(call)
-
-
-def _log_looping_failure(failure: Any) -> None:
-    import logging
-
-    logging.getLogger(__name__).error("Error in a looping call", exc_info=(failure.type, failure.value,
-                                                                           failure.getTracebackObject()))
-
-
-async def sleep(seconds: float) -> None:
-    """Sleep ``seconds`` in a coroutine of the crawl (``scrapy.utils.asyncio.sleep``
-    from Scrapy 2.18; the same choice of asyncio or reactor before)."""
-    if asyncio_available():
-        await asyncio.sleep(seconds)
-        return
-    from twisted.internet import reactor
-    from twisted.internet.task import deferLater
-
-    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))  # type: ignore[arg-type]
-
-
-async def within(awaitable: Coroutine[Any, Any, Any] | Deferred[Any], timeout: float) -> Any:
-    """Await ``awaitable`` (a coroutine or a Deferred), cancelling it and raising
-    the built-in :exc:`TimeoutError` after ``timeout`` seconds. In an asyncio task
-    (the asyncio reactor, or no reactor) it is awaited in place, so its answer
-    reaches the caller in the loop turn it arrives in."""
-    if _in_asyncio_task():
-        future = awaitable.asFuture(asyncio.get_running_loop()) if isinstance(awaitable, Deferred) else awaitable
-        try:
-            return await _wait_for(future, timeout)
-        except asyncio.TimeoutError:  # not the built-in TimeoutError before Python 3.11
-            raise TimeoutError(f"no answer in {timeout:g} s") from None
-    from twisted.internet import reactor
-
-    running = awaitable if isinstance(awaitable, Deferred) else deferred_from_coro(awaitable)
-    # A coroutine run as an asyncio task ends in asyncio's CancelledError (a
-    # BaseException) when the timeout cancels it, not in Twisted's, which
-    # addTimeout's default translation expects: translate whatever it ends in.
-    running.addTimeout(timeout, reactor, onTimeoutCancel=_timed_out)  # type: ignore[arg-type]
-    try:
-        return await maybe_deferred_to_future(running)
-    except TimeoutError_:
-        raise TimeoutError(f"no answer in {timeout:g} s") from None
-
-
-def _timed_out(result: Any, timeout: float) -> Failure:
-    return Failure(TimeoutError_(f"no answer in {timeout:g} s"))
-
-
-def _in_asyncio_task() -> bool:
-    try:
-        return asyncio.current_task() is not None
-    except RuntimeError:  # no running loop: another reactor
-        return False
-
-
-if sys.version_info >= (3, 11):
-
-    async def _wait_for(awaitable: Any, timeout: float) -> Any:
-        async with asyncio.timeout(timeout):
-            return await awaitable
-
-else:
-
-    async def _wait_for(awaitable: Any, timeout: float) -> Any:
-        return await asyncio.wait_for(awaitable, timeout)
-
-
-def call_from_thread(loop: asyncio.AbstractEventLoop | None, func: Callable[..., Any], *args: Any) -> None:
-    """From a worker thread, call ``func(*args)`` in the crawl's thread: on
-    ``loop`` (the asyncio loop the caller ran in, None without one), else
-    through the reactor."""
-    if loop is not None:
-        loop.call_soon_threadsafe(func, *args)
-        return
-    from twisted.internet import reactor
-
-    reactor.callFromThread(func, *args)  # type: ignore[attr-defined]
-
-
-def running_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop, or None (another reactor, or called outside one)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def has_receivers(crawler: Crawler, signal: object) -> bool:
@@ -300,6 +143,16 @@ def close_spider(crawler: Crawler, reason: str) -> None:
         deferred_from_coro(close_async(reason=reason))
     else:
         engine.close_spider(crawler.spider, reason)  # type: ignore[arg-type]
+
+
+def schedule(crawler: Crawler, request: Request) -> bool:
+    """Hand ``request`` to the crawl's scheduler, as a request a spider yields
+    (``engine.crawl``); False when the engine is gone."""
+    engine = crawler.engine
+    if engine is None:
+        return False
+    engine.crawl(request)
+    return True
 
 
 def engine_closing(engine: ExecutionEngine | None) -> bool:
@@ -362,13 +215,42 @@ def widen_concurrency(engine: ExecutionEngine | None, count: int) -> bool:
     return True
 
 
-def download_slot(downloader: Downloader, request: Request, spider: Any) -> tuple[str, Slot]:
-    """The download slot ``request`` will use, made now when it does not exist yet
-    (``Downloader._get_slot``; it took the spider before Scrapy 2.15)."""
-    get_slot = downloader._get_slot
+def download_slot(crawler: Crawler, request: Request) -> tuple[str, Slot]:
+    """The key and the download slot ``request`` will use, the slot made now when it
+    does not exist yet (``Downloader._get_slot``; it took the spider before Scrapy 2.15)."""
+    get_slot = _downloader(crawler)._get_slot
     if _SLOT_TAKES_SPIDER:
-        return get_slot(request, spider)  # type: ignore[call-arg]
+        return get_slot(request, crawler.spider)  # type: ignore[call-arg]
     return get_slot(request)
+
+
+def existing_slot(crawler: Crawler, key: str) -> Slot | None:
+    """The download slot of ``key``, None when the downloader has none (it drops idle
+    slots) or the engine is gone (``Downloader.slots``)."""
+    engine = crawler.engine
+    return None if engine is None else engine.downloader.slots.get(key)
+
+
+def keep_slot_setting(crawler: Crawler, key: str, name: str, value: float) -> None:
+    """Have the slot of ``key`` made with ``name`` (``"delay"``, ``"jitter"``) set to ``value``
+    when the downloader makes it again after dropping it idle, as a ``DOWNLOAD_SLOTS`` entry
+    would (``Downloader.per_slot_settings``)."""
+    _downloader(crawler).per_slot_settings.setdefault(key, {})[name] = value
+
+
+def slot_delay(slot: Slot) -> float:
+    """The slot's delay between downloads, in seconds, before its jitter (``Slot.delay``)."""
+    return float(slot.delay)
+
+
+def set_slot_delay(slot: Slot, delay: float) -> None:
+    slot.delay = delay
+
+
+def _downloader(crawler: Crawler) -> Downloader:
+    engine = crawler.engine
+    assert engine is not None, "the crawl's engine is not running"
+    return engine.downloader
 
 
 def slot_jitter(slot: Slot) -> float:
@@ -593,6 +475,10 @@ def missing() -> list[str]:
         gone.append("Downloader.total_concurrency")
     if not hasattr(Downloader, "_get_slot"):
         gone.append("Downloader._get_slot")
+    if "self.slots" not in inspect.getsource(Downloader):
+        gone.append("Downloader.slots")
+    if not hasattr(ExecutionEngine, "crawl"):
+        gone.append("ExecutionEngine.crawl")
     if not hasattr(Downloader, "get_slot_key"):
         gone.append("Downloader.get_slot_key")
     if "per_slot_settings" not in inspect.getsource(Downloader):

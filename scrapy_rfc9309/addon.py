@@ -22,8 +22,8 @@ class Addon:
     usage preferences of responses) and turns ``ROBOTSTXT_OBEY`` on at add-on priority, so a project or
     command-line ``ROBOTSTXT_OBEY = False`` still wins. Every ``ROBOTSTXT_*``
     setting with a default gets it at Scrapy's ``default`` priority, below any
-    other, so that ``crawler.settings`` and ``scrapy settings --get`` show the value
-    in force."""
+    other, so that ``crawler.settings`` and ``python -m scrapy_rfc9309.config --get``
+    show the value in force."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         _compat.disable_builtin_middleware(settings)

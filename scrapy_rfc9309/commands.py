@@ -1,5 +1,4 @@
-"""The plugin's Scrapy commands: ``scrapy robotstxt`` explains a verdict, and
-``scrapy settings`` shows the settings with the add-ons' changes.
+"""The plugin's Scrapy command: ``scrapy robotstxt`` explains a verdict.
 
 ``scrapy robotstxt URL [--agent TOKEN] [--file PATH]``: explain a verdict.
 
@@ -23,13 +22,6 @@ directory that is missing, unreadable or not a ledger). A run that did not end c
 (its last segment not sealed) is a problem unless ``--allow-unsealed``. The first
 argument ``audit`` selects the audit: a URL whose host is ``audit`` needs its scheme
 (``http://audit/``).
-
-``scrapy settings [--get NAME ...]`` is Scrapy's command, with the settings as a
-crawl gets them: after the project's add-ons (``ADDONS``) have changed them. Up to
-Scrapy 2.19 Scrapy's own command prints them before any add-on runs (Scrapy issue
-7010), so that with ``ADDONS = {"scrapy_rfc9309.Addon": 0}`` it would print
-``ROBOTSTXT_OBEY = False`` and no ``ROBOTSTXT_*`` default. A Scrapy whose command
-applies the add-ons itself (it then has a ``--spider`` option) runs unchanged.
 """
 
 from __future__ import annotations
@@ -44,12 +36,10 @@ from urllib.parse import urlsplit
 
 from scrapy import Spider
 from scrapy.commands import ScrapyCommand
-from scrapy.commands.settings import Command as ScrapySettingsCommand
 from scrapy.exceptions import UsageError
-from scrapy.settings import BaseSettings
 from scrapy.utils.url import add_http_if_no_scheme
 
-from . import _compat, matcher_in_use
+from . import matcher_in_use
 from .access import Access, FetchOutcome, OriginState
 from .agent import product_token
 from .audit import LedgerError, audit, format_text
@@ -59,7 +49,7 @@ from .middleware import RobotsTxtMiddleware
 from .origin import Origin
 from .response_usage import UsageMiddleware
 
-__all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "SettingsCommand", "exit_status",
+__all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "exit_status",
            "explain", "explain_tdmrep", "run_audit", "url_problem"]
 
 #: Exit statuses of the command.
@@ -311,25 +301,3 @@ def run_audit(directories: list[str], opts: argparse.Namespace) -> int:
     else:
         print(format_text(result, opts.allow_unsealed))
     return result.exit_status(opts.allow_unsealed)
-
-
-class SettingsCommand(ScrapySettingsCommand):
-    """``scrapy settings``, with the changes of the project's add-ons."""
-
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if "spider" in vars(opts):  # Scrapy's own command applies the add-ons (and a spider's settings)
-            super().run(args, opts)
-            return
-        assert self.settings is not None
-        settings = _compat.settings_with_addons(self.settings)
-        if opts.get:
-            value = settings.get(opts.get)
-            print(json.dumps(value.copy_to_dict()) if isinstance(value, BaseSettings) else value)
-        elif opts.getbool:
-            print(settings.getbool(opts.getbool))
-        elif opts.getint:
-            print(settings.getint(opts.getint))
-        elif opts.getfloat:
-            print(settings.getfloat(opts.getfloat))
-        elif opts.getlist:
-            print(settings.getlist(opts.getlist))

@@ -57,25 +57,22 @@ class CrawlDelay(Reporting):
                             origin, delay, self.cap, extra={"spider": self.crawler.spider})
                 self._inc("crawl_delay_capped")
             delay = self.cap
-        engine = self.crawler.engine
-        assert engine is not None
-        downloader = engine.downloader
-        key, slot = _compat.download_slot(downloader, request, self.crawler.spider)
+        key, slot = _compat.download_slot(self.crawler, request)
         # The slot goes no faster than the slowest of its origins asks.
         asked = self._asked.setdefault(key, {})
         asked[origin] = delay
         delay = max(asked.values())
         if self._applied.get(key) == delay:
             return
-        configured = self._configured.setdefault(key, slot.delay)
+        configured = self._configured.setdefault(key, _compat.slot_delay(slot))
         jitter = _compat.slot_jitter(slot)
         if jitter >= 1:  # a gap could be 0 however large the delay
             jitter = 0.0
             _compat.set_slot_jitter(slot, jitter)
-            downloader.per_slot_settings.setdefault(key, {})["jitter"] = 0.0
+            _compat.keep_slot_setting(self.crawler, key, "jitter", 0.0)
         floor = max(configured, delay / (1 - jitter) if jitter > 0 else delay)
-        downloader.per_slot_settings.setdefault(key, {})["delay"] = floor
-        slot.delay = floor if key in self._applied else max(slot.delay, floor)
+        _compat.keep_slot_setting(self.crawler, key, "delay", floor)
+        _compat.set_slot_delay(slot, floor if key in self._applied else max(_compat.slot_delay(slot), floor))
         self._applied[key] = delay
         self._floors[key] = floor
         self._inc("crawl_delay_applied")
@@ -83,12 +80,10 @@ class CrawlDelay(Reporting):
                      extra={"spider": self.crawler.spider})
 
     def _restore(self, response: Response, request: Request, spider: Any = None) -> None:
-        engine = self.crawler.engine
         key = request.meta.get("download_slot")
-        if engine is None or key is None:
+        if not isinstance(key, str) or key not in self._floors:
             return
-        floor = self._floors.get(key)
-        if floor is not None:
-            slot = engine.downloader.slots.get(key)
-            if slot is not None and slot.delay < floor:
-                slot.delay = floor
+        floor = self._floors[key]
+        slot = _compat.existing_slot(self.crawler, key)
+        if slot is not None and _compat.slot_delay(slot) < floor:
+            _compat.set_slot_delay(slot, floor)

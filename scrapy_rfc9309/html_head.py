@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from html import unescape
 
+from .bounded import BoundedDict
+
 __all__ = ["HeadMeta", "read_head_meta"]
 
 #: Elements that may stand in a head (and ``html``/``head`` themselves).
@@ -54,7 +56,7 @@ MAX_TAGS = 256
 #: ``>`` (when that text is all they were read from): at most this many, of at most this length.
 _MAX_PARSED = 256
 _MAX_PARSED_LENGTH = 256
-_parsed: dict[str, tuple[str, str | None]] = {}
+_parsed: BoundedDict[str, tuple[str, str | None]] = BoundedDict(_MAX_PARSED)
 #: Attributes whose every quote opens or closes a quoted value: :func:`_attributes` reads them
 #: without looking past the ``>`` that follows them. No part matches in more than one way.
 _CLEAN = re.compile(r"""(?:[\s/]*[^\s"'>/=]+(?![^\s"'>/=])
@@ -227,8 +229,6 @@ def _scan(text: str, names: Collection[str], to_end: bool, located: Collection[s
                     return tags, False
                 parsed = (attributes.get("name", ""), attributes.get("content"))
                 if inside is not None and _CLEAN.fullmatch(inside):  # read from the tag's own text alone
-                    if len(_parsed) >= _MAX_PARSED:
-                        _parsed.clear()
                     _parsed[inside] = parsed
             tag = _wanted(parsed, names)
             if tag is not None:
@@ -313,9 +313,9 @@ class _Plan:
         self.encoded = tuple((name, name.encode("ascii", "replace")) for name in sorted(names))
         self.raw = tuple(raw for _name, raw in self.encoded)
         self.named = re.compile(b"|".join(map(re.escape, self.raw))).search
-        self.tags: dict[bytes, tuple[str, str] | None] = {}
+        self.tags: BoundedDict[bytes, tuple[str, str] | None] = BoundedDict(_MAX_PARSED)
         #: The wanted tags of a plain run from its first ``<meta`` (see :func:`_read_plain`), by its bytes.
-        self.runs: dict[bytes, tuple[tuple[str, str], ...]] = {}
+        self.runs: BoundedDict[bytes, tuple[tuple[str, str], ...]] = BoundedDict(_MAX_PARSED)
 
     def located(self, lowered: bytes) -> list[str]:
         """The names that occur in the lower-cased bytes of a head."""
@@ -333,8 +333,6 @@ class _Plan:
             attributes, _end = _attributes(text + ">", 0)
             tag = _wanted((attributes.get("name", ""), attributes.get("content")), self.names)
         if len(inside) <= _MAX_PARSED_LENGTH:
-            if len(self.tags) >= _MAX_PARSED:
-                self.tags.clear()
             self.tags[inside] = tag
         return tag
 
@@ -342,15 +340,13 @@ class _Plan:
 #: The longest plain run from a head's first ``<meta`` remembered (pages of a site repeat their meta tags).
 _MAX_RUN = 4096
 #: The plans by wanted names and codec (a crawl has a few).
-_PLANS: dict[tuple[frozenset[str], str], _Plan] = {}
+_PLANS: BoundedDict[tuple[frozenset[str], str], _Plan] = BoundedDict(64)
 
 
 def _plan(names: Collection[str], codec: str) -> _Plan:
     key = (names if isinstance(names, frozenset) else frozenset(names), codec)
     plan = _PLANS.get(key)
     if plan is None:
-        if len(_PLANS) >= 64:
-            _PLANS.clear()
         plan = _PLANS[key] = _Plan(key[0], codec)
     return plan
 
@@ -393,8 +389,6 @@ def _read_plain(data: bytes, lowered: bytes, plan: _Plan, last: int,
                 return tags, False
     if plain > last and (plain == size or complete):  # nothing left that _scan would read
         if run is not None:
-            if len(plan.runs) >= _MAX_PARSED:
-                plan.runs.clear()
             plan.runs[run] = tuple(tags)
         return tags, False
     return _scan(data[plain:].decode(plan.codec, errors="replace"), plan.names, not complete, plan.located(lowered),

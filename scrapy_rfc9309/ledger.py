@@ -31,6 +31,7 @@ from twisted.internet import defer
 
 from . import __version__, _compat
 from .access import Access, OriginState, Policy
+from .bounded import BoundedDict
 from .documents import ROBOTS_TXT, TDMREP, Document
 from .exceptions import RobotsTxtConfigError, RobotsTxtLedgerError
 from .judgement import Judgement, Kind
@@ -46,6 +47,7 @@ from .ledger_format import (
     version_digest,
     version_name,
 )
+from .loop import call_from_thread, call_later, running_loop
 from .meta import FINGERPRINT_META
 from .reporting import Reporting
 
@@ -115,7 +117,7 @@ class Ledger(Reporting):
         self.failure: str | None = None
         self.closed = False
         self._reactor = _compat.reactor_enabled(crawler.settings)
-        self._loop = _compat.running_loop()
+        self._loop = running_loop()
         self._fd = -1
         self._path = ""
         self._segment = 0
@@ -126,11 +128,11 @@ class Ledger(Reporting):
         #: Records handed to the OS (read by the worker, which syncs when it changed).
         self.written = 0
         #: Per document: origin -> (the parsed file, or the state, whose version it is; its digest).
-        self._digests: dict[str, dict[Origin, tuple[object, str | None]]] = {}
+        self._digests: dict[str, BoundedDict[Origin, tuple[object, str | None]]] = {}
         #: Digests whose file is known to be in ``versions/``.
-        self._stored: set[str] = set()
-        self._origins: dict[Origin, str] = {}
-        self._rules: dict[Rule, str] = {}
+        self._stored: BoundedDict[str, None] = BoundedDict(_DIGESTS_KEPT)
+        self._origins: BoundedDict[Origin, str] = BoundedDict(_DIGESTS_KEPT)
+        self._rules: BoundedDict[Rule, str] = BoundedDict(_DIGESTS_KEPT)
         self._fingerprint: Callable[[Request], bytes] | None = None
         self._worker = _Worker(self)
         try:
@@ -210,16 +212,12 @@ class Ledger(Reporting):
     def _origin_json(self, origin: Origin) -> str:
         text = self._origins.get(origin)
         if text is None:
-            if len(self._origins) >= _DIGESTS_KEPT:
-                self._origins.clear()
             text = self._origins[origin] = _string(origin.with_port)
         return text
 
     def _rule_json(self, rule: Rule) -> str:
         text = self._rules.get(rule)
         if text is None:
-            if len(self._rules) >= _DIGESTS_KEPT:
-                self._rules.clear()
             text = self._rules[rule] = _dumps([rule.directive, rule.pattern, rule.line])
         return text
 
@@ -237,9 +235,9 @@ class Ledger(Reporting):
 
     def _remember(self, origin: Origin, state: OriginState, document: Document, key: object,
                   version: _Version | None) -> str | None:
-        digests = self._digests.setdefault(document.name, {})
-        if len(digests) >= _DIGESTS_KEPT and origin not in digests:
-            del digests[next(iter(digests))]
+        digests = self._digests.get(document.name)
+        if digests is None:
+            digests = self._digests[document.name] = BoundedDict(_DIGESTS_KEPT)
         digest = version.digest if version is not None else None
         if digest is None and state.access is Access.UNREACHABLE and state.parsed is not None:
             # A stale copy whose fetch is not known (a store record of an earlier version): the version this
@@ -258,7 +256,8 @@ class Ledger(Reporting):
         if self.closed or self.failure is not None:
             return
         key: object = state.parsed if state.parsed is not None else state
-        was = self._digests.get(document.name, {}).get(origin) if change is not None else None
+        known = self._digests.get(document.name)
+        was = known.get(origin) if change is not None and known is not None else None
         version = _Version.of(origin, state, document, source, self._policy)
         digest = self._remember(origin, state, document, key, version)
         if version is not None and version.digest not in self._stored:
@@ -267,9 +266,7 @@ class Ledger(Reporting):
             except OSError as exc:
                 self._failed(os.path.join(self._versions, version_name(version.digest)), exc)
                 return
-            if len(self._stored) >= _DIGESTS_KEPT:
-                self._stored.clear()
-            self._stored.add(version.digest)
+            self._stored[version.digest] = None
         outcome = state.outcome
         unreachable = state.access is Access.UNREACHABLE
         record = {"k": "state", "t": round(time.time(), 3), "p": self._link, "o": origin.with_port,
@@ -387,7 +384,7 @@ class Ledger(Reporting):
 
     # -- the worker ------------------------------------------------------------------------
     def _submit(self, job: Callable[..., Any], *args: Any, done: defer.Deferred[Any] | None = None) -> None:
-        loop = _compat.running_loop()
+        loop = running_loop()
         if loop is not None:
             self._loop = loop
         self._worker.jobs.put((job, args, done))
@@ -401,7 +398,7 @@ class Ledger(Reporting):
         """Call ``func(*args)`` in the crawl's thread."""
         if self._loop is None and not self._reactor:
             return  # no loop seen yet: the failure is noticed at the next record
-        _compat.call_from_thread(self._loop, func, *args)
+        call_from_thread(self._loop, func, *args)
 
     def _sync(self) -> None:
         """In the worker: fsync the open segment if records were written since the last time."""
@@ -445,7 +442,7 @@ class Ledger(Reporting):
         logger.error("robots.txt ledger: cannot write %s (%s): closing the spider; no request is released without "
                      "its record", path, _os_error(exc), extra=self._log_extra)
         if not self.closed:
-            _compat.call_later(0, _compat.close_spider, self.crawler, CLOSE_REASON)
+            call_later(0, _compat.close_spider, self.crawler, CLOSE_REASON)
 
     def worker_failed(self, path: str, exc: OSError) -> None:
         """From the worker (through the crawl's thread): a sync or a compression failed."""

@@ -35,6 +35,7 @@ from twisted.internet import defer
 
 from . import _compat
 from .exceptions import RobotsTxtLedgerError
+from .loop import Timer, call_later
 from .meta import GIVEN_UP_META, KEEPER_META
 from .reporting import Reporting
 
@@ -70,7 +71,7 @@ class Parking(Reporting):
         self._incoming: dict[Request, tuple[Origin, int]] = {}
         #: Requests being scheduled again (their origin no longer parks).
         self._releasing: list[tuple[Request, int]] = []
-        self._releaser: _compat.Timer | None = None
+        self._releaser: Timer | None = None
         self.count = 0
         self.closing = False
         self._listening = False
@@ -178,7 +179,7 @@ class Parking(Reporting):
             parked = [(request, flags | GIVEN_UP if flags & HELD else flags) for request, flags in parked]
         self._releasing.extend(parked)
         if self._releaser is None:
-            self._releaser = _compat.call_later(0, self._release_batch)
+            self._releaser = call_later(0, self._release_batch)
         return sum(1 for _, flags in parked if flags & HELD)
 
     def _release_batch(self) -> None:
@@ -190,18 +191,17 @@ class Parking(Reporting):
             self.count -= 1
             self._reschedule(request, flags)
         if self._releasing:
-            self._releaser = _compat.call_later(0, self._release_batch)
+            self._releaser = call_later(0, self._release_batch)
         self._settle()
 
     def _reschedule(self, request: Request, flags: int) -> None:
         """Schedule a parked request again: one that had passed the duplicate filter
         as a copy it lets through (the filter saw it once; it is crawled once)."""
-        engine = self.crawler.engine
-        if engine is not None:
+        if self.crawler.engine is not None:
             again = request.replace(dont_filter=True) if flags & SEEN else request
             if flags & GIVEN_UP:
                 again.meta[GIVEN_UP_META] = True
-            engine.crawl(again)
+            _compat.schedule(self.crawler, again)
 
     def _settle(self) -> None:
         if self.count or self._incoming or self._parked or self._releasing:

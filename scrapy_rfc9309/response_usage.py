@@ -19,6 +19,7 @@ from w3lib.encoding import http_content_type_encoding
 from . import _compat
 from . import signals as rfc_signals
 from ._compat import header_values
+from .bounded import BoundedDict
 from .config import Config
 from .enforcement import Enforcement
 from .exceptions import RobotsTxtUsageDeniedByResponse
@@ -79,13 +80,14 @@ class ResponseUsage(Reporting):
         self._malformed_logged: set[str] = set()
         # The answer per combination of inputs: a site sends the same few header values, and the same
         # robots.txt record applies to many URLs, so most responses are answered by one look-up.
-        self._answers: dict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = {}
+        self._answers: BoundedDict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = BoundedDict(
+            _MAX_ANSWERS)
         #: Per Content-Type value: whether it is HTML's, and its encoding.
-        self._kinds: dict[bytes, tuple[bool, str | None]] = {}
+        self._kinds: BoundedDict[bytes, tuple[bool, str | None]] = BoundedDict(_MAX_ANSWERS)
         #: The names of _FIELDS as each headers class stores them, and the set of the usage ones.
         self._keys: dict[type, tuple[tuple[Any, ...], frozenset[Any]]] = {}
         #: The meta names read, per product token.
-        self._names: dict[str, frozenset[str]] = {}
+        self._names: BoundedDict[str, frozenset[str]] = BoundedDict(_MAX_ANSWERS)
 
     def read(self, request: Request, response: Response, token: str | Callable[[], str],
              robots_url: str | Callable[[], str]) -> Preferences | None:
@@ -126,8 +128,6 @@ class ResponseUsage(Reporting):
         answer = self._answers.get(key)
         if answer is None:
             answer = self._answer(robots, robots_url, match, fields, head, token)
-            if len(self._answers) >= _MAX_ANSWERS:
-                self._answers.clear()
             self._answers[key] = answer
         preferences, malformed = answer
         for what, error in malformed:
@@ -138,8 +138,6 @@ class ResponseUsage(Reporting):
         """Whether a ``Content-Type`` value is HTML's, and the encoding it names (remembered)."""
         html = b"html" in content_type.lower()
         kind = (html, http_content_type_encoding(content_type.decode("latin-1")) if html else None)
-        if len(self._kinds) >= _MAX_ANSWERS:
-            self._kinds.clear()
         self._kinds[content_type] = kind
         return kind
 
@@ -160,8 +158,6 @@ class ResponseUsage(Reporting):
         """The meta tags of the head of an HTML ``response`` that may state a preference, or None."""
         names = self._names.get(token)
         if names is None:
-            if len(self._names) >= _MAX_ANSWERS:
-                self._names.clear()
             names = self._names[token] = _META_NAMES | {token} if token else _META_NAMES
         head = read_head_meta(response.body, encoding, self.max_bytes, names)
         if not head.complete:

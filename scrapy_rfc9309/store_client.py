@@ -26,10 +26,10 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from . import _compat
 from .access import OriginState
 from .documents import ROBOTS_TXT, Document
 from .exceptions import RobotsTxtConfigError
+from .loop import Timer, asyncio_available, looping_call, sleep, within
 from .record import Record, RecordError, dated_ahead, decode, encode
 from .reporting import Reporting
 from .stores import AsyncStore, Claim, Store
@@ -68,7 +68,7 @@ class Lease:
     """The fetch lock of one origin, renewed while the fetch runs."""
 
     key: str
-    renewer: _compat.Timer | None = None
+    renewer: Timer | None = None
     done: bool = False
 
 
@@ -89,7 +89,7 @@ class StoreClient(Reporting):
 
     def __init__(self, store: Store | AsyncStore, crawler: Crawler, config: Config) -> None:
         self.name = type(store).__name__
-        if isinstance(store, AsyncStore) and not _compat.asyncio_available():
+        if isinstance(store, AsyncStore) and not asyncio_available():
             raise RobotsTxtConfigError(
                 f"ROBOTSTXT_STORE ({self.name}) needs asyncio: set TWISTED_REACTOR to "
                 "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), or run without a "
@@ -151,7 +151,7 @@ class StoreClient(Reporting):
 
     async def _timed(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         try:
-            return await _compat.within(coroutine, self.timeout)
+            return await within(coroutine, self.timeout)
         except TimeoutError:
             raise TimeoutError(f"no answer in {self.timeout:g} s (ROBOTSTXT_STORE_TIMEOUT)") from None
 
@@ -275,7 +275,7 @@ class StoreClient(Reporting):
                     continue
                 self._inc(f"{document.stat}store_poll")
                 if told is None:  # the store cannot tell: poll
-                    await _compat.sleep(min(delay, max(give_up - time.time(), 0.0)))
+                    await sleep(min(delay, max(give_up - time.time(), 0.0)))
                     delay = min(delay * _POLL_GROWTH, _POLL_MAX)
 
     def _decoded(self, key: str, record: Record | None, now: float,
@@ -304,7 +304,7 @@ class StoreClient(Reporting):
 
     def _lease(self, key: str) -> Lease:
         lease = Lease(key)
-        lease.renewer = _compat.looping_call(max(self.lock_ttl / 3, 0.05), self._renew, lease)
+        lease.renewer = looping_call(max(self.lock_ttl / 3, 0.05), self._renew, lease)
         return lease
 
     def _renew(self, lease: Lease) -> None:
@@ -348,7 +348,7 @@ class StoreClient(Reporting):
         if self._pending:
             waiting = defer.DeferredList(list(self._pending), consumeErrors=True)
             try:
-                await _compat.within(waiting, _CLOSE_TIMEOUT)
+                await within(waiting, _CLOSE_TIMEOUT)
             except TimeoutError:
                 logger.warning("robots.txt store %s: saves still running at close were abandoned", self.name,
                                extra=self._log_extra)

@@ -5,10 +5,9 @@ from typing import Any
 
 import pytest
 import reactorless
+from servers import Origin
+from servers.loopback import loopback_problem
 from twisted.internet import defer
-
-from scrapy_rfc9309.testing import Origin
-from scrapy_rfc9309.testing.loopback import loopback_problem
 
 #: The highest loopback address a test serves on (127.0.0.1 to 127.0.0.<LAST_LOOPBACK>).
 LAST_LOOPBACK = 64
@@ -66,7 +65,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture
 def origins() -> Iterator[Callable[..., Origin]]:
-    """Factory for started :class:`scrapy_rfc9309.testing.Origin` objects, all stopped after the test.
+    """Factory for started :class:`servers.Origin` objects, all stopped after the test.
 
     ``make = origins; a = make("127.0.0.1"); b = make("127.0.0.2", behaviours={...}, links=[...])``.
     Teardown aborts every open connection (stalled, streaming, keep-alive) and cancels pending timers.
@@ -87,10 +86,9 @@ def origins() -> Iterator[Callable[..., Origin]]:
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[Any]:
-    """One ``redis-server`` for the session (``scrapy_rfc9309.testing.RedisServer``)."""
+    """One ``redis-server`` for the session (``servers.RedisServer``)."""
     from optional import require_redis_server
-
-    from scrapy_rfc9309.testing import RedisServer
+    from servers import RedisServer
 
     server = RedisServer(require_redis_server()).start()
     yield server
@@ -114,8 +112,7 @@ def redis_url(redis_server: Any) -> str:
 def own_redis() -> Iterator[Any]:
     """A ``redis-server`` of this test's own, which the test may stop and start."""
     from optional import require_redis_server
-
-    from scrapy_rfc9309.testing import RedisServer
+    from servers import RedisServer
 
     server = RedisServer(require_redis_server()).start()
     yield server
@@ -126,8 +123,7 @@ def own_redis() -> Iterator[Any]:
 def redis_cluster_server() -> Iterator[Any]:
     """One Redis Cluster (three masters) for the session."""
     from optional import require_redis_server
-
-    from scrapy_rfc9309.testing import RedisCluster
+    from servers import RedisCluster
 
     cluster = RedisCluster(require_redis_server()).start()
     yield cluster

@@ -10,11 +10,11 @@ from typing import Any
 from crawl import CrawlResult, ListSpider
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
+from servers import Hit, Origin, Static, server_reactor
 from twisted.internet import defer
 from twisted.internet.task import deferLater
 
 from scrapy_rfc9309.record import Record
-from scrapy_rfc9309.testing import Hit, Origin, Static, server_reactor
 
 __all__ = [
     "BUILTIN",

@@ -20,7 +20,7 @@ def missing(what: str) -> NoReturn:
 def require_redis_server() -> str:
     """The path of ``redis-server``: a test that needs it is skipped without it on a
     developer's machine and fails under CI, where ``.ci/run`` installs it."""
-    from scrapy_rfc9309.testing import redis_server_binary
+    from servers import redis_server_binary
 
     path = redis_server_binary()
     if path is None:

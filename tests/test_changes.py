@@ -10,13 +10,13 @@ import pytest_twisted
 from crawl import run_crawl
 from ledger_writer import records
 from middleware_support import mw_settings, page_hits, stat, text
+from servers import Sequence
 from test_revalidation import _SHORT, TwoRoundsSpider, _rounds
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.audit import audit, format_text
 from scrapy_rfc9309.changes import MAX_LISTED, diff
-from scrapy_rfc9309.testing import Sequence
 
 OLD = ("User-agent: *\n"
        "Disallow: /a\n"

@@ -1,6 +1,6 @@
 """``scrapy robotstxt URL [--agent X] [--file PATH]`` run as a real command in a subprocess.
 
-The fetch-mode tests serve robots.txt from a :class:`scrapy_rfc9309.testing.ThreadedOrigin`, an
+The fetch-mode tests serve robots.txt from a :class:`servers.ThreadedOrigin`, an
 ``http.server`` in a thread of this process (not the Twisted origins: the test does not run the
 reactor while it waits for the subprocess); the server records every path it receives.
 """
@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 from reactorless import command_options
-
-from scrapy_rfc9309.testing import ThreadedOrigin
+from servers import ThreadedOrigin
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,5 +1,6 @@
 """The Scrapy internals the plugin relies on (scrapy_rfc9309._compat), checked on the
-installed Scrapy: a release that removes one fails here, by name, not in a crawl."""
+installed Scrapy: a release that removes one fails here, by name, not in a crawl; and the
+event loop's helpers (scrapy_rfc9309.loop) in the run mode of the suite."""
 
 from __future__ import annotations
 
@@ -70,8 +71,14 @@ def test_download_slot_and_widening_in_a_real_crawl(origins):
             if "probe" not in seen:
                 crawler = Probe.crawler
                 engine = crawler.engine
-                key, slot = _compat.download_slot(engine.downloader, request, crawler.spider)
-                seen["probe"] = (key, slot is engine.downloader.slots[key])
+                key, slot = _compat.download_slot(crawler, request)
+                seen["probe"] = (key, slot is engine.downloader.slots[key], _compat.existing_slot(crawler, key) is slot,
+                                 _compat.existing_slot(crawler, "no such slot"))
+                _compat.set_slot_delay(slot, 2.5)
+                _compat.keep_slot_setting(crawler, key, "delay", 2.5)
+                seen["delay"] = (_compat.slot_delay(slot), slot.delay, engine.downloader.per_slot_settings[key])
+                _compat.set_slot_delay(slot, 0.0)
+                del engine.downloader.per_slot_settings[key]
                 before = engine.downloader.total_concurrency
                 assert _compat.widen_concurrency(engine, 3)
                 assert _compat.widen_concurrency(engine, -3)
@@ -91,7 +98,8 @@ def test_download_slot_and_widening_in_a_real_crawl(origins):
     settings = mw_settings(DOWNLOADER_MIDDLEWARES={**mw_settings()["DOWNLOADER_MIDDLEWARES"], f"{__name__}.Probe": 50})
     result = yield run_crawl([Request(a.url("/page"))], settings)
     assert result.responses == [a.url("/page")]
-    assert seen["probe"] == ("127.0.0.1", True)
+    assert seen["probe"] == ("127.0.0.1", True, True, None)
+    assert seen["delay"] == (2.5, 2.5, {"delay": 2.5})
     assert seen["restored"] is True
     assert seen["closing"] is False
 
@@ -143,3 +151,46 @@ def test_header_values_is_getlist_for_a_normalized_name():
             key = headers.normkey(name)
             assert _compat.header_values(headers, key) == headers.getlist(name)
         assert _compat.header_values(headers, headers.normkey("x-robots-tag")) == [b"noai", b"noindex", b"nofollow"]
+
+
+# ------------------------------------------------------------------ the event loop (scrapy_rfc9309.loop)
+
+
+def test_compat_re_exports_the_loop_helpers_it_gave():
+    from scrapy_rfc9309 import loop
+
+    assert (_compat.Timer, _compat.call_later, _compat.looping_call) == (loop.Timer, loop.call_later,
+                                                                         loop.looping_call)
+
+
+@pytest_twisted.inlineCallbacks
+def test_timers_sleeps_and_timeouts_run_on_the_crawls_loop():
+    """In either run mode (the asyncio reactor, or its loop alone), in a coroutine run as Scrapy runs
+    the plugin's: a call later runs once, a cancelled one never, a looping call until cancelled, and
+    an awaitable that does not finish in time raises the built-in TimeoutError."""
+    from scrapy.utils.defer import deferred_from_coro
+
+    yield deferred_from_coro(_timers_sleeps_and_timeouts())
+
+
+async def _timers_sleeps_and_timeouts() -> None:
+    import asyncio
+
+    from scrapy_rfc9309 import loop
+
+    calls: list[str] = []
+    loop.call_later(0.01, calls.append, "later")
+    loop.call_later(0.01, calls.append, "cancelled").cancel()
+    looping = loop.looping_call(0.01, calls.append, "tick")
+    for _ in range(500):  # until three ticks, bounded (5 s)
+        if calls.count("tick") >= 3:
+            break
+        await loop.sleep(0.01)
+    looping.cancel()
+    ticks = calls.count("tick")
+    await loop.sleep(0.05)
+    assert calls.count("later") == 1 and "cancelled" not in calls
+    assert 3 <= ticks == calls.count("tick")  # none after the cancel
+    with pytest.raises(TimeoutError):
+        await loop.within(asyncio.sleep(30) if loop.asyncio_available() else loop.sleep(30), 0.05)
+    assert await loop.within(loop.sleep(0), 5) is None

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 from crawl import run_crawl
-
-from scrapy_rfc9309.testing import Delay, Origin
+from servers import Delay, Origin
 
 MW_LOGGER = "scrapy_rfc9309"
 TOLERANCE = 0.05

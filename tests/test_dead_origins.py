@@ -16,9 +16,9 @@ import pytest_twisted
 from crawl import run_crawl
 from middleware_support import ENABLE, BatchSpider, mw_settings, page_hits, robots_hits, stat
 from scrapy.exceptions import NotConfigured
+from servers import Redirect, free_port
 
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
-from scrapy_rfc9309.testing import Redirect, free_port
 
 #: A name that never resolves (RFC 6761: resolvers answer NXDOMAIN for .invalid).
 DEAD_HOST = "nonexistent-host.invalid"

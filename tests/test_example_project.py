@@ -305,3 +305,31 @@ def test_demo_writes_its_ledger_and_the_audit_verifies_it(demo: subprocess.Compl
         logged = re.search(r"^\s*held \((\d+)\)", section, re.M)  # the requests held in the downloader
         assert (held >= int(logged.group(1)) > 0) if name == "recovering" else (held == 0 and not logged), (
             name, table[base], section)
+
+
+def test_a_copy_outside_the_clone_loads_its_spiders_and_names_the_servers_the_demo_needs(tmp_path: Path) -> None:
+    """The demo site's servers are the test suite's (tests/servers), which the installed package does not
+    carry: a copy of the project elsewhere lists its spiders without them, and its demo site says where
+    they are; with the clone's tests/ on PYTHONPATH it is served."""
+    import shutil
+
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy, ignore=shutil.ignore_patterns("__pycache__", ".scrapy", "demo-ledger"))
+    listed = subprocess.run([SCRAPY, "list"], cwd=copy, env=_env(), capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["demo", "real_sites"]
+    alone = subprocess.run([sys.executable, "-m", "example_project.demo_site"], cwd=copy, env=_env(),
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert alone.returncode == 1
+    assert "The demo site runs from a clone of scrapy-rfc9309" in alone.stderr, alone.stderr
+    served = subprocess.Popen([sys.executable, "-m", "example_project.demo_site"], cwd=copy,
+                              env=_env(PYTHONPATH=str(PROJECT.parent / "tests")), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert served.stdout is not None
+        line = next((line for line in served.stdout if "try: scrapy robotstxt" in line), None)
+    finally:
+        served.terminate()
+        served.communicate(timeout=30)
+    assert line is not None and "http://127.0.0.1:" in line

@@ -38,13 +38,13 @@ from optional import missing
 from reactorless import blockon, command_options
 from scrapy import Request
 from scrapy.http import Response
+from servers import Gate, Huge, Redirect, SilentListener, Stall, Static, ThreadedOrigin, server_reactor
 from twisted.internet import defer
 
 from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable
 from scrapy_rfc9309.fetch import RobotsFetcher
-from scrapy_rfc9309.testing import Gate, Huge, Redirect, SilentListener, Stall, Static, ThreadedOrigin, server_reactor
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = "User-agent: *\nDisallow: /private\n"

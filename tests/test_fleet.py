@@ -20,11 +20,11 @@ import pytest_twisted
 import redis
 from middleware_support import ENABLE, page_hits, robots_hits, text
 from reactorless import is_reactorless
+from servers import Delay, server_reactor
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309 import _compat
-from scrapy_rfc9309.testing import Delay, server_reactor
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

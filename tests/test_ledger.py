@@ -20,13 +20,13 @@ from crawl import run_crawl
 from ledger_writer import read_lines, records, versions, write_lines
 from middleware_support import BatchSpider, TrackingSpider, mw_settings, page_hits, robots_hits, stat, text, until
 from scrapy.utils.defer import deferred_from_coro
+from servers import Sequence, Static
 from test_command import scrapy
 
 from scrapy_rfc9309.audit import CORRUPT, UNSEALED, Audit, audit, format_text
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
 from scrapy_rfc9309.ledger_format import RUNS_DIR, VERSIONS_DIR
 from scrapy_rfc9309.origin import Origin
-from scrapy_rfc9309.testing import Sequence, Static
 
 V1 = "User-agent: *\nDisallow: /a\n"
 V2 = "User-agent: *\nAllow: /a\nDisallow: /b\n"
@@ -325,8 +325,7 @@ def test_a_request_parked_while_its_origin_is_held_is_recorded_held_when_parked(
 @pytest_twisted.inlineCallbacks
 def test_requests_parked_once_their_origin_is_held_are_recorded_held_as_they_are_parked(origins, tmp_path):
     from scrapy import Request
-
-    from scrapy_rfc9309.testing import Gate
+    from servers import Gate
 
     site = origins("127.0.0.1")
     gate = Gate(text(V1))  # the retry waits at the gate: the origin stays held meanwhile

@@ -13,12 +13,12 @@ import pytest_twisted
 from ledger_writer import records, versions
 from middleware_support import page_hits, text, until
 from scrapy.utils.defer import deferred_from_coro
+from servers import Gate
 from test_command import scrapy
 from test_fleet import RULES, START_DELAY, _check_fleet, _crawl, _settings, _two_processes
 from test_ledger import base, passes
 
 from scrapy_rfc9309.audit import UNSEALED, audit, format_text
-from scrapy_rfc9309.testing import Gate
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["one shared directory", "a directory each"])

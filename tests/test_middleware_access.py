@@ -11,9 +11,9 @@ from crawl import ListSpider, run_crawl
 from middleware_support import mw_settings, page_hits, robots_hits, stat, text
 from scrapy.exceptions import IgnoreRequest
 from scrapy_errors import DownloadFailedError, resends_dropped_get
+from servers import Behaviour, Drop, Huge, Redirect, Sequence, Stall, Static
 
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
-from scrapy_rfc9309.testing import Behaviour, Drop, Huge, Redirect, Sequence, Stall, Static
 
 MW_LOGGER = "scrapy_rfc9309"
 RULES = "User-agent: *\nDisallow: /private\n"

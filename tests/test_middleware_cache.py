@@ -10,11 +10,11 @@ import pytest
 import pytest_twisted
 from crawl import run_crawl
 from middleware_support import BatchSpider, mw_settings, page_hits, robots_hits, stat, text
+from servers import Origin, Sequence, Static
 from twisted.internet.error import CannotListenError
 
 from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
-from scrapy_rfc9309.testing import Origin, Sequence, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 

@@ -12,11 +12,11 @@ from crawl import run_crawl
 from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text, until
 from reactorless import is_reactorless
 from scrapy.utils.defer import deferred_from_coro
+from servers import Delay, Drop, Gate, Page, Sequence, Stall, Static
 from twisted.internet import defer
 
 from scrapy_rfc9309 import RobotsTxtMiddleware, _compat
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
-from scrapy_rfc9309.testing import Delay, Drop, Gate, Page, Sequence, Stall, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 

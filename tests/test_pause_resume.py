@@ -22,10 +22,10 @@ from crawl import run_crawl
 from middleware_support import TrackingSpider, mw_settings, page_hits, stat, text, until
 from reactorless import command_options
 from scrapy.utils.defer import deferred_from_coro
+from servers import ThreadedOrigin
 from twisted.internet import defer
 
 from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
-from scrapy_rfc9309.testing import ThreadedOrigin
 
 PAGES = 300
 #: A safety net only: a regression that would keep the crawl open ends it with another reason.

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import ThreadedOrigin
 
 from scrapy_rfc9309 import _compat
-from scrapy_rfc9309.testing import ThreadedOrigin
 
 HERE = Path(__file__).resolve().parent
 RULES = "User-agent: *\nDisallow: /private\n"

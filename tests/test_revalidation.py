@@ -16,6 +16,7 @@ from ledger_writer import records
 from middleware_support import mw_settings, page_hits, robots_hits, sleep, stat
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
+from servers import Conditional, Origin, Static
 from test_fleet import _crawl as fleet_crawl
 from test_fleet import _settings as fleet_settings
 from twisted.internet import defer
@@ -24,7 +25,6 @@ from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy, Val
 from scrapy_rfc9309.audit import audit, format_text
 from scrapy_rfc9309.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.record import Record, decode, encode
-from scrapy_rfc9309.testing import Conditional, Origin, Static
 
 RULES = "User-agent: *\nDisallow: /private\n"
 ETAG = '"v1"'

@@ -15,13 +15,7 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy_errors import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError, connection_lost
-from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-from twisted.internet.error import ConnectionRefusedError
-from twisted.internet.protocol import Protocol
-from twisted.internet.task import deferLater
-
-from scrapy_rfc9309.testing import (
+from servers import (
     Delay,
     Drop,
     Dynamic,
@@ -34,6 +28,11 @@ from scrapy_rfc9309.testing import (
     Static,
     server_reactor,
 )
+from twisted.internet import defer
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.protocol import Protocol
+from twisted.internet.task import deferLater
 
 ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"
 
@@ -402,8 +401,7 @@ def test_list_spider_accepts_requests_and_meta(origins):
 
 def test_the_loopback_addresses_the_suite_serves_on_are_usable():
     from conftest import LAST_LOOPBACK
-
-    from scrapy_rfc9309.testing.loopback import loopback_problem
+    from servers.loopback import loopback_problem
 
     assert loopback_problem(LAST_LOOPBACK) is None
 
@@ -411,7 +409,7 @@ def test_the_loopback_addresses_the_suite_serves_on_are_usable():
 def test_an_address_that_cannot_be_listened_on_is_named_with_the_fix():
     """An address of no interface of this machine (192.0.2.1, TEST-NET-1) fails to bind
     as 127.0.0.2 does on macOS: the message names it, the error and the command to add them."""
-    from scrapy_rfc9309.testing.loopback import loopback_problem, unusable_address
+    from servers.loopback import loopback_problem, unusable_address
 
     found = unusable_address(["127.0.0.1", "192.0.2.1", "127.0.0.2"])
     assert found is not None and found[0] == "192.0.2.1"

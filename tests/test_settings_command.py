@@ -1,13 +1,16 @@
-"""``scrapy settings --get NAME`` in a project, run as a real command in a subprocess: it
-shows the settings a crawl gets, with the changes of the project's add-ons, so that with
-the add-on every ``ROBOTSTXT_*`` setting shows the value in force."""
+"""The add-on's settings as a crawl gets them, shown by ``python -m scrapy_rfc9309.config``
+(``--get NAME``, ``-s NAME=VALUE``, ``--table``), run as a real command in a subprocess in a
+project; and ``scrapy settings``, which stays Scrapy's own command: the package adds no
+``settings`` command to the projects of its environment."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from importlib.metadata import distribution
 from pathlib import Path
 
 import crawl
@@ -16,7 +19,7 @@ from crawl import run_crawl
 from scrapy.settings import Settings
 
 from scrapy_rfc9309 import Addon, _compat
-from scrapy_rfc9309.config import DEFAULTS, SETTINGS
+from scrapy_rfc9309.config import DEFAULTS, SETTINGS, settings_table
 
 ADDON = 'ADDONS = {"scrapy_rfc9309.Addon": 0}\n'
 EXPLICIT = (
@@ -26,10 +29,13 @@ EXPLICIT = (
     '    "scrapy_rfc9309.RobotsTxtMiddleware": 100,\n'
     "}\n"
 )
+#: The first line of the listing when the project's ADDONS lack the add-on.
+ADDED = "# The project's ADDONS lack scrapy_rfc9309.Addon: shown as a crawl with it added."
 
 
 def project(root: Path, settings: str) -> Path:
     """A project as ``scrapy startproject`` lays it out, with ``settings`` as its settings.py."""
+    root.mkdir(exist_ok=True)
     (root / "scrapy.cfg").write_text("[settings]\ndefault = myproject.settings\n")
     package = root / "myproject"
     package.mkdir()
@@ -38,49 +44,136 @@ def project(root: Path, settings: str) -> Path:
     return root
 
 
-def settings_command(cwd: Path, *args: str) -> str:
-    """The output of ``scrapy settings ARGS`` run in ``cwd``; the command must succeed."""
+def command(cwd: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` run in ``cwd`` (no project from SCRAPY_* variables, no proxy); it must exit
+    with ``status``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_") and not k.lower().endswith("_proxy")}
-    run = subprocess.run([sys.executable, "-m", "scrapy", "settings", *args], cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=60, check=False)
-    assert run.returncode == 0, run.stderr
+    run = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert run.returncode == status, run.stderr
     assert "Traceback" not in run.stderr, run.stderr
-    return run.stdout.strip()
+    return run
+
+
+def settings_command(cwd: Path, *args: str) -> str:
+    """The output of ``scrapy settings ARGS`` (Scrapy's command) run in ``cwd``."""
+    return command(cwd, "-m", "scrapy", "settings", *args).stdout.strip()
+
+
+def config(cwd: Path, *args: str) -> str:
+    """The output of ``python -m scrapy_rfc9309.config ARGS`` run in ``cwd``."""
+    return command(cwd, "-m", "scrapy_rfc9309.config", *args).stdout.strip()
+
+
+def listing(text: str) -> dict[str, tuple[str, str]]:
+    """The rows of the listing: name -> (value, source)."""
+    rows = [line for line in text.splitlines() if not line.startswith("#")]
+    assert re.split(r"\s{2,}", rows[0]) == ["name", "value", "source"], text
+    found = {}
+    for row in rows[1:]:
+        name, value, source = re.split(r"\s{2,}", row)
+        found[name] = (value, source)
+    return found
+
+
+# ---------------------------------------------------------------------- scrapy settings: Scrapy's own
+
+
+def test_the_package_adds_no_settings_command() -> None:
+    """Its only Scrapy command is ``robotstxt``: ``scrapy settings`` stays Scrapy's in every project
+    of the environment (a ``settings`` entry point would replace Scrapy's own)."""
+    commands = {entry.name: entry.value for entry in distribution("scrapy-rfc9309").entry_points
+                if entry.group == "scrapy.commands"}
+    assert commands == {"robotstxt": "scrapy_rfc9309.commands:RobotstxtCommand"}
+
+
+def test_scrapy_settings_is_scrapys_own_in_a_project_without_the_addon(tmp_path: Path) -> None:
+    """Scrapy's command, as Scrapy prints the settings: the project's value, Scrapy's default of
+    ``ROBOTSTXT_OBEY`` where the project sets none, and no ``ROBOTSTXT_*`` setting of the add-on."""
+    explicit = project(tmp_path / "explicit", EXPLICIT)
+    plain = project(tmp_path / "plain", "")
+
+    assert settings_command(explicit, "--get", "ROBOTSTXT_OBEY") == "True"
+    assert settings_command(plain, "--get", "ROBOTSTXT_OBEY") == "False"
+    assert settings_command(plain, "--get", "BOT_NAME") == "myproject"
+    assert settings_command(explicit, "--get", "ROBOTSTXT_CACHE_TTL") == "None"
+    assert settings_command(explicit, "--getlist", "ROBOTSTXT_USAGE_DENY") == "[]"
+    assert "Get settings values" in settings_command(plain, "-h")  # Scrapy's description of its command
+
+
+# ------------------------------------------------------------------ python -m scrapy_rfc9309.config
 
 
 def test_with_the_addon_every_setting_shows_its_default(tmp_path: Path) -> None:
     root = project(tmp_path, ADDON)
 
-    assert settings_command(root, "--get", "ROBOTSTXT_CACHE_TTL") == "86400.0"
-    assert settings_command(root, "--getbool", "ROBOTSTXT_OBEY") == "True"
+    assert config(root, "--get", "ROBOTSTXT_CACHE_TTL") == "86400.0"
+    assert config(root, "--get", "ROBOTSTXT_OBEY") == "True"
     # One setting of each kind (every setting's default: test_the_addon_sets_each_default_...).
     kinds = {spec.kind: spec for spec in SETTINGS if spec.default is not None}
     assert set(kinds) == {"int", "float", "bool", "str", "list", "object"}
     for spec in kinds.values():
-        assert settings_command(root, "--get", spec.name) == str(spec.default), spec.name
-    middlewares = json.loads(settings_command(root, "--get", "DOWNLOADER_MIDDLEWARES"))
+        assert config(root, "--get", spec.name) == str(spec.default), spec.name
+    middlewares = json.loads(config(root, "--get", "DOWNLOADER_MIDDLEWARES"))
     assert middlewares["scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] is None
     assert sorted(priority for key, priority in middlewares.items() if "scrapy_rfc9309" in key) == [100, 101]
+
+
+def test_the_listing_names_each_value_and_its_source(tmp_path: Path) -> None:
+    """Every setting of the table, with ``ROBOTSTXT_OBEY``: its value and the priority it was set at
+    (the project's, the command line's, the add-on's; ``default``: the package's default)."""
+    root = project(tmp_path, ADDON + "ROBOTSTXT_CACHE_TTL = 3600\n")
+
+    shown = listing(config(root, "-s", "ROBOTSTXT_MAX_WAIT=30"))
+
+    assert list(shown) == ["ROBOTSTXT_OBEY", *DEFAULTS]
+    assert shown["ROBOTSTXT_OBEY"] == ("True", "addon")
+    assert shown["ROBOTSTXT_CACHE_TTL"] == ("3600", "project")
+    assert shown["ROBOTSTXT_MAX_WAIT"] == ("30", "cmdline")
+    assert shown["ROBOTSTXT_RETRY_DELAY"] == ("5.0", "default")
+    assert shown["ROBOTSTXT_USER_AGENT"] == ("None", "default")
+    for name, value in DEFAULTS.items():
+        if name not in ("ROBOTSTXT_CACHE_TTL", "ROBOTSTXT_MAX_WAIT"):
+            assert shown[name] == (str(value), "default"), name
 
 
 def test_the_project_and_the_command_line_win_over_the_addon(tmp_path: Path) -> None:
     root = project(tmp_path, ADDON + "ROBOTSTXT_CACHE_TTL = 3600\nROBOTSTXT_OBEY = False\n")
 
-    assert settings_command(root, "--get", "ROBOTSTXT_CACHE_TTL") == "3600"
-    assert settings_command(root, "--get", "ROBOTSTXT_CACHE_TTL", "-s", "ROBOTSTXT_CACHE_TTL=60") == "60"
-    assert settings_command(root, "--getbool", "ROBOTSTXT_OBEY") == "False"
-    assert settings_command(root, "--getfloat", "ROBOTSTXT_RETRY_DELAY") == "5.0"
+    assert config(root, "--get", "ROBOTSTXT_CACHE_TTL") == "3600"
+    assert config(root, "--get", "ROBOTSTXT_CACHE_TTL", "-s", "ROBOTSTXT_CACHE_TTL=60") == "60"
+    assert config(root, "--get", "ROBOTSTXT_OBEY") == "False"
+    assert config(root, "--get", "ROBOTSTXT_RETRY_DELAY") == "5.0"
 
 
-def test_without_addons_the_command_shows_what_scrapy_shows(tmp_path: Path) -> None:
-    """No add-on: the project's settings as Scrapy's own command prints them (no
-    ``ROBOTSTXT_*`` default appears: the explicit set-up does not change the settings)."""
-    root = project(tmp_path, EXPLICIT)
+def test_a_project_without_the_addon_is_shown_as_a_crawl_with_it(tmp_path: Path) -> None:
+    """The explicit set-up (no add-on): the values the middleware uses, which are the add-on's
+    defaults, and the listing says the add-on was added."""
+    root = project(tmp_path, EXPLICIT + "ROBOTSTXT_RETRY_DELAY = 2\n")
 
-    assert settings_command(root, "--get", "BOT_NAME") == "myproject"
-    assert settings_command(root, "--getbool", "ROBOTSTXT_OBEY") == "True"
-    assert settings_command(root, "--get", "ROBOTSTXT_CACHE_TTL") == "None"
-    assert settings_command(root, "--getlist", "ROBOTSTXT_USAGE_DENY") == "[]"
+    text = config(root)
+
+    assert text.splitlines()[0] == ADDED
+    shown = listing(text)
+    assert shown["ROBOTSTXT_OBEY"] == ("True", "project")
+    assert shown["ROBOTSTXT_RETRY_DELAY"] == ("2", "project")
+    assert shown["ROBOTSTXT_CACHE_TTL"] == ("86400.0", "default")
+    assert config(root, "--get", "ROBOTSTXT_CACHE_MIN_TTL") == "60.0"
+    assert ADDED not in config(project(tmp_path / "with", ADDON))
+
+
+def test_outside_a_project_scrapys_defaults_with_the_addon(tmp_path: Path) -> None:
+    shown = listing(config(tmp_path))
+
+    assert shown["ROBOTSTXT_OBEY"] == ("True", "addon")
+    assert shown["ROBOTSTXT_CACHE_TTL"] == ("86400.0", "default")
+
+
+def test_the_table_and_usage_errors(tmp_path: Path) -> None:
+    assert config(tmp_path, "--table") == settings_table()
+    for wrong in (["-s", "ROBOTSTXT_CACHE_TTL"], ["--get"], ["--get", "X", "--table"]):
+        run = command(tmp_path, "-m", "scrapy_rfc9309.config", *wrong, status=2)
+        assert run.stderr.startswith("usage: python -m scrapy_rfc9309.config"), run.stderr
 
 
 def test_the_addon_sets_each_default_below_every_other_priority() -> None:
@@ -99,7 +192,7 @@ def test_the_addon_sets_each_default_below_every_other_priority() -> None:
 
 @pytest_twisted.inlineCallbacks
 def test_the_settings_shown_are_those_of_a_crawl(origins):
-    """What ``scrapy settings`` prints (``_compat.settings_with_addons``) is what a crawl's
+    """What ``python -m scrapy_rfc9309.config`` prints (``_compat.settings_with_addons``) is what a crawl's
     ``crawler.settings`` hold, and the settings given are left as they were."""
     a = origins()
     a.robots("User-agent: *\nDisallow: /private\n")

@@ -14,6 +14,7 @@ from crawl import ListSpider, run_crawl
 from middleware_support import text
 from scrapy import Request
 from scrapy.spiders import SitemapSpider as ScrapySitemapSpider
+from servers import Origin, Redirect, Sequence, Static, server_reactor
 from twisted.internet.task import deferLater
 
 import scrapy_rfc9309
@@ -21,7 +22,6 @@ from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.access import Access, OriginState
 from scrapy_rfc9309.sitemap import SitemapSpider
-from scrapy_rfc9309.testing import Origin, Redirect, Sequence, Static, server_reactor
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
 BUILTIN_ONLY: dict[str, Any] = {"ROBOTSTXT_OBEY": True}

@@ -22,6 +22,7 @@ import redis
 from middleware_support import channel_waited, sleep, until
 from reactorless import blockon
 from scrapy.utils.defer import deferred_from_coro
+from servers import server_reactor
 from twisted.internet import defer
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError
@@ -29,7 +30,6 @@ from scrapy_rfc9309.record import CLOCK_TOLERANCE, Record, Unreadable
 from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
 from scrapy_rfc9309.stores.redis import _SCRIPTS, DEFAULT_URL, RedisStore
-from scrapy_rfc9309.testing import server_reactor
 
 KEY = "https://example.com"
 
@@ -784,8 +784,7 @@ async def test_a_save_made_between_the_subscription_and_the_look_at_the_lock_is_
 
 def _requiring_a_password() -> Iterator[Any]:
     from optional import require_redis_server
-
-    from scrapy_rfc9309.testing import RedisServer
+    from servers import RedisServer
 
     server = RedisServer(require_redis_server(), options=("--requirepass", "s3cret")).start()
     yield server
@@ -839,8 +838,7 @@ async def _told_through(store: Any) -> None:
 @pytest_twisted.ensureDeferred
 async def test_a_unix_socket_url(tmp_path: Path) -> None:
     from optional import require_redis_server
-
-    from scrapy_rfc9309.testing import RedisServer
+    from servers import RedisServer
 
     socket_path = tmp_path / "redis.sock"
     with RedisServer(require_redis_server(), options=("--unixsocket", str(socket_path))):
@@ -890,9 +888,8 @@ def _certificates(directory: Path) -> tuple[Path, Path, Path]:
 @pytest_twisted.ensureDeferred
 async def test_a_tls_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from optional import require_redis_server
-
-    from scrapy_rfc9309.testing import RedisServer
-    from scrapy_rfc9309.testing.redis_server import free_port
+    from servers import RedisServer
+    from servers.redis_server import free_port
 
     ca, cert, key = _certificates(tmp_path)
     tls_port = free_port()

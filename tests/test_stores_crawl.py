@@ -30,12 +30,12 @@ from middleware_support import (
 )
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
+from servers import Sequence, SilentListener, Static, server_reactor
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
 from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME
-from scrapy_rfc9309.testing import Sequence, SilentListener, Static, server_reactor
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
@@ -254,7 +254,7 @@ def test_the_lock_of_a_fetcher_that_died_expires_and_another_fetches(origins, re
 
 @pytest_twisted.inlineCallbacks
 def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
-    from scrapy_rfc9309.testing import Delay
+    from servers import Delay
 
     (site,) = _sites(origins, 1)
     site["/robots.txt"] = Delay(1.5, text(RULES))
@@ -514,11 +514,11 @@ def test_a_store_that_hangs_costs_one_timeout_per_batch_not_one_per_origin(origi
 
 @pytest_twisted.inlineCallbacks
 def test_the_redis_store_without_the_asyncio_reactor_stops_the_crawl_at_start_up(origins, redis_url, monkeypatch):
-    from scrapy_rfc9309 import _compat
+    from scrapy_rfc9309 import store_client
 
     (site,) = _sites(origins, 1)
     # Another reactor than asyncio's cannot be installed beside the test's: the check is told it is.
-    monkeypatch.setattr(_compat, "asyncio_available", lambda: False)
+    monkeypatch.setattr(store_client, "asyncio_available", lambda: False)
     with pytest.raises(RobotsTxtConfigError, match=r"ROBOTSTXT_STORE.*TWISTED_REACTOR"):
         yield run_crawl([site.url("/public")], _settings("redis", redis_url))
     assert site.requests == []

@@ -16,6 +16,7 @@ import pytest_twisted
 from crawl import run_crawl
 from middleware_support import TrackingSpider, mw_settings, stat, until
 from scrapy.utils.defer import deferred_from_coro
+from servers import Delay, Dynamic, Gate, Huge, Redirect, Sequence, Static
 from twisted.internet import defer
 
 from scrapy_rfc9309.access import Access
@@ -28,7 +29,6 @@ from scrapy_rfc9309.exceptions import (
 from scrapy_rfc9309.middleware import TDMREP_META, RobotsTxtMiddleware
 from scrapy_rfc9309.origin import Origin as OriginKey
 from scrapy_rfc9309.tdmrep import TdmEntry
-from scrapy_rfc9309.testing import Delay, Dynamic, Gate, Huge, Redirect, Sequence, Static
 
 TDMREP = "/.well-known/tdmrep.json"
 RULES = [

@@ -11,12 +11,12 @@ import pytest_twisted
 from crawl import ListSpider, run_crawl
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
+from servers import Origin, Redirect
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUsageDenied
 from scrapy_rfc9309.middleware import USAGE_META
-from scrapy_rfc9309.testing import Origin, Redirect
 from scrapy_rfc9309.usage import UsagePreference, UsageRule, applicable, read_statement
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}

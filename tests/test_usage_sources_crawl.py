@@ -14,13 +14,13 @@ import pytest
 import pytest_twisted
 from crawl import ListSpider, run_crawl
 from scrapy import Request
+from servers import Behaviour, Origin
+from servers.origins import respond
 
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtUsageDenied, RobotsTxtUsageDeniedByResponse
 from scrapy_rfc9309.middleware import PREFERENCES_META
 from scrapy_rfc9309.preferences import Preferences
-from scrapy_rfc9309.testing import Behaviour, Origin
-from scrapy_rfc9309.testing.origins import respond
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "ROBOTSTXT_USER_AGENT": "MyBot"}
 META_ON: dict[str, Any] = {**ADDON, "ROBOTSTXT_USAGE_META": True}

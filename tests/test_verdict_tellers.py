@@ -22,6 +22,7 @@ import pytest
 import pytest_twisted
 from crawl import ListSpider, run_crawl
 from reactorless import command_options
+from servers import ThreadedOrigin
 
 from scrapy_rfc9309.exceptions import (
     RobotsTxtForbidden,
@@ -31,7 +32,6 @@ from scrapy_rfc9309.exceptions import (
 )
 from scrapy_rfc9309.judgement import Judgement, Kind
 from scrapy_rfc9309.signals import robotstxt_verdict
-from scrapy_rfc9309.testing import ThreadedOrigin
 
 ROBOTS = (
     "User-agent: *\n"  # line 1

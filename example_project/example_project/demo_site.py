@@ -6,12 +6,13 @@ loopback address (``127.0.0.1``, ``127.0.0.2``, ...; Linux routes all of 127/8 t
 the Internet would. Where only ``127.0.0.1`` can be listened on (macOS, unless the
 addresses are added to ``lo0``), or with ``DEMO_ONE_ADDRESS=1`` in the environment,
 every origin listens on ``127.0.0.1``, each on a port of its own: RFC 9309's origin
-is scheme, host and port, so they are still distinct origins. Each is a
-:class:`scrapy_rfc9309.testing.Origin` (the package's test support, which the test
-suite and the benchmarks use too) whose every path is answered by this module's
-routes and pages. The servers run in the reactor of the crawl itself: start the
-site once Scrapy has installed its reactor (``AsyncCrawlerProcess(...)`` does that,
-and a running spider may start it too), before its URLs are requested.
+is scheme, host and port, so they are still distinct origins. Each is an
+``Origin`` of the test suite's loopback servers (``tests/servers`` of the clone this
+project belongs to, which the benchmarks use too; the wheel does not carry them)
+whose every path is answered by this module's routes and pages. The servers run in
+the reactor of the crawl itself: start the site once Scrapy has installed its reactor
+(``AsyncCrawlerProcess(...)`` does that, and a running spider may start it too),
+before its URLs are requested.
 
 ``python -m example_project.demo_site`` serves the site on its own until Ctrl-C, to
 try ``scrapy robotstxt`` (or a browser) on its origins.
@@ -27,14 +28,14 @@ from __future__ import annotations
 import html
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from scrapy_rfc9309.tdmrep import TDMREP_PATH
-from scrapy_rfc9309.testing import Behaviour, Origin, respond
-from scrapy_rfc9309.testing.loopback import unusable_address
 
 __all__ = ["BEYOND_LIMIT_RULE", "DEMO_SETTINGS", "DemoOrigin", "DemoSite", "Hit", "build_site", "demo_addresses"]
 
@@ -44,6 +45,29 @@ Reply = tuple[int, dict[str, str], bytes]
 Route = Callable[[int], Reply]
 
 TEXT = {"Content-Type": "text/plain; charset=utf-8"}
+
+#: The clone's test tree (``example_project/`` sits beside ``tests/``), whose loopback servers
+#: (``tests/servers``) serve the site.
+TESTS = Path(__file__).resolve().parents[2] / "tests"
+
+
+def _servers() -> Any:
+    """The test suite's loopback servers (``import servers``): from ``PYTHONPATH`` when it names
+    them (a copy of the project outside the clone), else from the clone's ``tests/``. Imported when
+    the site starts, so that the project's spiders load without them."""
+    if (TESTS / "servers").is_dir() and str(TESTS) not in sys.path:
+        sys.path.append(str(TESTS))
+    try:
+        import servers
+        import servers.loopback
+    except ImportError as exc:
+        raise ImportError(
+            f"The demo site runs from a clone of scrapy-rfc9309: its servers are the test suite's "
+            f"(tests/servers), not part of the installed package, and {TESTS} has none. Run it from the clone, "
+            f"or put the clone's tests/ directory on PYTHONPATH ({exc})."
+        ) from exc
+    return servers
+
 
 #: What a crawl of the demo site changes in the project settings, so that it finishes
 #: in a few seconds (the ``demo`` spider applies them when it serves the site itself).
@@ -82,17 +106,6 @@ def _page(title: str, links: list[str], head: str = "") -> bytes:
     ).encode()
 
 
-class _Answer(Behaviour):
-    """Answers every request of a :class:`DemoOrigin`'s server from its routes and pages."""
-
-    def __init__(self, demo: DemoOrigin) -> None:
-        self.demo = demo
-
-    def handle(self, origin: Origin, request: Any, hit: Any) -> None:
-        status, headers, body = self.demo.answer(hit.path)
-        respond(request, status, headers, body)
-
-
 class DemoOrigin:
     """One origin: robots.txt (or whatever ``routes`` say) plus HTML ``pages``."""
 
@@ -107,7 +120,7 @@ class DemoOrigin:
         self.hits: list[Hit] = []
         self.notes: dict[str, Any] = {}  # facts about the robots.txt served, for the summary
         self._counts: dict[str, int] = {}
-        self._server: Origin | None = None
+        self._server: Any = None  # the servers.Origin serving it, once started
 
     # -- building -----------------------------------------------------------------
     @property
@@ -145,8 +158,14 @@ class DemoOrigin:
         return status, headers, body
 
     def start(self) -> DemoOrigin:
-        answer = _Answer(self)
-        server = Origin(self.host)
+        servers = _servers()
+
+        def static(_origin: Any, hit: Any) -> Any:
+            status, headers, body = self.answer(hit.path)
+            return servers.Static(body, status, headers)
+
+        answer = servers.Dynamic(static)  # every request answered from the routes and pages
+        server = servers.Origin(self.host)
         server.default = answer
         # An Origin answers an unconfigured robots.txt and tdmrep.json with a 404 itself.
         server["/robots.txt"] = server[TDMREP_PATH] = answer
@@ -170,7 +189,8 @@ def demo_addresses(count: int) -> list[str]:
     machine can listen on them all, otherwise (or with ``DEMO_ONE_ADDRESS`` set to
     anything but ``0`` or nothing) ``127.0.0.1`` for every origin."""
     addresses = [f"127.0.0.{n}" for n in range(1, count + 1)]
-    if os.environ.get("DEMO_ONE_ADDRESS", "0") not in ("", "0") or unusable_address(addresses) is not None:
+    if (os.environ.get("DEMO_ONE_ADDRESS", "0") not in ("", "0")
+            or _servers().loopback.unusable_address(addresses) is not None):
         return ["127.0.0.1"] * count
     return addresses
 

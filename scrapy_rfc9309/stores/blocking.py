@@ -22,7 +22,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 from twisted.python.threadpool import ThreadPool
 
-from .. import _compat
+from ..loop import call_from_thread, running_loop
 from ..record import Record
 from .base import AsyncStore, Claim, Store
 
@@ -120,10 +120,10 @@ class ThreadedStore(_Blocking):
         batch, self._queue = self._queue, []
         self._running += 1
         calls = [(method, args) for method, args, _ in batch]
-        loop = _compat.running_loop()
+        loop = running_loop()
 
         def ran(ok: bool, results: Any) -> None:  # in the worker thread; not ok: a Failure
-            _compat.call_from_thread(loop, self._batch_done, results if ok else [(False, results.value)], batch)
+            call_from_thread(loop, self._batch_done, results if ok else [(False, results.value)], batch)
 
         self._pool.callInThreadWithCallback(ran, self._run_batch, calls)
 

@@ -1,6 +1,6 @@
 """A loopback HTTP origin served from a thread of its own.
 
-:class:`~scrapy_rfc9309.testing.origins.Origin` runs in the reactor; a test that
+:class:`~servers.origins.Origin` runs in the reactor; a test that
 blocks the reactor while a subprocess (``scrapy robotstxt``, a crawl) talks to the
 server needs one that answers from another thread. Each path answers a fixed
 ``(status, headers, body)``; every path received is recorded::

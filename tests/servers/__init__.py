@@ -1,9 +1,9 @@
 """Test support: loopback HTTP origins and ``redis-server`` instances.
 
 The test suite, the benchmarks and the example project's demo site run against
-these. They belong to the Scrapy layer (:mod:`.origins` imports Twisted) and are
-never imported by the middleware or by the core; they ship with the package so
-that the demo runs from an installed wheel.
+these, from a checkout: ``tests/`` is on ``sys.path`` (pytest puts it there; the
+benchmarks and the demo site put it there themselves), so ``import servers`` finds
+this package. It is not part of the installed package (the wheel does not carry it).
 
 - :class:`Origin` and its behaviours (:class:`Static`, :class:`Page`,
   :class:`Redirect`, :class:`Delay`, :class:`Stall`, :class:`Drop`,
