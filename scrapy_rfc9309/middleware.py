@@ -22,7 +22,7 @@ from . import ACCELERATED, _compat, matcher_in_use
 from . import signals as rfc_signals
 from .access import Cause, Decision, OriginState
 from .agent import agent_note, product_token
-from .config import Config
+from .config import Config, usage_line
 from .crawl_delay import CrawlDelay
 from .dns_warmup import DnsWarmup
 from .documents import TDMREP
@@ -95,6 +95,7 @@ class RobotsTxtMiddleware(Reporting):
         if note := agent_note(self._default_agent, source):
             logger.warning(note)
         self._log_agent(self._default_agent, source)
+        logger.info("%s", usage_line(self.config))
         logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
         store = warmup = None
         store_cls = store_class(self.config.store)

@@ -113,6 +113,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_CRAWL_DELAY": config.crawl_delay,
         "ROBOTSTXT_CRAWL_DELAY_MAX": config.crawl_delay_max,
         "ROBOTSTXT_USAGE_DENY": list(config.usage_deny),
+        "ROBOTSTXT_USAGE_EXTENSIONS": list(config.usage_extensions),
         "ROBOTSTXT_MAX_WAITING": config.max_waiting,
         "ROBOTSTXT_STORE": config.store,
         "ROBOTSTXT_STORE_LOCK_TTL": config.store_lock_ttl,
