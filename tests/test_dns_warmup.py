@@ -121,7 +121,7 @@ def _crawl_while_another_process_fetches(origins: Any, redis_url: str, settings:
 
     async def the_other_process() -> None:
         await channel_waited(other, other.channel(waited.base))
-        await until(lambda: robots_hits(fetched), "the crawl fetched a robots.txt itself", limit=5.0)
+        await until(lambda: robots_hits(fetched), "the crawl fetched a robots.txt itself")
         await while_waiting(waited)
         assert page_hits(waited) == [], "a request of the waited origin went out before the save"
         now = time.time()
@@ -143,7 +143,7 @@ def _crawl_while_another_process_fetches(origins: Any, redis_url: str, settings:
 def test_a_waiting_crawl_resolves_the_host_before_its_requests_are_released(origins, redis_url,
                                                                              caching_resolver):
     async def resolved_while_waiting(waited: Any) -> None:
-        await until(lambda: dns_cached(waited.host), "the waited origin's host was resolved", limit=5.0)
+        await until(lambda: dns_cached(waited.host), "the waited origin's host was resolved")
 
     waited, result = yield _crawl_while_another_process_fetches(origins, redis_url, {}, resolved_while_waiting)
 
@@ -215,7 +215,7 @@ def test_lookups_wait_until_a_robots_txt_request_is_seen_going_direct(caching_re
     assert _lookups(warmup) == 0  # nothing is known of the route yet: no lookup started
 
     warmup.route_seen(_robots_request())
-    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "resolved once the route is known", limit=5.0))
+    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "resolved once the route is known"))
 
 
 def test_a_robots_txt_request_through_a_proxy_turns_lookups_off(caching_resolver):
@@ -266,7 +266,7 @@ def test_an_environment_proxy_bypassed_for_the_host_still_resolves(caching_resol
 
     warmup.waiting(Origin("http", "127.0.0.4", 80), Request("http://127.0.0.4/page"))
     warmup.waiting(Origin("http", "127.0.0.5", 80), Request("http://127.0.0.5/page"))
-    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "the bypassed host resolved", limit=5.0))
+    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "the bypassed host resolved"))
 
     assert _lookups(warmup) == 1  # 127.0.0.5 (through the proxy) got none
     assert not dns_cached("127.0.0.5")
@@ -295,7 +295,7 @@ def test_lookups_run_a_few_at_a_time_and_all_end(caching_resolver):
     for host in hosts:
         warmup.waiting(Origin("http", host, 80), Request(f"http://{host}/page"))
         assert warmup._in_flight <= MAX_IN_FLIGHT
-    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in hosts), "every host resolved", limit=5.0))
+    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in hosts), "every host resolved"))
 
     assert warmup._in_flight == 0
     assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") == len(hosts)
@@ -314,7 +314,7 @@ def test_lookups_of_waits_that_ended_or_of_a_closed_spider_are_not_made(caching_
     assert (ended, 80) in warmup._queue
     warmup.done(Origin("http", ended, 80))
     others = [h for h in hosts if h != ended]
-    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in others), "the others resolved", limit=5.0))
+    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in others), "the others resolved"))
     assert not dns_cached(ended)
 
     later = [f"127.0.3.{n}" for n in range(1, 3 * MAX_IN_FLIGHT + 1)]
@@ -322,7 +322,7 @@ def test_lookups_of_waits_that_ended_or_of_a_closed_spider_are_not_made(caching_
         warmup.waiting(Origin("http", host, 80), Request(f"http://{host}/page"))
     running = [h for h in later if (h, 80) not in warmup._queue]
     warmup.close()  # the spider closes: nothing queued is looked up any more
-    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the running lookups ended", limit=5.0))
+    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the running lookups ended"))
 
     assert not warmup._queue  # nothing is left to start
     assert len(running) == MAX_IN_FLIGHT and all(dns_cached(h) for h in running)
@@ -336,7 +336,7 @@ def test_a_failed_lookup_ends_and_frees_its_place(caching_resolver):
     warmup.route_seen(_robots_request())
 
     warmup.waiting(Origin("http", "no-such-host.invalid", 80), Request("http://no-such-host.invalid/page"))
-    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the failed lookup ended", limit=15))
+    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the failed lookup ended"))
 
     assert not dns_cached("no-such-host.invalid")
 
