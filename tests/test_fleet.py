@@ -5,12 +5,12 @@ what they receive. In the reactorless run the processes crawl without a reactor 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,6 @@ from scrapy_rfc9309.testing import Delay, server_reactor
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RULES = "User-agent: *\nDisallow: /private\n"
-#: Seconds from spawning the processes to their common start (Python and Scrapy start-up).
-START_DELAY = 4.0
 
 
 def _sites(origins: Any, count: int) -> list[Any]:
@@ -90,6 +88,17 @@ def _crawl(spec: dict[str, Any], tmp_path: Path, name: str, started: Any = None,
     return running.addCallback(report)
 
 
+def _together(tmp_path: Path, count: int = 2) -> dict[str, Any]:
+    """The spec of ``count`` processes that start crawling together: once each is ready
+    (``fleet_crawl.py``'s barrier), whatever its start-up took."""
+    folder = tmp_path / f"barrier-{next(_barriers)}"
+    folder.mkdir()
+    return {"dir": str(folder), "count": count}
+
+
+_barriers = itertools.count()
+
+
 def _settings(**extra: Any) -> dict[str, Any]:
     return {**ENABLE, "CONCURRENT_REQUESTS": 4, "DOWNLOAD_DELAY": 0, "RETRY_ENABLED": False,
             "HTTPPROXY_ENABLED": False, "DOWNLOAD_TIMEOUT": 10, **extra}
@@ -109,9 +118,9 @@ def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any],
     own = [origins(f"127.0.0.{n + 5}") for n in range(2)]
     for site in own:
         site.robots(RULES)
-    start_at = time.time() + START_DELAY
+    together = _together(tmp_path)
     specs = [
-        {"settings": {**settings, **own_settings[n - 1]}, "start_at": start_at,
+        {"settings": {**settings, **own_settings[n - 1]}, "start_together": together,
          "urls": [own[n - 1].url(f"/public/{n}")] + [s.url(f"/public/{n}") for s in sites]
          + [s.url(f"/private/{n}") for s in sites]}
         for n in (1, 2)
@@ -207,9 +216,9 @@ def test_two_scrapy_redis_spiders_share_the_queue_and_the_robots_txt_state(origi
         CONCURRENT_REQUESTS=2,
         MAX_IDLE_TIME_BEFORE_CLOSE=3,
     )
-    start_at = time.time() + START_DELAY
+    together = _together(tmp_path)
     reports = yield defer.gatherResults(
-        [_crawl({"settings": settings, "start_at": start_at, "kind": "scrapy_redis"}, tmp_path, f"sr{n}")
+        [_crawl({"settings": settings, "start_together": together, "kind": "scrapy_redis"}, tmp_path, f"sr{n}")
          for n in (1, 2)],
         consumeErrors=True,
     )
@@ -242,8 +251,8 @@ def test_two_processes_sharing_a_store_fetch_each_tdmrep_json_once(origins, tmp_
         # Slow enough that the processes, started together, find each other's lock.
         site["/.well-known/tdmrep.json"] = Delay(1.0, rules)
     settings = _settings(**store, ROBOTSTXT_TDMREP=True, ROBOTSTXT_USAGE_DENY=["train-ai"])
-    start_at = time.time() + START_DELAY
-    specs = [{"settings": settings, "start_at": start_at,
+    together = _together(tmp_path)
+    specs = [{"settings": settings, "start_together": together,
               "urls": [s.url(f"/public/{n}") for s in sites] + [s.url(f"/reserved/{n}") for s in sites]}
              for n in (1, 2)]
     reports = yield defer.gatherResults([_crawl(spec, tmp_path, f"t{n}") for n, spec in enumerate(specs)],
