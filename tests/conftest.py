@@ -54,7 +54,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _TIMEOUT = pytest.StashKey[float]()
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # pytest-timeout's hook
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
     """Note the test's timeout (pytest-timeout's, with a ``timeout`` mark's); pytest-timeout's own
     timer is set after this (the hook returns None)."""
