@@ -46,7 +46,7 @@ docs: venv
 
 # The settings page's table, generated from scrapy_rfc9309.config.SETTINGS into docs/settings.md
 # (committed: the page reads whole in a checkout; a test and `make docs` fail when it is stale).
-settings-table: $(BIN)/.runtime
+settings-table: venv
 	$(BIN)/python docs/conf.py
 
 # The suite on the minimum supported Scrapy (Python 3.10) and on the newest (Python 3.13).
