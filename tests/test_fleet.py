@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 import pytest_twisted
 import redis
-from middleware_support import ENABLE, page_hits, robots_hits, text
+from middleware_support import ENABLE, page_hits, robots_hits, text, until
 from reactorless import is_reactorless
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309 import _compat
-from scrapy_rfc9309.testing import Delay, server_reactor
+from scrapy_rfc9309.testing import Delay, Gate, server_reactor
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -115,9 +116,23 @@ def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any],
     (whose robots.txt, answered at once, only that process fetches). ``own_settings``:
     each process's settings on top of ``settings``."""
     sites = _sites(origins, 4)
+    # The shared sites' robots.txt files are held until both processes crawl (each has asked for its
+    # own site's robots.txt, after which it claims the shared origins): whichever claims an origin
+    # second finds the other's lock, however unevenly the two processes started.
+    gates = []
+    for site in sites:
+        gates.append(Gate(text(RULES)))
+        site["/robots.txt"] = gates[-1]
     own = [origins(f"127.0.0.{n + 5}") for n in range(2)]
     for site in own:
         site.robots(RULES)
+
+    async def open_once_both_crawl() -> None:
+        await until(lambda: all(robots_hits(site) for site in own), "both processes crawling")
+        for gate in gates:
+            gate.open()
+
+    opening = deferred_from_coro(open_once_both_crawl())
     together = _together(tmp_path)
     specs = [
         {"settings": {**settings, **own_settings[n - 1]}, "start_together": together,
@@ -127,6 +142,7 @@ def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any],
     ]
     reports = yield defer.gatherResults([_crawl(spec, tmp_path, f"p{n}") for n, spec in enumerate(specs)],
                                         consumeErrors=True)
+    yield opening
     return sites, own, reports
 
 
