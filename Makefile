@@ -3,6 +3,7 @@
 #               (offline, against a local demo site)
 #   make test   adds the dev extras (tests, mypy, build, twine, Sphinx) to .venv, runs the suite
 #   make docs   builds the Sphinx site into docs/_build/html, warnings as errors
+#   make settings-table  writes the settings page's table from the code's table
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,7 @@ BIN := $(VENV)/bin
 # a larger corpus of your own (make bench CORPUS=/path/to/robots).
 CORPUS ?= benchmarks/corpus
 
-.PHONY: demo test docs test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # tox finds Python 3.10 and 3.13 on PATH; with pyenv, every installed version's bin is put there.
 PYENV_BINS := $(shell command -v pyenv >/dev/null 2>&1 && for v in $$(pyenv versions --bare 2>/dev/null | grep -v /); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)
@@ -42,6 +43,11 @@ test: venv
 # The documentation site; any Sphinx warning fails the build.
 docs: venv
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+# The settings page's table, generated from scrapy_rfc9309.config.SETTINGS into docs/settings.md
+# (committed: the page reads whole in a checkout; a test and `make docs` fail when it is stale).
+settings-table: venv
+	$(BIN)/python docs/conf.py
 
 # The suite on the minimum supported Scrapy (Python 3.10) and on the newest (Python 3.13).
 test-min: venv

@@ -10,19 +10,24 @@ of the project in the current directory as a crawl with the add-on gets them
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .access import DAY, Policy
 from .exceptions import RobotsTxtConfigError
 from .parser import DEFAULT_MAX_BYTES
+from .tdmrep import reserves
+from .vocab import canonical, known_labels
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings
 
-__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting", "crawl_settings", "flag", "main", "settings_table"]
+__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting", "crawl_settings", "flag", "main", "settings_table",
+           "usage_line"]
 
 #: The longest duration any setting takes: 10 years (a Redis expiry in
 #: milliseconds, and every clock sum, stays far inside 64 bits).
@@ -94,7 +99,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_CRAWL_DELAY_MAX", 60.0, "float", "cap on the Crawl-delay applied", 0, DAY, above=True,
             example=10),
     Setting("ROBOTSTXT_USAGE_DENY", [], "list",
-            "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request", example=["train-ai"]),
+            "usage categories (e.g. `\"train-ai\"`) whose `n` drops the request; each one a label the plugin "
+            "knows (see the usage preferences page) or one of `ROBOTSTXT_USAGE_EXTENSIONS`, else the crawl stops "
+            "at start-up", example=["train-ai"]),
+    Setting("ROBOTSTXT_USAGE_EXTENSIONS", [], "list",
+            "labels of your own (vocabulary extensions a site states, e.g. `\"ai-summary\"`) that "
+            "`ROBOTSTXT_USAGE_DENY` may list beside the known ones", example=["ai-summary"]),
     # -- usage preferences stated by responses (see docs/preferences.md) --
     Setting("ROBOTSTXT_USAGE_HEADERS", True, "bool",
             "read the usage preferences of each response's headers (`Content-Usage`, `tdm-reservation`/`tdm-policy`, "
@@ -213,6 +223,56 @@ def _path(settings: BaseSettings, name: str) -> str | None:
     return value or None
 
 
+#: A label as a Structured Field Dictionary key (RFC 9651, section 3.2), lower-cased:
+#: what a Content-Usage field can state a preference for.
+_LABEL = re.compile(r"[a-z*][a-z0-9_.*-]*")
+
+
+def _labels(settings: BaseSettings, name: str) -> tuple[str, ...]:
+    """A list-of-labels setting, read as Scrapy reads list settings (a string is
+    comma-separated, :meth:`~scrapy.settings.BaseSettings.getlist`), lower-cased.
+    A JSON-looking string is refused rather than read as one odd label."""
+    raw = settings.get(name) or []
+    if isinstance(raw, str):
+        if raw.lstrip().startswith(("[", "{", '"')):
+            raise RobotsTxtConfigError(
+                f"{name} is a string that looks like JSON ({raw!r}); a list setting given as a string is "
+                f"comma-separated, as Scrapy reads list settings: -s {name}=train-ai,search"
+            )
+        raw = [part.strip() for part in settings.getlist(name)]
+        raw = [part for part in raw if part]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(item, str) and item.strip() for item in raw):
+        raise RobotsTxtConfigError(f"{name} must be a list of category names, got {raw!r}")
+    labels = tuple(item.strip().lower() for item in raw)
+    for label in labels:
+        if not _LABEL.fullmatch(label):
+            raise RobotsTxtConfigError(
+                f"{name} lists {label!r}, which is not a label a site can state (lower-case letters, digits, "
+                "'_', '-', '.', '*', starting with a letter)"
+            )
+    return labels
+
+
+def _usage_deny(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``ROBOTSTXT_USAGE_DENY`` and ``ROBOTSTXT_USAGE_EXTENSIONS``: every denied label is
+    one the plugin knows or a declared extension (a typo would enforce nothing)."""
+    extensions = _labels(settings, "ROBOTSTXT_USAGE_EXTENSIONS")
+    deny = _labels(settings, "ROBOTSTXT_USAGE_DENY")
+    known = known_labels()
+    for label in deny:
+        if label in known or label in extensions:
+            continue
+        close = difflib.get_close_matches(label, [*known, *extensions], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        listed = ", ".join(f"{name!r} ({what})" for name, what in known.items())
+        raise RobotsTxtConfigError(
+            f"ROBOTSTXT_USAGE_DENY lists {label!r}, a usage category this plugin does not know, so it would "
+            f"enforce nothing; {hint}the known ones: {listed}. A label of your own (a vocabulary extension) "
+            "is declared in ROBOTSTXT_USAGE_EXTENSIONS"
+        )
+    return deny, extensions
+
+
 @dataclass(frozen=True)
 class Config:
     user_agent: str | None
@@ -222,6 +282,7 @@ class Config:
     crawl_delay: bool = False
     crawl_delay_max: float = 60.0
     usage_deny: tuple[str, ...] = ()
+    usage_extensions: tuple[str, ...] = ()
     max_waiting: int = 100_000
     concurrent_fetches: int = 16
     store: Any = "memory"
@@ -258,11 +319,7 @@ class Config:
             max_size=max_size,
             revalidate=flag(settings, "ROBOTSTXT_REVALIDATE"),
         )
-        deny = settings.get("ROBOTSTXT_USAGE_DENY") or []
-        if isinstance(deny, str):
-            deny = [part.strip() for part in deny.split(",") if part.strip()]
-        if not isinstance(deny, (list, tuple)) or not all(isinstance(item, str) and item for item in deny):
-            raise RobotsTxtConfigError(f"ROBOTSTXT_USAGE_DENY must be a list of category names, got {deny!r}")
+        deny, extensions = _usage_deny(settings)
         return cls(
             user_agent=_text(settings, "ROBOTSTXT_USER_AGENT"),
             max_size=max_size,
@@ -270,7 +327,8 @@ class Config:
             policy=policy,
             crawl_delay=flag(settings, "ROBOTSTXT_CRAWL_DELAY"),
             crawl_delay_max=_number(settings, "ROBOTSTXT_CRAWL_DELAY_MAX"),
-            usage_deny=tuple(item.lower() for item in deny),
+            usage_deny=deny,
+            usage_extensions=extensions,
             max_waiting=_number(settings, "ROBOTSTXT_MAX_WAITING"),
             concurrent_fetches=_concurrent_fetches(settings),
             store=settings.get("ROBOTSTXT_STORE", DEFAULTS["ROBOTSTXT_STORE"]),
@@ -286,6 +344,38 @@ class Config:
             ledger_rotate_bytes=_number(settings, "ROBOTSTXT_LEDGER_ROTATE_BYTES"),
             max_wait_idle=_number(settings, "ROBOTSTXT_MAX_WAIT_IDLE"),
         )
+
+
+def usage_line(config: Config) -> str:
+    """The start-up line on usage preferences: the categories ``ROBOTSTXT_USAGE_DENY``
+    enforces and the sources whose ``n`` for them drops a request or a response (or
+    that none is enforced, and where preferences are read from for the reports)."""
+    deny = {canonical(label) for label in config.usage_deny}
+    everything = not deny  # nothing enforced: every source that is read, for the reports
+    tdm = everything or any(reserves(label) for label in deny)
+    robots_tags = everything or bool(deny & {"train-ai", "search"})  # noai, noindex, ...
+    sources = ["robots.txt (Content-Usage, Content-Signal)"]
+    off = []
+    headers = ["Content-Usage", *(["X-Robots-Tag"] if robots_tags else []), *(["tdm-reservation"] if tdm else [])]
+    if config.usage_headers:
+        sources.append(f"response headers ({', '.join(headers)})")
+    else:
+        off.append("response headers (ROBOTSTXT_USAGE_HEADERS)")
+    meta = [*(["robots", "the product token's"] if robots_tags else []), *(["tdm-reservation"] if tdm else [])]
+    if meta and config.usage_meta:
+        sources.append(f"HTML meta tags ({', '.join(meta)})")
+    elif meta:
+        off.append("HTML meta tags (ROBOTSTXT_USAGE_META)")
+    if tdm and config.tdmrep:
+        sources.append("tdmrep.json (TDMRep)")
+    elif tdm:
+        off.append("tdmrep.json (ROBOTSTXT_TDMREP)")
+    not_read = f"; not read: {', '.join(off)}" if off else ""
+    if everything:
+        return (f"usage preferences: none enforced (ROBOTSTXT_USAGE_DENY is empty); read for the reports from "
+                f"{', '.join(sources)}{not_read}")
+    return (f"usage preferences enforced for {', '.join(config.usage_deny)} (ROBOTSTXT_USAGE_DENY): a request or "
+            f"response is dropped when one of these says n: {', '.join(sources)}{not_read}")
 
 
 def _shown(value: Any) -> str:

@@ -22,7 +22,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from . import ACCELERATED, _compat, matcher_in_use
 from .change_news import ChangeNews
-from .config import Config
+from .config import Config, usage_line
 from .dns_warmup import DnsWarmup
 from .documents import TDMREP
 from .enforcement import Enforcement
@@ -77,6 +77,7 @@ class RobotsTxtMiddleware(Reporting):
         self.policy = config.policy
         self.enforcement = Enforcement.of(crawler, config)
         self.agents = self.enforcement.agents
+        logger.info("%s", usage_line(config))
         logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
         store = warmup = None
         store_cls = store_class(config.store)

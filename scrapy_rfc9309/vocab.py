@@ -19,7 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ["ALLOW", "CATEGORIES", "DISALLOW", "TDM_CATEGORY", "canonical", "combine", "labels_for"]
+__all__ = [
+    "ALLOW",
+    "CATEGORIES",
+    "DISALLOW",
+    "OTHER_LABELS",
+    "TDM_CATEGORY",
+    "canonical",
+    "combine",
+    "known_labels",
+    "labels_for",
+]
 
 #: The categories of the vocabulary, by label.
 CATEGORIES: tuple[str, ...] = ("train-ai", "search")
@@ -30,6 +40,22 @@ DISALLOW = "n"
 TDM_CATEGORY = "train-ai"
 #: Labels of other vocabularies that name a category of this one.
 _ALIASES = {"ai-train": "train-ai"}
+#: Labels outside the vocabulary that sites state and the documentation names, each with
+#: where it comes from: read and kept as stated, so ``ROBOTSTXT_USAGE_DENY`` may list them.
+OTHER_LABELS: dict[str, str] = {
+    "ai-input": "Content-Signal",
+    "bots": "earlier AIPREF drafts",
+    "train-genai": "earlier AIPREF drafts",
+}
+
+
+def known_labels() -> dict[str, str]:
+    """Every label the plugin knows, with what it is: the vocabulary's categories,
+    the other vocabularies' names of them, and :data:`OTHER_LABELS`."""
+    known = dict.fromkeys(CATEGORIES, "AIPREF vocabulary")
+    known.update({alias: f"Content-Signal's name of {name}" for alias, name in _ALIASES.items()})
+    known.update(OTHER_LABELS)
+    return known
 
 
 def canonical(label: str) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import deadline
 import pytest
 import reactorless
 from servers import Origin
@@ -43,6 +44,37 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     reactorless.stop()
+
+
+# ---------------------------------------------------------------------------------------- timeouts
+# pytest-timeout (pyproject.toml: timeout, timeout_method = "thread") is the last resort; a test the loop
+# drives is cancelled in the loop before, and fails alone (tests/deadline.py).
+
+_TIMEOUT = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # pytest-timeout's hook
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """Note the test's timeout (pytest-timeout's, with a ``timeout`` mark's); pytest-timeout's own
+    timer is set after this (the hook returns None)."""
+    item.stash[_TIMEOUT] = float(settings.timeout)
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_pyfunc_call")
+def pytest_pyfunc_call_deadline(pyfuncitem: pytest.Function) -> Any:
+    """Around whichever hook runs the test (pytest-twisted's, or the reactorless run's below): a test
+    the loop drives gets its deadline."""
+    timeout = pyfuncitem.stash.get(_TIMEOUT, 0.0)
+    original = pyfuncitem.obj
+    wrapped = (deadline.guarded(original, deadline.deadline(timeout), pyfuncitem.nodeid)
+               if timeout > 0 and getattr(original, "hypothesis", None) is None else None)
+    if wrapped is None:
+        return (yield)
+    pyfuncitem.obj = wrapped
+    try:
+        return (yield)
+    finally:
+        pyfuncitem.obj = original
 
 
 @pytest.hookimpl(tryfirst=True)

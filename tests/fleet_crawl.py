@@ -4,8 +4,9 @@
 
 ``SPEC`` gives ``settings``, ``kind`` (``"list"``: crawl ``urls``; ``"scrapy_redis"``:
 a scrapy-redis ``RedisSpider`` that reads its start URLs from Redis and follows
-links) and ``start_at`` (a wall-clock time to wait for before crawling, so that
-processes start together). ``fsize_limit`` sets ``RLIMIT_FSIZE`` before the crawl
+links) and ``start_together`` (``{"dir": ..., "count": N}``: a barrier; each process, ready to crawl,
+says so in ``dir`` and waits until ``N`` have, so that the processes start together however long each
+one took to start up). ``fsize_limit`` sets ``RLIMIT_FSIZE`` before the crawl
 (a full disk: writes past it fail with EFBIG). With ``reactorless`` it crawls without a Twisted reactor
 (``AsyncCrawlerProcess``, ``TWISTED_REACTOR_ENABLED = False``). Prints one JSON line: the stats, the URLs that reached
 a callback, the errors and the warnings logged.
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import scrapy
@@ -51,9 +54,21 @@ class _Record:
         OUT["errors"].append([request.url if request is not None else "", type(failure.value).__name__])
 
 
-def _wait(start_at: float | None) -> None:
-    if start_at:
-        time.sleep(max(0.0, start_at - time.time()))
+#: Seconds a process waits at the barrier for the others before it fails.
+BARRIER_LIMIT = 300.0
+
+
+def _start_together(barrier: dict[str, Any] | None) -> None:
+    """Say this process is ready in the barrier's directory, and return once ``count`` processes have."""
+    if not barrier:
+        return
+    folder = Path(barrier["dir"])
+    (folder / f"ready-{os.getpid()}").touch()
+    deadline = time.monotonic() + BARRIER_LIMIT
+    while len(list(folder.glob("ready-*"))) < barrier["count"]:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the other processes never became ready (barrier {folder})")
+        time.sleep(0.01)
 
 
 def main(spec_path: str) -> int:
@@ -85,7 +100,7 @@ def main(spec_path: str) -> int:
 
         spider_cls = FleetSpider
 
-    _wait(spec.get("start_at"))
+    _start_together(spec.get("start_together"))
     if spec.get("fsize_limit"):
         import resource
         import signal

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -81,13 +82,14 @@ def _pause(seconds: float) -> Any:
     return maybe_deferred_to_future(sleep(seconds)) if in_task else sleep(seconds)
 
 
-async def until(condition: Any, what: str = "the condition", limit: float = 20.0) -> None:
-    """Return once ``condition()`` holds, checking every 10 ms, for at most ``limit`` seconds."""
-    for _ in range(int(limit / 0.01)):
-        if condition():
-            return
+async def until(condition: Any, what: str = "the condition", limit: float = 60.0) -> None:
+    """Return once ``condition()`` holds, checking every 10 ms; fail after ``limit`` seconds (a
+    bound for a condition that never comes, generous so that a loaded machine does not reach it)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {what}")
         await _pause(0.01)
-    raise AssertionError(f"never: {what}")
 
 
 async def channel_waited(store: Any, channel: str, limit: float = 10.0) -> None:

@@ -20,14 +20,13 @@ from middleware_support import (
     page_hits,
     record_of_another_process,
     robots_hits,
-    sleep,
     stat,
     until,
 )
 from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.resolver import CachingHostnameResolver, CachingThreadedResolver, dnscache
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
@@ -122,7 +121,7 @@ def _crawl_while_another_process_fetches(origins: Any, redis_url: str, settings:
 
     async def the_other_process() -> None:
         await channel_waited(other, other.channel(waited.base))
-        await until(lambda: robots_hits(fetched), "the crawl fetched a robots.txt itself", limit=5.0)
+        await until(lambda: robots_hits(fetched), "the crawl fetched a robots.txt itself")
         await while_waiting(waited)
         assert page_hits(waited) == [], "a request of the waited origin went out before the save"
         now = time.time()
@@ -144,7 +143,7 @@ def _crawl_while_another_process_fetches(origins: Any, redis_url: str, settings:
 def test_a_waiting_crawl_resolves_the_host_before_its_requests_are_released(origins, redis_url,
                                                                              caching_resolver):
     async def resolved_while_waiting(waited: Any) -> None:
-        await until(lambda: dns_cached(waited.host), "the waited origin's host was resolved", limit=5.0)
+        await until(lambda: dns_cached(waited.host), "the waited origin's host was resolved")
 
     waited, result = yield _crawl_while_another_process_fetches(origins, redis_url, {}, resolved_while_waiting)
 
@@ -155,7 +154,8 @@ def test_a_waiting_crawl_resolves_the_host_before_its_requests_are_released(orig
 @pytest_twisted.inlineCallbacks
 def test_no_lookup_when_turned_off(origins, redis_url, caching_resolver):
     async def not_resolved(waited: Any) -> None:
-        await maybe_deferred_to_future(sleep(0.3))
+        # Lookups start as the wait does (DnsWarmup.waiting), and the crawl waits here: had one been
+        # started, its count would show at the end (dns_warmup == 0 below).
         assert not dns_cached(waited.host)
 
     waited, result = yield _crawl_while_another_process_fetches(
@@ -172,7 +172,8 @@ def test_no_lookup_when_a_later_middleware_sends_requests_through_a_proxy(origin
     _SetProxy.PROXY = f"http://127.0.0.1:{port.getHost().port}"
 
     async def not_resolved(waited: Any) -> None:
-        await maybe_deferred_to_future(sleep(0.3))
+        # Lookups start as the wait does (DnsWarmup.waiting), and the crawl waits here: had one been
+        # started, its count would show at the end (dns_warmup == 0 below).
         assert not dns_cached(waited.host)
 
     try:
@@ -191,6 +192,12 @@ def test_no_lookup_when_a_later_middleware_sends_requests_through_a_proxy(origin
 # --------------------------------------------------------------------------- the conditions, one by one
 
 
+def _lookups(warmup: DnsWarmup) -> int:
+    """The lookups ``warmup`` started (its stat, counted as each starts: a lookup is started from
+    within ``waiting`` or ``route_seen``, or as one ends, never later on its own)."""
+    return int(warmup.crawler.stats.get_value("robotstxt/dns_warmup") or 0)
+
+
 def _warmup(**settings: Any) -> DnsWarmup:
     return DnsWarmup(get_crawler(settings_dict={"HTTPPROXY_ENABLED": False, **settings}))
 
@@ -205,14 +212,12 @@ def test_lookups_wait_until_a_robots_txt_request_is_seen_going_direct(caching_re
     origin = Origin("http", "127.0.0.4", 80)
 
     warmup.waiting(origin, Request(origin.base + "/page"))
-    yield sleep(0.2)
-    assert not dns_cached("127.0.0.4")  # nothing is known of the route yet
+    assert _lookups(warmup) == 0  # nothing is known of the route yet: no lookup started
 
     warmup.route_seen(_robots_request())
-    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "resolved once the route is known", limit=5.0))
+    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "resolved once the route is known"))
 
 
-@pytest_twisted.inlineCallbacks
 def test_a_robots_txt_request_through_a_proxy_turns_lookups_off(caching_resolver):
     warmup = _warmup()
     first, second = Origin("http", "127.0.0.4", 80), Origin("http", "127.0.0.5", 80)
@@ -221,8 +226,8 @@ def test_a_robots_txt_request_through_a_proxy_turns_lookups_off(caching_resolver
     warmup.route_seen(_robots_request(proxy="http://proxy.invalid:8080"))
     warmup.route_seen(_robots_request())  # a direct one afterwards does not turn them on again
     warmup.waiting(second, Request(second.base + "/page"))
-    yield sleep(0.2)
 
+    assert _lookups(warmup) == 0
     assert not dns_cached("127.0.0.4") and not dns_cached("127.0.0.5")
 
 
@@ -236,7 +241,6 @@ def test_a_robots_txt_request_through_a_proxy_turns_lookups_off(caching_resolver
     ],
     ids=["meta-proxy", "env-proxy", "other-handler", "no-handler"],
 )
-@pytest_twisted.inlineCallbacks
 def test_requests_that_would_not_resolve_the_host_here_get_no_lookup(caching_resolver, monkeypatch, settings, meta,
                                                                     env):
     for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
@@ -248,8 +252,8 @@ def test_requests_that_would_not_resolve_the_host_here_get_no_lookup(caching_res
     warmup.route_seen(_robots_request())
 
     warmup.waiting(origin, Request(origin.base + "/page", meta=meta))
-    yield sleep(0.2)
 
+    assert _lookups(warmup) == 0
     assert not dns_cached("127.0.0.4")
 
 
@@ -262,13 +266,12 @@ def test_an_environment_proxy_bypassed_for_the_host_still_resolves(caching_resol
 
     warmup.waiting(Origin("http", "127.0.0.4", 80), Request("http://127.0.0.4/page"))
     warmup.waiting(Origin("http", "127.0.0.5", 80), Request("http://127.0.0.5/page"))
-    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "the bypassed host resolved", limit=5.0))
-    yield sleep(0.1)
+    yield deferred_from_coro(until(lambda: dns_cached("127.0.0.4"), "the bypassed host resolved"))
 
+    assert _lookups(warmup) == 1  # 127.0.0.5 (through the proxy) got none
     assert not dns_cached("127.0.0.5")
 
 
-@pytest_twisted.inlineCallbacks
 def test_no_lookup_without_a_caching_resolver():
     from twisted.internet import reactor
 
@@ -278,10 +281,9 @@ def test_no_lookup_without_a_caching_resolver():
     warmup = _warmup()
     warmup.route_seen(_robots_request())
     warmup.waiting(Origin("http", "127.0.0.4", 80), Request("http://127.0.0.4/page"))
-    yield sleep(0.2)
 
+    assert _lookups(warmup) == 0 and not warmup._queue  # nothing started, nothing left to start
     assert not dns_cached("127.0.0.4")
-    assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") is None
 
 
 @pytest_twisted.inlineCallbacks
@@ -293,7 +295,7 @@ def test_lookups_run_a_few_at_a_time_and_all_end(caching_resolver):
     for host in hosts:
         warmup.waiting(Origin("http", host, 80), Request(f"http://{host}/page"))
         assert warmup._in_flight <= MAX_IN_FLIGHT
-    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in hosts), "every host resolved", limit=5.0))
+    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in hosts), "every host resolved"))
 
     assert warmup._in_flight == 0
     assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") == len(hosts)
@@ -312,7 +314,7 @@ def test_lookups_of_waits_that_ended_or_of_a_closed_spider_are_not_made(caching_
     assert (ended, 80) in warmup._queue
     warmup.done(Origin("http", ended, 80))
     others = [h for h in hosts if h != ended]
-    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in others), "the others resolved", limit=5.0))
+    yield deferred_from_coro(until(lambda: all(dns_cached(h) for h in others), "the others resolved"))
     assert not dns_cached(ended)
 
     later = [f"127.0.3.{n}" for n in range(1, 3 * MAX_IN_FLIGHT + 1)]
@@ -320,9 +322,9 @@ def test_lookups_of_waits_that_ended_or_of_a_closed_spider_are_not_made(caching_
         warmup.waiting(Origin("http", host, 80), Request(f"http://{host}/page"))
     running = [h for h in later if (h, 80) not in warmup._queue]
     warmup.close()  # the spider closes: nothing queued is looked up any more
-    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the running lookups ended", limit=5.0))
-    yield sleep(0.1)
+    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the running lookups ended"))
 
+    assert not warmup._queue  # nothing is left to start
     assert len(running) == MAX_IN_FLIGHT and all(dns_cached(h) for h in running)
     assert not any(dns_cached(h) for h in later if h not in running)
     assert warmup.crawler.stats.get_value("robotstxt/dns_warmup") == len(others) + MAX_IN_FLIGHT
@@ -334,7 +336,7 @@ def test_a_failed_lookup_ends_and_frees_its_place(caching_resolver):
     warmup.route_seen(_robots_request())
 
     warmup.waiting(Origin("http", "no-such-host.invalid", 80), Request("http://no-such-host.invalid/page"))
-    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the failed lookup ended", limit=15))
+    yield deferred_from_coro(until(lambda: warmup._in_flight == 0, "the failed lookup ended"))
 
     assert not dns_cached("no-such-host.invalid")
 

@@ -1,7 +1,9 @@
-"""The documentation shows the code's settings: the settings page's table is written
-from :data:`scrapy_rfc9309.config.SETTINGS` by ``docs/conf.py`` at build time, every
-setting appears with its type, default and an example that :class:`Config` accepts,
-and Config reads every entry of the table."""
+"""The documentation shows the code's settings: the settings page's table is generated
+from :data:`scrapy_rfc9309.config.SETTINGS` (``docs/conf.py``) and committed, and is
+current; every setting appears with its type, default and an example that
+:class:`Config` accepts, and Config reads every entry of the table. The pages read
+whole as plain Markdown (on a forge, in a checkout): Markdown links that lead to a file
+and heading of the checkout, no MyST roles."""
 
 from __future__ import annotations
 
@@ -30,12 +32,26 @@ def _load_conf() -> object:
     return module
 
 
-def test_the_settings_page_includes_the_table_conf_py_writes_from_the_code():
+def test_the_settings_page_holds_the_table_the_code_makes():
+    """Regenerated, the committed page is unchanged (else: ``make settings-table``)."""
+    conf = _load_conf()
     page = (DOCS / "settings.md").read_text(encoding="utf-8")
-    assert "```{include} _generated/settings-table.md\n```" in page
-    written = _load_conf().write_settings_table()  # type: ignore[attr-defined]
-    assert written == DOCS / "_generated" / "settings-table.md"
-    assert written.read_text(encoding="utf-8") == settings_table() + "\n"
+    assert conf.settings_page(page) == page, "docs/settings.md is stale: run make settings-table"  # type: ignore[attr-defined]
+    table = page[page.index(conf.TABLE_START) + len(conf.TABLE_START):page.index(conf.TABLE_END)]  # type: ignore[attr-defined]
+    assert table.strip() == settings_table()
+
+
+def test_a_stale_table_is_found_and_written_again(tmp_path, monkeypatch):
+    conf = _load_conf()
+    page = (DOCS / "settings.md").read_text(encoding="utf-8")
+    stale = page.replace("| `ROBOTSTXT_MAX_REDIRECTS` | int | `5` |", "| `ROBOTSTXT_MAX_REDIRECTS` | int | `6` |")
+    assert stale != page and conf.settings_page(stale) == page  # type: ignore[attr-defined]
+    copy = tmp_path / "settings.md"
+    copy.write_text(stale, encoding="utf-8")
+    monkeypatch.setattr(conf, "SETTINGS_PAGE", copy)
+    assert conf.write_settings_table() is True  # type: ignore[attr-defined]
+    assert copy.read_text(encoding="utf-8") == page
+    assert conf.write_settings_table() is False  # type: ignore[attr-defined]
 
 
 def test_the_table_shows_every_setting_with_its_type_default_and_example():
@@ -115,6 +131,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_CRAWL_DELAY": config.crawl_delay,
         "ROBOTSTXT_CRAWL_DELAY_MAX": config.crawl_delay_max,
         "ROBOTSTXT_USAGE_DENY": list(config.usage_deny),
+        "ROBOTSTXT_USAGE_EXTENSIONS": list(config.usage_extensions),
         "ROBOTSTXT_MAX_WAITING": config.max_waiting,
         "ROBOTSTXT_STORE": config.store,
         "ROBOTSTXT_STORE_LOCK_TTL": config.store_lock_ttl,
@@ -153,8 +170,11 @@ def _slug(heading: str) -> str:
 
 
 def _anchors(page: Path) -> set[str]:
+    """The headings' anchors of ``page``, and its MyST targets (``(name)=`` lines, which MyST resolves
+    and a forge shows as the page)."""
     text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
-    return {_slug(match) for match in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+    return ({_slug(match) for match in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+            | set(re.findall(r"^\((.+)\)=$", text, re.M)))
 
 
 def _relative_links(text: str) -> list[str]:
@@ -163,13 +183,13 @@ def _relative_links(text: str) -> list[str]:
     return [t for t in targets if not re.match(r"[a-z][a-z0-9+.-]*:|//", t, re.I)]
 
 
-def _broken_links(text: str) -> list[str]:
-    """The relative links of ``text`` (a page at the root of the checkout) that lead to no file
-    of the checkout, or to no heading of the page they name."""
+def _broken_links(text: str, where: Path = README) -> list[str]:
+    """The relative links of ``text`` (the page ``where``, the README by default) that lead to no
+    file of the checkout, or to no heading of the page they name."""
     broken = []
     for target in _relative_links(text):
         path, _, anchor = target.partition("#")
-        page = (ROOT / path).resolve() if path else README
+        page = (where.parent / path).resolve() if path else where
         if not page.exists() or ROOT not in page.parents:
             broken.append(f"{target}: no {path} in the checkout")
         elif anchor and (page.is_dir() or anchor not in _anchors(page)):
@@ -187,6 +207,48 @@ def test_the_readme_links_to_every_page_of_the_documentation():
     assert {"quickstart", "troubleshooting", "changelog"} <= pages
     linked = {Path(t.partition("#")[0]).stem for t in _relative_links(text) if t.startswith("docs/")}
     assert pages <= linked, sorted(pages - linked)
+
+
+def _without_code(text: str) -> str:
+    """``text`` without its fenced blocks and code spans (which may show a link as an example)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    return re.sub(r"(`+).+?\1", "", text)
+
+
+def _pages() -> list[Path]:
+    return sorted(DOCS.glob("*.md"))
+
+
+def test_every_relative_link_of_the_documentation_leads_to_a_file_and_heading_of_the_checkout():
+    broken = {page.name: _broken_links(_without_code(page.read_text(encoding="utf-8")), page) for page in _pages()}
+    assert {name: links for name, links in broken.items() if links} == {}
+
+
+#: A MyST role (``{doc}`page```, ``{class}`~x.Y```): raw text on a forge.
+_ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")
+
+
+def _prose(text: str) -> str:
+    """``text`` without its fenced blocks and double-backtick code spans (which may show a role)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    return re.sub(r"``.+?``", "", text)
+
+
+def test_the_pages_use_markdown_links_not_myst_roles():
+    found = {page.name: _ROLE.findall(_prose(page.read_text(encoding="utf-8"))) for page in [README, *_pages()]}
+    assert {name: roles for name, roles in found.items() if roles} == {}
+
+
+def test_a_myst_role_is_found():
+    assert _ROLE.findall(_prose("see {doc}`settings` and {class}`~scrapy_rfc9309.Rule`; ``{doc}`shown` ``")) == [
+        "{doc}`settings`", "{class}`~scrapy_rfc9309.Rule`"]
+
+
+def test_the_readme_names_each_page_once_in_its_list_of_pages():
+    text = README.read_text(encoding="utf-8")
+    items = re.findall(r"^- \[([^\]]+)\]\(([^)]+)\)", text, re.M)
+    assert len(items) >= 10
+    assert len(set(items)) == len(items), sorted(item for item in items if items.count(item) > 1)
 
 
 def test_a_broken_relative_link_is_found():

@@ -5,12 +5,12 @@ what they receive. In the reactorless run the processes crawl without a reactor 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import pytest_twisted
 import redis
-from middleware_support import ENABLE, page_hits, robots_hits, text
+from middleware_support import ENABLE, page_hits, robots_hits, text, until
 from reactorless import is_reactorless
-from servers import Delay, server_reactor
+from scrapy.utils.defer import deferred_from_coro
+from servers import Delay, Gate, server_reactor
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
@@ -29,8 +30,6 @@ from scrapy_rfc9309 import _compat
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RULES = "User-agent: *\nDisallow: /private\n"
-#: Seconds from spawning the processes to their common start (Python and Scrapy start-up).
-START_DELAY = 4.0
 
 
 def _sites(origins: Any, count: int) -> list[Any]:
@@ -90,6 +89,17 @@ def _crawl(spec: dict[str, Any], tmp_path: Path, name: str, started: Any = None,
     return running.addCallback(report)
 
 
+def _together(tmp_path: Path, count: int = 2) -> dict[str, Any]:
+    """The spec of ``count`` processes that start crawling together: once each is ready
+    (``fleet_crawl.py``'s barrier), whatever its start-up took."""
+    folder = tmp_path / f"barrier-{next(_barriers)}"
+    folder.mkdir()
+    return {"dir": str(folder), "count": count}
+
+
+_barriers = itertools.count()
+
+
 def _settings(**extra: Any) -> dict[str, Any]:
     return {**ENABLE, "CONCURRENT_REQUESTS": 4, "DOWNLOAD_DELAY": 0, "RETRY_ENABLED": False,
             "HTTPPROXY_ENABLED": False, "DOWNLOAD_TIMEOUT": 10, **extra}
@@ -106,18 +116,33 @@ def _two_processes(origins: Any, tmp_path: Path, settings: dict[str, Any],
     (whose robots.txt, answered at once, only that process fetches). ``own_settings``:
     each process's settings on top of ``settings``."""
     sites = _sites(origins, 4)
+    # The shared sites' robots.txt files are held until both processes crawl (each has asked for its
+    # own site's robots.txt, after which it claims the shared origins): whichever claims an origin
+    # second finds the other's lock, however unevenly the two processes started.
+    gates = []
+    for site in sites:
+        gates.append(Gate(text(RULES)))
+        site["/robots.txt"] = gates[-1]
     own = [origins(f"127.0.0.{n + 5}") for n in range(2)]
     for site in own:
         site.robots(RULES)
-    start_at = time.time() + START_DELAY
+
+    async def open_once_both_crawl() -> None:
+        await until(lambda: all(robots_hits(site) for site in own), "both processes crawling")
+        for gate in gates:
+            gate.open()
+
+    opening = deferred_from_coro(open_once_both_crawl())
+    together = _together(tmp_path)
     specs = [
-        {"settings": {**settings, **own_settings[n - 1]}, "start_at": start_at,
+        {"settings": {**settings, **own_settings[n - 1]}, "start_together": together,
          "urls": [own[n - 1].url(f"/public/{n}")] + [s.url(f"/public/{n}") for s in sites]
          + [s.url(f"/private/{n}") for s in sites]}
         for n in (1, 2)
     ]
     reports = yield defer.gatherResults([_crawl(spec, tmp_path, f"p{n}") for n, spec in enumerate(specs)],
                                         consumeErrors=True)
+    yield opening
     return sites, own, reports
 
 
@@ -207,9 +232,9 @@ def test_two_scrapy_redis_spiders_share_the_queue_and_the_robots_txt_state(origi
         CONCURRENT_REQUESTS=2,
         MAX_IDLE_TIME_BEFORE_CLOSE=3,
     )
-    start_at = time.time() + START_DELAY
+    together = _together(tmp_path)
     reports = yield defer.gatherResults(
-        [_crawl({"settings": settings, "start_at": start_at, "kind": "scrapy_redis"}, tmp_path, f"sr{n}")
+        [_crawl({"settings": settings, "start_together": together, "kind": "scrapy_redis"}, tmp_path, f"sr{n}")
          for n in (1, 2)],
         consumeErrors=True,
     )
@@ -242,8 +267,8 @@ def test_two_processes_sharing_a_store_fetch_each_tdmrep_json_once(origins, tmp_
         # Slow enough that the processes, started together, find each other's lock.
         site["/.well-known/tdmrep.json"] = Delay(1.0, rules)
     settings = _settings(**store, ROBOTSTXT_TDMREP=True, ROBOTSTXT_USAGE_DENY=["train-ai"])
-    start_at = time.time() + START_DELAY
-    specs = [{"settings": settings, "start_at": start_at,
+    together = _together(tmp_path)
+    specs = [{"settings": settings, "start_together": together,
               "urls": [s.url(f"/public/{n}") for s in sites] + [s.url(f"/reserved/{n}") for s in sites]}
              for n in (1, 2)]
     reports = yield defer.gatherResults([_crawl(spec, tmp_path, f"t{n}") for n, spec in enumerate(specs)],

@@ -15,7 +15,7 @@ from middleware_support import page_hits, text, until
 from scrapy.utils.defer import deferred_from_coro
 from servers import Gate
 from test_command import scrapy
-from test_fleet import RULES, START_DELAY, _check_fleet, _crawl, _settings, _two_processes
+from test_fleet import RULES, _check_fleet, _crawl, _settings, _two_processes
 from test_ledger import base, passes
 
 from scrapy_rfc9309.audit import UNSEALED, audit, format_text
@@ -109,7 +109,7 @@ def test_kill_9_mid_crawl_leaves_files_whose_audit_verifies_all_and_reports_the_
 
     # Every fast page's response recorded, the slow ones held at the gate: the crawl is mid-way.
     yield deferred_from_coro(until(lambda: responses_written() >= len(fast) and gate.waiting == 4,
-                                   "the fast pages recorded", limit=60 + START_DELAY))
+                                   "the fast pages recorded"))
     processes[0].send_signal(signal.SIGKILL)
     code, _ = yield running
     assert code == -signal.SIGKILL

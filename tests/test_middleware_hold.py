@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 from crawl import run_crawl
-from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, sleep, stat, text, until
+from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, stat, text, until
 from reactorless import is_reactorless
 from scrapy.utils.defer import deferred_from_coro
 from servers import Delay, Drop, Gate, Page, Sequence, Stall, Static
@@ -226,7 +226,7 @@ def test_a_pending_robots_txt_does_not_take_a_concurrent_requests_place(origins)
     # Every page of the other origin arrives while robots.txt is still held back (in whatever order
     # the scheduler hands them out: LIFO before Scrapy 2.14).
     for i in range(5):
-        yield fast.wait_for(f"/page/{i}", timeout=3)
+        yield fast.wait_for(f"/page/{i}")
     assert len(page_hits(fast)) == 5
     assert page_hits(slow) == []
     assert gate.waiting == 1
@@ -312,7 +312,9 @@ def test_requests_waiting_outside_the_active_set_are_bounded(origins):
     # robots.txt fetch takes none either); the other 52 stay in the scheduler.
     states = spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states
     yield deferred_from_coro(until(lambda: states.waiting >= 5 + 3, "8 requests wait"))
-    yield sleep(0.3)  # the scheduler's next turns hand out no more
+    # The 3 in the downloader fill CONCURRENT_REQUESTS: the engine backs out, so its next turns hand
+    # out nothing more, whenever they come.
+    assert spider.crawler.engine.downloader.needs_backout()
     assert states.waiting == 5 + 3
     gate.open()
     result = yield crawl

@@ -10,11 +10,18 @@ import time
 import pytest
 import pytest_twisted
 from crawl import ListSpider, run_crawl
+from middleware_support import TrackingSpider, until
 from reactorless import is_reactorless
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.defer import deferred_from_coro
 from scrapy_errors import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError, connection_lost
+from twisted.internet import defer
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.protocol import Protocol
+
 from servers import (
     Delay,
     Drop,
@@ -292,9 +299,9 @@ def test_stop_aborts_stalled_and_delayed_connections_and_leaves_no_timers(origin
     assert a.pending_calls == []
     assert not timers[0].active()
     assert set(timers).isdisjoint(server_reactor().getDelayedCalls())
-    yield deferLater(server_reactor(), 0, lambda: None)
-    # The listening port and the server side of both connections are gone from the reactor.
-    assert set(server_reactor().getReaders()) <= readers_before
+    # The listening port and the server side of both connections leave the reactor.
+    yield deferred_from_coro(until(lambda: set(server_reactor().getReaders()) <= readers_before,
+                                   "the server's sockets left the reactor"))
     with pytest.raises(ConnectionRefusedError):
         yield _connect(a, "/stall")
     yield a.stop()  # idempotent (the fixture calls it again)
@@ -367,10 +374,14 @@ def test_gate_holds_robots_txt_until_opened(origins):
     gate = Gate(Static(b"User-agent: *\nDisallow: /no\n", headers={"Content-Type": "text/plain"}))
     a["/robots.txt"] = gate
 
-    crawl = run_crawl([a.url("/yes"), a.url("/no")])
+    crawl = run_crawl(TrackingSpider, urls=[a.url("/yes"), a.url("/no")])
     yield a.wait_for("/robots.txt")
-    yield deferLater(server_reactor(), 0.2, lambda: None)
-    # The built-in middleware makes page requests wait for robots.txt.
+    spider = TrackingSpider.latest
+    assert spider is not None
+    # Both page requests reach the downloader, where the built-in middleware makes them wait for robots.txt.
+    downloader = spider.crawler.engine.downloader
+    yield deferred_from_coro(until(lambda: {r.url for r in downloader.active} >= {a.url("/yes"), a.url("/no")},
+                                   "both page requests in the downloader"))
     assert a.paths() == ["/robots.txt"]
     assert gate.waiting == 1
     gate.open()

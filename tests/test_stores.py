@@ -89,20 +89,30 @@ async def test_saving_releases_the_lock_and_makes_the_record_fresh_for_everyone(
     assert (await store.claim(KEY, "b", now + 101, 30)) == (Claim.ACQUIRED, record(now))
 
 
+async def _claimed(store: Any, key: str, owner: str) -> None:
+    """Return once ``owner`` gets ``key``'s lock (claiming it every 10 ms): the lock held before has expired."""
+    deadline = time.monotonic() + 60
+    while (await store.claim(key, owner, time.time(), 30))[0] is not Claim.ACQUIRED:
+        assert time.monotonic() < deadline, f"the lock of {key} never expired"
+        await sleep(0.01)
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_lock_expires_so_a_dead_fetcher_blocks_nobody_for_long(store: Any) -> None:
     assert (await store.claim(KEY, "dead", time.time(), 0.3))[0] is Claim.ACQUIRED
     assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
-    await sleep(0.45)
-    assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.ACQUIRED
+    await _claimed(store, KEY, "b")
+    assert (await store.claim(KEY, "dead", time.time(), 30))[0] is Claim.BUSY  # b's now
 
 
 @pytest_twisted.ensureDeferred
 async def test_renew_extends_only_the_holders_lock_and_release_frees_it(store: Any) -> None:
+    other = "https://other.example"
     assert (await store.claim(KEY, "a", time.time(), 0.4))[0] is Claim.ACQUIRED
+    assert (await store.claim(other, "a", time.time(), 0.4))[0] is Claim.ACQUIRED  # expires after KEY's would
     assert not await store.renew(KEY, "b", 30)
     assert await store.renew(KEY, "a", 30)
-    await sleep(0.5)
+    await _claimed(store, other, "b")  # the lock taken with KEY's, not renewed, expired
     assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY  # renewed past its first expiry
     await store.release(KEY, "b")  # not b's: nothing happens
     assert (await store.claim(KEY, "b", time.time(), 30))[0] is Claim.BUSY
@@ -671,6 +681,17 @@ def proxied(proxy: _Proxy) -> Iterator[Any]:
     blockon(made.close())
 
 
+async def _locked(proxy: _Proxy, *keys: str) -> None:
+    """Return once the Redis behind ``proxy`` holds the fetch lock of each of ``keys`` (prefix ``t``):
+    the claims reached the server and ran (their answers may be held back)."""
+    client = redis.Redis(port=proxy.target_port)
+    try:
+        await until(lambda: client.exists(*(f"t:{{{key}}}:lock" for key in keys)) == len(keys),
+                    f"the locks of {keys} taken")
+    finally:
+        client.close()
+
+
 async def _saved(store: Any) -> Record:
     """A record of ``KEY`` fetched a second ago, saved in ``store``."""
     saved = record(time.time() - 1)
@@ -686,7 +707,7 @@ async def test_calls_in_flight_on_a_connection_that_closes_are_sent_again_on_a_n
     await proxied.save(keys[0], record(now - 1))
     proxy.holding = True
     calls = [proxied.claim(key, "a", now, 30) for key in keys] + [proxied.load(keys[0]), proxied.load(keys[1])]
-    await sleep(0.2)  # the commands reached the server and ran; their answers are held
+    await _locked(proxy, *keys[1:])  # the commands reached the server and ran; their answers are held
     proxy.cut()
     proxy.holding = False
     *claims, loaded, missing = await defer.gatherResults(calls)
@@ -738,7 +759,9 @@ async def test_pipelines_in_flight_are_bounded_and_the_calls_made_meanwhile_go_t
     calls = []
     for _ in range(MAX_CONNECTIONS + 4):
         calls.append(proxied.load(KEY))
-        await sleep(0.01)  # each made in a turn of its own: a pipeline each, while connections last
+        # One turn of the event loop (not a time): the send this call started takes it, alone, so each
+        # goes in a pipeline of its own while connections last.
+        await sleep(0)
     proxy.holding = False
     assert await defer.gatherResults(calls) == [saved] * (MAX_CONNECTIONS + 4)
     assert proxy.accepted == MAX_CONNECTIONS
@@ -749,12 +772,13 @@ async def test_a_call_cancelled_in_flight_leaves_the_others_their_own_answers(
         proxy: _Proxy, proxied: Any) -> None:
     now, saved = time.time(), await _saved(proxied)
     proxy.holding = True
-    first, cancelled, third = proxied.load(KEY), proxied.load("https://none"), proxied.claim(KEY, "a", now, 30)
-    await sleep(0.1)
+    other = "https://other.example"
+    first, cancelled, third = proxied.load(KEY), proxied.load("https://none"), proxied.claim(other, "a", now, 30)
+    await _locked(proxy, other)  # the three ran, in their order, on one connection; their answers are held
     cancelled.cancel()
     proxy.holding = False
     assert (await first) == saved
-    assert (await third) == (Claim.FRESH, saved)
+    assert (await third) == (Claim.ACQUIRED, None)
     assert (await proxied.load("https://none")) is None
     assert proxy.accepted == 1
 

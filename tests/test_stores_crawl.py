@@ -6,9 +6,9 @@ Redis going away never stops the crawl."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
@@ -27,12 +27,14 @@ from middleware_support import (
     sleep,
     stat,
     text,
+    until,
 )
 from scrapy import Request
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from servers import Sequence, SilentListener, Static, server_reactor
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
+from scrapy_rfc9309.middleware import RobotsTxtMiddleware
 from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME
@@ -60,6 +62,20 @@ def _sites(origins: Any, count: int = 3, rules: str = RULES) -> list[Any]:
         site.robots(rules)
         sites.append(site)
     return sites
+
+
+def _expiry(crawler: Any, url: str) -> float:
+    """When the robots.txt state of ``url``'s origin that ``crawler`` holds expires."""
+    state = crawler.get_downloader_middleware(RobotsTxtMiddleware).state_for(url)
+    assert state is not None, f"no state of {url}"
+    return float(state.expires_at)
+
+
+def _expired(result: Any, url: str) -> Any:
+    """Fires once the state of ``url``'s origin that the crawl of ``result`` saved has expired (its
+    own expiry, not a guess of it)."""
+    expiry = _expiry(result.crawler, url)
+    return deferred_from_coro(until(lambda: time.time() > expiry, f"the robots.txt of {url} expired"))
 
 
 def _urls(sites: list[Any]) -> list[str]:
@@ -94,8 +110,8 @@ def test_a_restart_after_the_lifetime_fetches_again(origins, store):
     site["/robots.txt"] = text(RULES, Cache_Control="max-age=1")
     settings = _settings(*store, ROBOTSTXT_CACHE_MIN_TTL=0)
 
-    yield run_crawl([site.url("/public")], settings)
-    yield sleep(1.2)
+    first = yield run_crawl([site.url("/public")], settings)
+    yield _expired(first, site.url("/public"))
     second = yield run_crawl([site.url("/public")], settings)
 
     assert len(robots_hits(site)) == 2
@@ -108,8 +124,8 @@ def test_an_origin_unreachable_across_runs_keeps_its_last_good_copy(origins, sto
     site["/robots.txt"] = Sequence([text(RULES), Static(b"<h1>down</h1>", 503)])
     settings = _settings(*store, ROBOTSTXT_CACHE_TTL=1, ROBOTSTXT_CACHE_MIN_TTL=0)
 
-    yield run_crawl([site.url("/public")], settings)
-    yield sleep(1.2)  # the file expired; the next run finds the origin failing
+    first = yield run_crawl([site.url("/public")], settings)
+    yield _expired(first, site.url("/public"))  # the next run finds the origin failing
     second = yield run_crawl([site.url("/public"), site.url("/private/2")], settings)
 
     assert len(robots_hits(site)) == 2
@@ -254,28 +270,29 @@ def test_the_lock_of_a_fetcher_that_died_expires_and_another_fetches(origins, re
 
 @pytest_twisted.inlineCallbacks
 def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
-    from servers import Delay
+    from servers import Gate
 
     (site,) = _sites(origins, 1)
-    site["/robots.txt"] = Delay(1.5, text(RULES))
+    gate = Gate(text(RULES))
+    site["/robots.txt"] = gate
     client = _redis(redis_url)
     lock = f"robotstxt:{{{site.base}}}:lock"
     ttls: list[int] = []
 
-    reactor = server_reactor()  # the installed reactor, or the loop's when there is none
-    watch: list[Any] = []
-
-    def sample() -> None:  # the lock's TTL every 0.1 s
+    def renewed_past_its_lifetimes() -> bool:
+        """The lock's TTL, sampled: renewed (its TTL went up) three times, so it outlived three of its
+        0.6 s lifetimes while the fetch is held."""
         ttls.append(client.pttl(lock))
-        watch[:] = [reactor.callLater(0.1, sample)]
+        return sum(1 for before, after in itertools.pairwise(ttls) if after > before > 0) >= 3
 
-    sample()
-    result = yield run_crawl([site.url("/public")], _settings("redis", redis_url, ROBOTSTXT_STORE_LOCK_TTL=0.6))
-    watch[0].cancel()
+    crawl = run_crawl([site.url("/public")], _settings("redis", redis_url, ROBOTSTXT_STORE_LOCK_TTL=0.6))
+    yield site.wait_for("/robots.txt")
+    yield deferred_from_coro(until(renewed_past_its_lifetimes, "the lock renewed three times"))
+    gate.open()
+    result = yield crawl
 
-    # The lock (0.6 s) would have expired during the 1.5 s fetch had it not been renewed.
-    held = [t for t in ttls if t > 0]
-    assert len(held) >= 10
+    held = ttls[ttls.index(next(t for t in ttls if t > 0)):]
+    assert all(t > 0 for t in held), ttls  # never lost, from the fetch's start until it was let go
     assert result.responses == [site.url("/public")]
     assert len(robots_hits(site)) == 1
     client.close()
@@ -285,7 +302,7 @@ def test_a_long_fetch_keeps_its_lock_renewed(origins, redis_url):
 
 
 class _OutageSpider(ListSpider):
-    """Crawls ``phases`` one after another; ``between[i]()`` runs after phase i is done."""
+    """Crawls ``phases`` one after another; ``between[i](spider)`` runs after phase i is done."""
 
     name = "outage"
     phases: ClassVar[list[list[str]]] = []
@@ -301,7 +318,7 @@ class _OutageSpider(ListSpider):
             ) < len(urls):
                 await maybe_deferred_to_future(sleep(0.05))
             if index < len(self.between):
-                await maybe_deferred_to_future(self.between[index]())
+                await maybe_deferred_to_future(self.between[index](self))
 
 
 @pytest_twisted.inlineCallbacks
@@ -309,13 +326,15 @@ def test_redis_going_down_mid_crawl_and_coming_back(origins, own_redis):
     a, b, c = _sites(origins, 3)
     url = own_redis.url()
 
-    def stop() -> Any:
+    def stop(spider: Any) -> Any:
         own_redis.stop()
         return sleep(0)
 
-    def restart() -> Any:
+    def restart(spider: Any) -> Any:
         own_redis.start()
-        return sleep(0.6)  # past ROBOTSTXT_STORE_RETRY_DELAY
+        # The store's last failure was before now (in phase 2, which is done): it is asked again
+        # ROBOTSTXT_STORE_RETRY_DELAY after it, so at the latest after this.
+        return sleep(0.5)
 
     _OutageSpider.phases = [[a.url("/public")], [b.url("/public"), b.url("/private/1")], [c.url("/public")]]
     _OutageSpider.between = [stop, restart]
@@ -424,19 +443,21 @@ def test_the_default_claim_of_a_store_never_waits() -> None:
 
 @pytest_twisted.inlineCallbacks
 def test_the_default_redis_url_is_the_local_redis(origins, tmp_path):
-    """No ROBOTSTXT_REDIS_URL nor REDIS_URL: ``redis://localhost:6379/0``, the Redis that
-    ``.ci/run`` starts (a test of the default, so it uses its own key prefix)."""
+    """No ROBOTSTXT_REDIS_URL nor REDIS_URL: ``redis://localhost:6379/0``: the Redis there (``.ci/run``
+    starts one), or one this test starts there (a test of the default, so it uses its own key prefix)."""
     from optional import require_redis_server
 
-    require_redis_server()
+    from scrapy_rfc9309.testing import RedisServer
+
+    binary = require_redis_server()
+    own = None
     client = redis.Redis.from_url("redis://localhost:6379/0")
     try:
         client.ping()
     except redis.ConnectionError:
-        message = "no Redis on localhost:6379 (.ci/run starts one)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message)
-        pytest.skip(message)
+        own = RedisServer(binary)
+        own.port = 6379  # the default's port, free: nothing answered there
+        own.start()
     prefix = f"robotstxt-test-{uuid.uuid4().hex[:8]}"
     sites = _sites(origins, 2)
     settings = mw_settings(ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_PREFIX=prefix)
@@ -448,29 +469,30 @@ def test_the_default_redis_url_is_the_local_redis(origins, tmp_path):
         for key in client.scan_iter(f"{prefix}:*"):
             client.delete(key)
         client.close()
+        if own is not None:
+            own.close()
     assert stat(first, "request_count") == 2 and stat(second, "request_count") == 0
     assert stat(second, "store_hit") == 2
 
 
 @pytest_twisted.inlineCallbacks
 def test_a_newer_copy_fetched_by_another_process_is_the_one_kept_when_the_origin_fails(origins, redis_url):
-    from middleware_support import BatchSpider
-
     (site,) = _sites(origins, 1)
     site["/robots.txt"] = Sequence([text("User-agent: *\nDisallow: /old\n"), Static(b"down", 503)])
     client = _redis(redis_url)
 
-    def another_process_refetched() -> None:
-        # Another process fetched the file again after this one (new rules), and that copy has just expired.
+    async def another_process_refetched(spider: Any) -> None:
+        # This process's copy expires; then another process fetched the file again (new rules), after
+        # this one, and that copy has just expired too.
+        expiry = _expiry(spider.crawler, site.url("/old/1"))
+        await until(lambda: time.time() > expiry, "this process's copy expired")
         now = time.time()
         _store_as_another_process(client, site, b"User-agent: *\nDisallow: /new\n", now - 0.05, now)
 
-    server_reactor().callLater(1.2, another_process_refetched)
+    _OutageSpider.phases = [[site.url("/old/1")], [site.url("/old/2"), site.url("/new/2")]]  # then the origin fails
+    _OutageSpider.between = [lambda spider: deferred_from_coro(another_process_refetched(spider))]
     settings = _settings("redis", redis_url, ROBOTSTXT_CACHE_TTL=1, ROBOTSTXT_CACHE_MIN_TTL=0)
-    result = yield run_crawl(BatchSpider, settings, batches=[
-        (0, [site.url("/old/1")]),
-        (1.5, [site.url("/old/2"), site.url("/new/2")]),  # this process's copy expired; the origin now fails
-    ])
+    result = yield run_crawl(_OutageSpider, settings)
 
     assert len(robots_hits(site)) == 2
     assert stat(result, "stale_used") == 1

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -11,12 +12,14 @@ import pytest_twisted
 from crawl import ListSpider, run_crawl
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
+from scrapy.settings import Settings
 from servers import Origin, Redirect
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import signals as rfc_signals
+from scrapy_rfc9309.config import Config, usage_line
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUsageDenied
-from scrapy_rfc9309.middleware import USAGE_META
+from scrapy_rfc9309.middleware import USAGE_META, RobotsTxtMiddleware
 from scrapy_rfc9309.usage import UsagePreference, UsageRule, applicable, read_statement
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
@@ -555,3 +558,97 @@ def test_a_bad_usage_deny_value_stops_the_crawl_at_start_up(origins, value):
 
     assert "ROBOTSTXT_USAGE_DENY" in str(info.value)
     assert a.requests == []
+
+
+@pytest.mark.parametrize("value", ["train_ai", ["search", "Training"], "train-ai, tdm"])
+@pytest_twisted.inlineCallbacks
+def test_an_unknown_usage_category_stops_the_crawl_at_start_up_naming_it_and_the_known_ones(origins, value):
+    """A typo would enforce nothing: the crawl does not start."""
+    a = origins()
+    _site(a)
+
+    with pytest.raises(RobotsTxtConfigError) as info:
+        yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": value}, urls=[a.url("/public/1")])
+
+    message = str(info.value)
+    unknown = {"train_ai": "train_ai", "Training": "training", "tdm": "tdm"}
+    named = [label for text, label in unknown.items() if text in str(value)]
+    assert f"ROBOTSTXT_USAGE_DENY lists {named[0]!r}" in message
+    for known in ("'train-ai'", "'search'", "'ai-train'", "'ai-input'", "'bots'", "ROBOTSTXT_USAGE_EXTENSIONS"):
+        assert known in message
+    assert a.requests == []
+
+
+def test_a_near_miss_is_named_with_the_label_meant():
+    with pytest.raises(RobotsTxtConfigError, match="did you mean 'train-ai'"):
+        Config.from_settings(Settings({"ROBOTSTXT_USAGE_DENY": "train_ai"}))
+
+
+@pytest.mark.parametrize("value", ['["train-ai"]', ' ["train-ai", "search"]', '{"train-ai": true}', '"train-ai"'])
+def test_a_json_looking_string_is_refused_with_the_comma_separated_form(value):
+    with pytest.raises(RobotsTxtConfigError) as info:
+        Config.from_settings(Settings({"ROBOTSTXT_USAGE_DENY": value}))
+
+    assert "looks like JSON" in str(info.value)
+    assert "ROBOTSTXT_USAGE_DENY=train-ai,search" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [("train-ai", ("train-ai",)), ("search, train-ai", ("search", "train-ai")),
+     ("ai-input,,BOTS ", ("ai-input", "bots")), (["ai-train", "train-genai"], ("ai-train", "train-genai")),
+     ("", ()), ([], ())],
+)
+def test_deny_values_are_read_as_scrapy_reads_list_settings(value, read):
+    assert Config.from_settings(Settings({"ROBOTSTXT_USAGE_DENY": value})).usage_deny == read
+
+
+def test_an_extension_declared_may_be_denied_and_must_look_like_a_label():
+    config = Config.from_settings(Settings({"ROBOTSTXT_USAGE_DENY": "ai-summary",
+                                            "ROBOTSTXT_USAGE_EXTENSIONS": "AI-Summary, x.y"}))
+    assert config.usage_deny == ("ai-summary",) and config.usage_extensions == ("ai-summary", "x.y")
+    with pytest.raises(RobotsTxtConfigError, match="ROBOTSTXT_USAGE_EXTENSIONS lists 'ai summary'"):
+        Config.from_settings(Settings({"ROBOTSTXT_USAGE_EXTENSIONS": ["ai summary"]}))
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_declared_extension_is_enforced(origins):
+    a = origins()
+    a.robots("User-agent: *\nAllow: /\nContent-Usage: /summarised/ ai-summary=n\n")
+    urls = [a.url("/summarised/1"), a.url("/other/1")]
+
+    result = yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_DENY": ["ai-summary"],
+                                           "ROBOTSTXT_USAGE_EXTENSIONS": ["ai-summary"]}, urls=urls)
+
+    assert page_paths(a) == ["/other/1"]
+    assert [type(e.exception) for e in result.errors] == [RobotsTxtUsageDenied]
+    assert result.stats.get("robotstxt/usage_denied") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_start_up_line_says_what_is_enforced_and_from_where(origins):
+    a = origins()
+    _site(a)
+    settings = {**ADDON, "ROBOTSTXT_USAGE_DENY": "train-ai", "ROBOTSTXT_TDMREP": True}
+
+    enforced = yield run_crawl(UsageSpider, settings, urls=[a.url("/public/1")])
+    nothing = yield run_crawl(UsageSpider, {**ADDON, "ROBOTSTXT_USAGE_HEADERS": False}, urls=[a.url("/public/1")])
+
+    line = usage_line(enforced.crawler.get_downloader_middleware(RobotsTxtMiddleware).config)
+    assert enforced.logged(line, logging.INFO) and line.startswith("usage preferences enforced for train-ai")
+    for source in ("robots.txt (Content-Usage, Content-Signal)", "response headers (Content-Usage, X-Robots-Tag, "
+                   "tdm-reservation)", "tdmrep.json (TDMRep)", "not read: HTML meta tags (ROBOTSTXT_USAGE_META)"):
+        assert source in line
+    assert nothing.logged("usage preferences: none enforced (ROBOTSTXT_USAGE_DENY is empty)", logging.INFO)
+    assert nothing.logged("not read: response headers (ROBOTSTXT_USAGE_HEADERS)", logging.INFO)
+
+
+def test_the_start_up_line_names_only_the_sources_that_can_deny_the_categories():
+    def line(**settings: Any) -> str:
+        return usage_line(Config.from_settings(Settings(settings)))
+
+    bots = line(ROBOTSTXT_USAGE_DENY="bots", ROBOTSTXT_USAGE_META=True, ROBOTSTXT_TDMREP=True)
+    assert bots.endswith("says n: robots.txt (Content-Usage, Content-Signal), response headers (Content-Usage)")
+    search = line(ROBOTSTXT_USAGE_DENY="search", ROBOTSTXT_USAGE_META=True)
+    assert "HTML meta tags (robots, the product token's)" in search and "tdm" not in search
+    assert "tdmrep.json (TDMRep)" in line(ROBOTSTXT_USAGE_DENY="ai-train", ROBOTSTXT_TDMREP=True)

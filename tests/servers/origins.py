@@ -743,8 +743,10 @@ class Origin:
         """Paths-with-query of all received requests, in arrival order."""
         return [h.path for h in self.requests]
 
-    def wait_for(self, path: str, count: int = 1, timeout: float = 5.0) -> defer.Deferred[Hit]:
-        """Fires with the ``count``-th :class:`Hit` for ``path`` (at once if already there)."""
+    def wait_for(self, path: str, count: int = 1, timeout: float = 60.0) -> defer.Deferred[Hit]:
+        """Fires with the ``count``-th :class:`Hit` for ``path`` (at once if already there), or
+        fails after ``timeout`` seconds: a bound for a request that never comes, generous so that a
+        loaded machine does not reach it."""
         matching = self.requests_for(path)
         if len(matching) >= count:
             return defer.succeed(matching[count - 1])

@@ -1,0 +1,79 @@
+"""Every test has a timeout: a test that waits for something that never happens fails, and the run goes
+on (tests/deadline.py, pytest-timeout's settings in pyproject.toml). Run here on a few deliberately hanging
+tests, in a pytest of their own, in this run's mode (on the reactor, or reactorless)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import reactorless
+
+HERE = Path(__file__).resolve().parent
+
+HANGING = '''
+import time
+
+import pytest
+import pytest_twisted
+from twisted.internet import defer
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_lost_wake_up():
+    yield defer.Deferred()  # nobody ever fires it
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_lost_wake_up_awaited():
+    await defer.Deferred()
+
+
+def test_the_next_test_runs():
+    assert True
+'''
+
+BLOCKING = '''
+import time
+
+
+def test_a_test_that_blocks_the_loop():
+    time.sleep(3600)
+
+
+def test_never_reached():
+    assert True
+'''
+
+
+def _run(tmp_path: Path, source: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    for helper in ("conftest.py", "deadline.py", "reactorless.py", "optional.py"):
+        shutil.copy(HERE / helper, tmp_path / helper)
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\ntimeout = {timeout}\ntimeout_method = thread\n")
+    (tmp_path / "test_hanging.py").write_text(source)
+    mode = ["-p", "no:twisted", "--reactor=none"] if reactorless.is_reactorless() else ["--reactor=asyncio"]
+    # subprocess.run's own timeout fails this test should the run hang after all.
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *mode, "test_hanging.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+def test_a_test_waiting_for_a_wake_up_that_never_comes_fails_and_the_run_goes_on(tmp_path):
+    run = _run(tmp_path, HANGING, timeout=4)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    for name in ("test_a_lost_wake_up", "test_a_lost_wake_up_awaited"):
+        failed = [line for line in lines if line.startswith(f"FAILED test_hanging.py::{name} ")]
+        assert failed and "TestTimedOut" in failed[0], run.stdout
+    assert "PASSED test_hanging.py::test_the_next_test_runs" in lines, run.stdout
+    assert "did not end within 2 s" in run.stdout
+
+
+def test_a_test_blocking_the_loop_ends_the_run_at_its_timeout(tmp_path):
+    run = _run(tmp_path, BLOCKING, timeout=4)
+
+    assert run.returncode != 0
+    assert "Timeout" in run.stderr + run.stdout and "test_a_test_that_blocks_the_loop" in run.stderr + run.stdout
+    assert "time.sleep(3600)" in run.stderr + run.stdout  # the stack of where it hung
