@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 

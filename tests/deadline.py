@@ -17,10 +17,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from servers import server_reactor
 from twisted.internet import defer
 from twisted.python.failure import Failure
-
-from scrapy_rfc9309.testing import server_reactor
 
 __all__ = ["TestTimedOut", "deadline", "guarded"]
 

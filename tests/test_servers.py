@@ -17,11 +17,6 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import deferred_from_coro
 from scrapy_errors import DownloadCancelledError, DownloadFailedError, DownloadTimeoutError, connection_lost
-from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-from twisted.internet.error import ConnectionRefusedError
-from twisted.internet.protocol import Protocol
-
 from servers import (
     Delay,
     Drop,
@@ -39,7 +34,6 @@ from twisted.internet import defer
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.protocol import Protocol
-from twisted.internet.task import deferLater
 
 ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"
 

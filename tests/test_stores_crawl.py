@@ -31,7 +31,7 @@ from middleware_support import (
 )
 from scrapy import Request
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from servers import Sequence, SilentListener, Static, server_reactor
+from servers import Sequence, SilentListener, Static
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
 from scrapy_rfc9309.middleware import RobotsTxtMiddleware
@@ -446,8 +446,7 @@ def test_the_default_redis_url_is_the_local_redis(origins, tmp_path):
     """No ROBOTSTXT_REDIS_URL nor REDIS_URL: ``redis://localhost:6379/0``: the Redis there (``.ci/run``
     starts one), or one this test starts there (a test of the default, so it uses its own key prefix)."""
     from optional import require_redis_server
-
-    from scrapy_rfc9309.testing import RedisServer
+    from servers import RedisServer
 
     binary = require_redis_server()
     own = None

@@ -51,6 +51,7 @@ def test_never_reached():
 def _run(tmp_path: Path, source: str, timeout: float) -> subprocess.CompletedProcess[str]:
     for helper in ("conftest.py", "deadline.py", "reactorless.py", "optional.py"):
         shutil.copy(HERE / helper, tmp_path / helper)
+    shutil.copytree(HERE / "servers", tmp_path / "servers")
     (tmp_path / "pytest.ini").write_text(f"[pytest]\ntimeout = {timeout}\ntimeout_method = thread\n")
     (tmp_path / "test_hanging.py").write_text(source)
     mode = ["-p", "no:twisted", "--reactor=none"] if reactorless.is_reactorless() else ["--reactor=asyncio"]
