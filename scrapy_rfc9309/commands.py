@@ -80,7 +80,7 @@ def exit_status(judgement: Judgement) -> int:
 
 
 def explain(judgement: Judgement, agent: str | bytes, state: OriginState | None = None, stored: bool = False,
-            response_read: tuple[str, ...] = ()) -> list[str]:
+            response_read: tuple[str, ...] = (), purposes: tuple[str, ...] = ()) -> list[str]:
     """The report's lines: the request, the origin's robots.txt state, the verdict
     and what it rests on. ``state``: the state fetched (None: a ``--file``);
     ``stored`` when it came from ``ROBOTSTXT_STORE`` rather than a fetch by this
@@ -91,6 +91,8 @@ def explain(judgement: Judgement, agent: str | bytes, state: OriginState | None 
     token = judgement.token or "(none: only the '*' group applies)"
     text = agent.decode("latin-1") if isinstance(agent, bytes) else agent
     lines = [f"URL:        {url}", f"Agent:      {text}", f"Token:      {token}"]
+    if purposes:
+        lines.append(f"Purpose:    {', '.join(purposes)} (their groups must allow it too)")
     if state is not None:
         lines.extend(_state_lines(state, stored))
     robots = None if judgement.robots is None else judgement.robots.robots
@@ -180,7 +182,8 @@ class _ExplainSpider(Spider):
         judgement = judge(self.url, self.agent, token, state, time.time(), enforcement.enforced, tdm_state,
                           explain=True)
         self.lines.extend(explain(judgement, self.agent, state, state.fetched_at < started,
-                                  _response_read(self.crawler, middleware.config)))
+                                  _response_read(self.crawler, middleware.config),
+                                  enforcement.enforced.purpose_tokens))
         if tdm_state is not None:
             self.lines.extend(explain_tdmrep(tdm_state, judgement))
         self.status.append(exit_status(judgement))
@@ -208,6 +211,9 @@ class RobotstxtCommand(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        parser.add_argument("--purpose", "-p", dest="purposes", action="append", default=None, metavar="TOKEN",
+                            help="a purpose token whose group must also allow the URL (repeatable; sets "
+                                 "ROBOTSTXT_PURPOSE_TOKENS)")
         parser.add_argument("--agent", "-a", dest="agent", default=None,
                             help="product token or User-Agent string, by default ROBOTSTXT_USER_AGENT or USER_AGENT")
         parser.add_argument("--file", "-f", dest="file", default=None,
@@ -220,9 +226,10 @@ class RobotstxtCommand(ScrapyCommand):
     _file_status = NO_VERDICT
 
     def _explain_file(self, url: str, agent: str, body: bytes) -> list[str]:
+        assert self.settings is not None
         judgement = _file_judgement(self.settings, url, agent, body)
         self._file_status = exit_status(judgement)
-        return explain(judgement, agent)
+        return explain(judgement, agent, purposes=Config.from_settings(self.settings).purpose_tokens)
 
     def long_desc(self) -> str:
         return (
@@ -250,6 +257,9 @@ class RobotstxtCommand(ScrapyCommand):
             raise UsageError(f"cannot check {args[0]!r}: {problem}")
         assert self.settings is not None
         agent = opts.agent or self.settings.get("ROBOTSTXT_USER_AGENT") or self.settings.get("USER_AGENT")
+        if opts.purposes:
+            self.settings.set("ROBOTSTXT_PURPOSE_TOKENS", [p for value in opts.purposes for p in value.split(",")],
+                              "cmdline")
         matcher_line = f"Matcher:    {matcher_in_use()}"
         if opts.file:
             try:
@@ -282,14 +292,14 @@ def _file_judgement(settings: Any, url: str, agent: str, body: bytes) -> Judgeme
     robots_url = origin.robots_url if origin is not None else url
     now = time.time()
     state = OriginState.initial(FetchOutcome(Access.PARSED, robots_url, 200, body), now, config.policy)
-    enforced = Enforced(config.policy, config.usage_deny)
+    enforced = Enforced(config.policy, config.usage_deny, purpose_tokens=config.purpose_tokens)
     return judge(url, agent, product_token(agent), state, now, enforced, explain=True)
 
 
 def run_audit(directories: list[str], opts: argparse.Namespace) -> int:
     """``scrapy robotstxt audit``: print the report, return the exit status."""
-    if opts.file or opts.agent:
-        raise UsageError("--file and --agent do not apply to 'audit'")
+    if opts.file or opts.agent or opts.purposes:
+        raise UsageError("--file, --agent and --purpose do not apply to 'audit'")
     if not directories:
         raise UsageError("give at least one ledger directory: scrapy robotstxt audit DIRECTORY...")
     try:

@@ -63,6 +63,10 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_USER_AGENT", None, "str", "product token (or User-Agent string) to obey", example="ExampleBot"),
+    Setting("ROBOTSTXT_PURPOSE_TOKENS", [], "list",
+            "further product tokens whose groups must also allow a request (e.g. the tokens sites use to refuse AI "
+            "training); the request meta key `robotstxt_purpose_tokens` sets them per request",
+            example=["GPTBot", "CCBot", "Google-Extended"]),
     Setting("ROBOTSTXT_MAX_SIZE", DEFAULT_MAX_BYTES, "int",
             "bytes of a robots.txt downloaded, decoded and parsed (the RFC's 500 KiB at least)",
             DEFAULT_MAX_BYTES, 1 << 30, example=1_048_576),
@@ -253,6 +257,27 @@ def _labels(settings: BaseSettings, name: str) -> tuple[str, ...]:
     return labels
 
 
+def purpose_tokens(value: object, name: str = "ROBOTSTXT_PURPOSE_TOKENS") -> tuple[str, ...]:
+    """Product tokens (RFC 9309, 2.2.1: letters, ``_`` and ``-``), lower-cased, without
+    duplicates; a string is comma-separated. Raises :class:`RobotsTxtConfigError`."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if value is None:
+        value = []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise RobotsTxtConfigError(f"{name} must be a list of product tokens, got {value!r}")
+    tokens = tuple(dict.fromkeys(item.strip().lower() for item in value))
+    for token in tokens:
+        if not _TOKEN.fullmatch(token):
+            raise RobotsTxtConfigError(f"{name} lists {token!r}, which is not a product token (letters, '_' and '-' "
+                                       "only, as a robots.txt User-agent line names one)")
+    return tokens
+
+
+#: A product token (RFC 9309, 2.2.1), lower-cased.
+_TOKEN = re.compile(r"[a-z_-]+")
+
+
 def _usage_deny(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``ROBOTSTXT_USAGE_DENY`` and ``ROBOTSTXT_USAGE_EXTENSIONS``: every denied label is
     one the plugin knows or a declared extension (a typo would enforce nothing)."""
@@ -283,6 +308,7 @@ class Config:
     crawl_delay_max: float = 60.0
     usage_deny: tuple[str, ...] = ()
     usage_extensions: tuple[str, ...] = ()
+    purpose_tokens: tuple[str, ...] = ()
     max_waiting: int = 100_000
     concurrent_fetches: int = 16
     store: Any = "memory"
@@ -322,6 +348,7 @@ class Config:
         deny, extensions = _usage_deny(settings)
         return cls(
             user_agent=_text(settings, "ROBOTSTXT_USER_AGENT"),
+            purpose_tokens=purpose_tokens(settings.get("ROBOTSTXT_PURPOSE_TOKENS")),
             max_size=max_size,
             cache_size=_number(settings, "ROBOTSTXT_CACHE_SIZE"),
             policy=policy,

@@ -153,7 +153,8 @@ class Enforcement(Reporting):
     def __init__(self, crawler: Crawler, config: Config) -> None:
         self.crawler = crawler
         self.crawl_delay = CrawlDelay(crawler, config.crawl_delay_max) if config.crawl_delay else None
-        self.enforced = Enforced(config.policy, config.usage_deny, config.tdmrep, self.crawl_delay is not None)
+        self.enforced = Enforced(config.policy, config.usage_deny, config.tdmrep, self.crawl_delay is not None,
+                                 config.purpose_tokens)
         self.agents = UserAgents(crawler, config)
         self.tally = Tally()
         self.tellers: tuple[Teller, ...] = (self.tally,)
@@ -307,7 +308,8 @@ def _rule_text(judgement: Judgement) -> str:
     rule = judgement.rule
     if rule is None:
         return "no rule"
-    return f"{rule.directive}: {rule.pattern}, line {rule.line}"
+    text = f"{rule.directive}: {rule.pattern}, line {rule.line}"
+    return text if judgement.purpose is None else f"{text}, in the group of purpose token {judgement.purpose!r}"
 
 
 def _drop_words(judgement: Judgement) -> str:

@@ -80,6 +80,8 @@ class Enforced:
     usage_deny: tuple[str, ...] = ()
     tdmrep: bool = False
     crawl_delay: bool = False
+    #: ``ROBOTSTXT_PURPOSE_TOKENS``: further product tokens whose groups must also allow a request.
+    purpose_tokens: tuple[str, ...] = ()
 
     @property
     def tdm_deny(self) -> tuple[str, ...]:
@@ -125,6 +127,8 @@ class Judgement(NamedTuple):
     tdm_known: bool = False
     #: For a request dropped after it was held: how long its document was unreachable, in seconds.
     waited: float = 0.0
+    #: For a request a purpose token's group disallows: that token (``rule`` and ``group`` are its).
+    purpose: str | None = None
 
     @property
     def verdict(self) -> Verdict | None:
@@ -157,6 +161,8 @@ class Judgement(NamedTuple):
             return f"{self.tdm_entry}; ROBOTSTXT_USAGE_DENY denies {self.category}"
         if self.robots is not None and self.robots.robots is None:
             return f"robots.txt {self.robots.access.value}: everything allowed"
+        if self.purpose is not None:
+            return f"{self.rule}, in the group of purpose token {self.purpose!r}"
         if self.rule is not None:
             return str(self.rule)
         if path_of(self.url) == "/robots.txt":
@@ -203,7 +209,8 @@ def holding(url: str, token: str, state: OriginState, document: Document, now: f
 
 
 def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: float, enforced: Enforced,
-          tdm: OriginState | None = None, *, explain: bool = False) -> Judgement:
+          tdm: OriginState | None = None, *, explain: bool = False,
+          purposes: tuple[str, ...] | None = None) -> Judgement:
     """The verdict on a request for ``url`` by ``agent`` (whose product token is
     ``token``), from its origin's robots.txt state and, with ``enforced.tdmrep``,
     its tdmrep.json state ``tdm`` (None: not known yet; the robots.txt is judged
@@ -213,7 +220,9 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     always; tdmrep.json when reservations are enforced), or drops it once waiting
     cannot help. ``explain``: resolve the rule that allowed an allowed request too
     (it costs a second look-up; the ledger and the command ask for it); a refused
-    request always names its rule."""
+    request always names its rule. A request its own token's group allows must be
+    allowed by the group of each purpose token too (``purposes``, else
+    ``enforced.purpose_tokens``): the first that disallows it decides (``purpose``)."""
     policy = enforced.policy
     if robots.access is Access.UNREACHABLE:  # only then can the robots.txt hold the request
         held = holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
@@ -228,6 +237,11 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
             verdict = parsed.verdict(url, agent)
             return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
                              path=verdict.path)
+        for purpose in enforced.purpose_tokens if purposes is None else purposes:
+            if purpose != token and not parsed.allowed(url, purpose):
+                verdict = parsed.verdict(url, purpose)
+                return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
+                                 path=verdict.path, purpose=purpose)
         if explain:
             rule = parsed.deciding_rule(url, agent)
         if enforced.crawl_delay:

@@ -163,7 +163,9 @@ class Ledger(Reporting):
             state = judgement.tdm if kind in (Kind.ALLOWED, Kind.TDM_RESERVED) else None
             tdm = (None if state is None else self.version_of(origin, state, TDMREP),
                    None if entry is None else [int(entry.reserved), entry.location, entry.index])
-        self.verdict(request, origin, judgement.token, version, kind.value, rule, why, usage, tdm)
+        # The token whose group decided: a purpose token's, for a request its group refused.
+        self.verdict(request, origin, judgement.purpose or judgement.token, version, kind.value, rule, why, usage,
+                     tdm)
 
     def responded(self, request: Request, status: int, outcome: str) -> None:
         """Record the response of a judged request: ``"passed"`` to the spider, or why not."""

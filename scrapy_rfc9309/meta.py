@@ -9,6 +9,7 @@ __all__ = [
     "GIVEN_UP_META",
     "KEEPER_META",
     "PREFERENCES_META",
+    "PURPOSE_META",
     "SIZE_META",
     "TDMREP_META",
     "USAGE_META",
@@ -17,6 +18,9 @@ __all__ = [
 # -- keys a user sets or reads -----------------------------------------------------------
 #: The product token (or User-Agent string) to obey for this request.
 AGENT_META = "robotstxt_user_agent"
+#: Further product tokens whose groups must also allow this request (replacing
+#: ``ROBOTSTXT_PURPOSE_TOKENS`` for it): a list of tokens, or a comma-separated string.
+PURPOSE_META = "robotstxt_purpose_tokens"
 #: Set to the robots.txt usage preference (``Content-Usage`` / ``Content-Signal``) that
 #: applies to the request (a :class:`~scrapy_rfc9309.usage.UsagePreference`).
 USAGE_META = "robotstxt_usage"

@@ -22,7 +22,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from . import ACCELERATED, _compat, matcher_in_use
 from .change_news import ChangeNews
-from .config import Config, usage_line
+from .config import Config, purpose_tokens, usage_line
 from .dns_warmup import DnsWarmup
 from .documents import TDMREP
 from .enforcement import Enforcement
@@ -31,7 +31,16 @@ from .fetch import RobotsFetcher
 from .held_watch import HeldWatch
 from .judgement import Judgement, Kind, at_close, holding, invalid_meta, judge, not_judged
 from .ledger import Ledger
-from .meta import AGENT_META, FETCH_META, GIVEN_UP_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
+from .meta import (
+    AGENT_META,
+    FETCH_META,
+    GIVEN_UP_META,
+    KEEPER_META,
+    PREFERENCES_META,
+    PURPOSE_META,
+    TDMREP_META,
+    USAGE_META,
+)
 from .origin import HttpOrigins, Origin
 from .origin_states import Closing, OriginStates
 from .reporting import Reporting
@@ -52,7 +61,7 @@ logger = logging.getLogger(__name__)
 
 #: The meta keys the plugin reads or sets on a request it judges.
 _KEYS = frozenset({KEEPER_META, FETCH_META, "dont_obey_robotstxt", USAGE_META, PREFERENCES_META, TDMREP_META,
-                   GIVEN_UP_META, AGENT_META})
+                   GIVEN_UP_META, AGENT_META, PURPOSE_META})
 #: This middleware's path in ``DOWNLOADER_MIDDLEWARES``.
 MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
@@ -149,7 +158,8 @@ class RobotsTxtMiddleware(Reporting):
                 meta.pop(TDMREP_META, None)
             try:
                 agent = self.agents.of(request)
-            except InvalidAgentMeta as exc:
+                self._purposes(meta)
+            except (InvalidAgentMeta, RobotsTxtConfigError) as exc:
                 return self.enforcement.act(request, origin, invalid_meta(url, self.agents.token_of(request),
                                                                           str(exc)))
             if meta.pop(GIVEN_UP_META, False):  # held, back from parking: its origin was given up
@@ -170,9 +180,9 @@ class RobotsTxtMiddleware(Reporting):
                 if tdm_state is None:
                     self._judge_robots(request, origin, agent, robots)
                     return tdm.park(origin, request) or self._waiting(request, origin, agent, robots)
-            return enforcement.act(request, origin, judge(request.url, agent, self.agents.token(agent), robots, now,
-                                                          enforcement.enforced, tdm_state,
-                                                          explain=enforcement.explain))
+            return enforcement.act(request, origin, judge(url, agent, self.agents.token(agent), robots, now,
+                                                     enforcement.enforced, tdm_state, explain=enforcement.explain,
+                                                     purposes=self._purposes(meta) if special else None))
         if tdm is not None:
             tdm.prefetch(origin, request)  # fetched beside the robots.txt, not after it
         # Scrapy schedules a returned request: it is parked on the way (see parking).
@@ -183,13 +193,19 @@ class RobotsTxtMiddleware(Reporting):
         """Judge ``request`` by the states at hand and act on the verdict."""
         enforcement = self.enforcement
         judgement = judge(request.url, agent, self.agents.token(agent), robots, now, enforcement.enforced, tdm,
-                          explain=enforcement.explain)
+                          explain=enforcement.explain, purposes=self._purposes(request.meta))
         return enforcement.act(request, origin, judgement)
+
+    def _purposes(self, meta: dict[str, Any]) -> tuple[str, ...] | None:
+        """The request's ``robotstxt_purpose_tokens`` (None: ``ROBOTSTXT_PURPOSE_TOKENS``)."""
+        value = meta.get(PURPOSE_META)
+        return None if value is None else purpose_tokens(value, f"request meta {PURPOSE_META!r}")
 
     def _judge_robots(self, request: Request, origin: Origin, agent: str | bytes, robots: OriginState) -> None:
         """Act on a request the robots.txt refuses before it waits for the tdmrep.json."""
         enforced = self.enforcement.enforced
-        judgement = judge(request.url, agent, self.agents.token(agent), robots, time.time(), enforced)
+        judgement = judge(request.url, agent, self.agents.token(agent), robots, time.time(), enforced,
+                          purposes=self._purposes(request.meta))
         if not judgement.kind.passes:
             self.enforcement.act(request, origin, judgement)
 

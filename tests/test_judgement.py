@@ -59,8 +59,10 @@ ENFORCED = Enforced(POLICY, ("train-ai",), tdmrep=True)
 
 
 def run(path: str, robots: OriginState | None = None, tdm: OriginState | None = None,
-        enforced: Enforced = ENFORCED, agent: str = AGENT, now: float = NOW, explain: bool = True) -> Judgement:
-    return judge(f"https://example.com{path}", agent, TOKEN, robots or parsed(), now, enforced, tdm, explain=explain)
+        enforced: Enforced = ENFORCED, agent: str = AGENT, now: float = NOW, explain: bool = True,
+        purposes: tuple[str, ...] | None = None) -> Judgement:
+    return judge(f"https://example.com{path}", agent, TOKEN, robots or parsed(), now, enforced, tdm, explain=explain,
+                 purposes=purposes)
 
 
 def test_allowed_names_its_rule_and_the_states_it_rests_on():
@@ -192,3 +194,40 @@ def test_a_judgement_is_immutable_and_compares_by_value():
     with pytest.raises(AttributeError):
         judgement.kind = Kind.FORBIDDEN  # type: ignore[misc]
     assert run("/page", judgement.robots) == judgement
+
+
+PURPOSE_ROBOTS = (
+    b"User-agent: *\n"  # 1
+    b"Allow: /\n"  # 2
+    b"\n"
+    b"User-agent: GPTBot\n"  # 4
+    b"Disallow: /articles/\n"  # 5
+    b"\n"
+    b"User-agent: CCBot\n"  # 7
+    b"Disallow: /\n"  # 8
+    b"Allow: /public/\n"  # 9
+)
+
+
+def test_a_purpose_token_whose_group_disallows_refuses_the_request():
+    robots = parsed(PURPOSE_ROBOTS)
+    enforced = Enforced(POLICY, purpose_tokens=("gptbot", "ccbot"))
+    judgement = run("/articles/1", robots, enforced=enforced)
+    assert judgement.kind is Kind.FORBIDDEN and judgement.purpose == "gptbot"
+    assert judgement.rule == Rule(False, "/articles/", 5) and judgement.token == TOKEN
+    assert judgement.verdict == Verdict(False, Rule(False, "/articles/", 5), "gptbot", "/articles/1")
+    assert str(judgement) == "disallowed (Disallow: /articles/, line 5, in the group of purpose token 'gptbot')"
+    # Every listed token's group must allow it: the second decides where the first allows.
+    assert run("/other", robots, enforced=enforced).purpose == "ccbot"
+    assert run("/public/x", robots, enforced=enforced).kind is Kind.ALLOWED
+    # Without purpose tokens, or with the request's own list, only those groups count.
+    assert run("/articles/1", robots).kind is Kind.ALLOWED
+    assert run("/other", robots, enforced=enforced, purposes=("gptbot",)).kind is Kind.ALLOWED
+    assert run("/other", robots, enforced=enforced, purposes=()).kind is Kind.ALLOWED
+
+
+def test_the_own_group_decides_before_the_purpose_tokens():
+    robots = parsed(PURPOSE_ROBOTS + b"\nUser-agent: MyBot\nDisallow: /mine/\n")
+    judgement = run("/mine/x", robots, enforced=Enforced(POLICY, purpose_tokens=("ccbot",)))
+    assert judgement.kind is Kind.FORBIDDEN and judgement.purpose is None
+    assert judgement.rule is not None and judgement.rule.pattern == "/mine/"
