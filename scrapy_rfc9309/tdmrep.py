@@ -12,7 +12,10 @@ the first in sequence"); none matching means no reservation is stated for it.
 Read defensively, because the file comes from the site: what is not JSON stops the
 reading where it stops being JSON (the rules before it are kept, and a file cut at
 the size limit keeps its complete leading rules, which are the first to match
-anyway); a rule of the wrong shape is skipped. Each problem is kept in
+anyway); a file nested deeper than :data:`MAX_DEPTH` levels is read up to the
+bracket that opens the level too deep, as if the file stopped being JSON there (the
+complete rules before it are kept; the rule holding it is not); a rule of the wrong
+shape is skipped. Each problem is kept in
 :attr:`TdmRep.problems` for the crawl's log. Pure Python.
 """
 
@@ -25,11 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .bounded_json import too_deep
 from .matcher import glob_match, glob_pieces
 from .urlnorm import path_of
 from .vocab import TDM_CATEGORY, labels_for
 
-__all__ = ["MAX_PROBLEMS", "RESERVED_CATEGORIES", "TDMREP_PATH", "TdmEntry", "TdmRep", "reserves"]
+__all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "RESERVED_CATEGORIES", "TDMREP_PATH", "TdmEntry", "TdmRep", "reserves"]
 
 #: Where an origin publishes the file.
 TDMREP_PATH = "/.well-known/tdmrep.json"
@@ -40,6 +44,9 @@ TDMREP_PATH = "/.well-known/tdmrep.json"
 #: (``ai-train`` is Content-Signal's): the same category the response side reads a
 #: reservation as.
 RESERVED_CATEGORIES = frozenset(labels_for(TDM_CATEGORY))
+#: Levels of nesting read (a rule is two: the array and its object; the rest leaves room for
+#: members of a later version of the format). Past it the file is read as cut at that point.
+MAX_DEPTH = 32
 #: Problems kept per file (the rest are counted).
 MAX_PROBLEMS = 10
 #: Bodies at least this long are kept compressed (a store reads them back; matching never does).
@@ -129,16 +136,21 @@ class TdmRep:
                 self._problem(f"not UTF-8 (byte {exc.start})")
                 return
             text = body[: exc.start].decode("utf-8-sig")  # a character cut by the size limit
+        deep = too_deep(text, MAX_DEPTH)
+        damage = None
+        if deep is not None:  # json recurses per level: read only up to the level too deep
+            text, damage = text[:deep], f"nested deeper than {MAX_DEPTH} levels at char {deep}"
         policies: dict[str, str] = {}
-        for index, item in enumerate(self._items(text)):
+        for index, item in enumerate(self._items(text, damage)):
             self._rule(index, item, policies)
 
-    def _items(self, text: str) -> Iterator[Any]:
+    def _items(self, text: str, damage: str | None = None) -> Iterator[Any]:
         """The array's elements read one by one, up to the end of the array or the
-        first point where the text stops being JSON."""
+        first point where the text stops being JSON (``damage``: why ``text`` was cut
+        short of the file, reported in place of the JSON error it makes)."""
         pos = _skip(text, 0)
         if not text.startswith("[", pos):
-            self._problem("not a JSON array" if pos < len(text) else "empty file")
+            self._problem(damage or ("not a JSON array" if pos < len(text) else "empty file"))
             return
         read = 0
         pos = _skip(text, pos + 1)
@@ -147,8 +159,8 @@ class TdmRep:
         while True:
             try:
                 item, pos = _decoder.raw_decode(text, pos)
-            except ValueError as exc:
-                self._cut(read, f"invalid JSON: {exc}")
+            except (ValueError, RecursionError) as exc:
+                self._cut(read, damage or f"invalid JSON: {exc}")
                 return
             read += 1
             yield item
@@ -163,7 +175,7 @@ class TdmRep:
             pos = _skip(text, pos + 1)
 
     def _cut(self, read: int, why: str) -> None:
-        if self.truncated:
+        if self.truncated and not why.startswith("nested"):
             self._problem(f"cut at the size limit ({len(self.body)} bytes, ROBOTSTXT_MAX_SIZE): the {read} complete "
                           "rules before it are used")
         else:

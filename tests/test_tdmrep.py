@@ -178,3 +178,37 @@ def test_a_state_and_its_stored_record() -> None:
     assert failed.expires_at == now + 10 + policy.retry_delay
     kept = decode(encode(failed, policy), policy, now + 11, TDMREP)
     assert kept.tdmrep is not None and kept.failures == 1 and kept.access is Access.UNREACHABLE
+
+
+@pytest.mark.parametrize("damage", [b"[" * 5000, b'{"a":' * 2000, b"[" * 33 + b"]" * 33])
+def test_a_file_nested_too_deep_is_read_up_to_that_point(damage: bytes) -> None:
+    from scrapy_rfc9309.tdmrep import MAX_DEPTH
+
+    body = b'[{"location": "/a", "tdm-reservation": 1}, ' + damage + b', {"location": "/b", "tdm-reservation": 1}]'
+    tdm = TdmRep(body, 1 << 20)
+    assert [e.location for e in tdm.entries] == ["/a"]  # the rules before the damage; none after
+    (problem,) = tdm.problems
+    assert f"nested deeper than {MAX_DEPTH} levels at char" in problem and "the 1 rules before it are used" in problem
+
+
+def test_nesting_within_the_bound_and_brackets_in_strings_are_read() -> None:
+    from scrapy_rfc9309.tdmrep import MAX_DEPTH
+
+    deep = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)  # with the array and the object: MAX_DEPTH
+    body = ('[{"location": "/a[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "tdm-reservation": 1, "x": ' + deep + "},"
+            ' {"location": "/b", "tdm-reservation": 0, "y": "' + "{" * 100 + '\\"[[["}]')
+    tdm = TdmRep(body.encode(), 1 << 20)
+    assert [e.location for e in tdm.entries] == ["/a" + "[" * 40, "/b"]
+    assert tdm.problems == []
+
+
+def test_too_deep_finds_the_first_bracket_past_the_limit() -> None:
+    from scrapy_rfc9309.bounded_json import too_deep
+
+    assert too_deep("[" * 3 + "]" * 3, 3) is None
+    assert too_deep("[" * 4 + "]" * 4, 3) == 3
+    assert too_deep('["[[[[", {"a": [[]]}]', 3) == 16  # brackets in a string do not count
+    assert too_deep('["]]]]", [[[]]]]', 3) == 11
+    assert too_deep("[[]" * 50, 3) == 7  # each unclosed level adds to the next ones
+    assert too_deep("[]" * 50, 3) is None
+    assert too_deep("[" * 10, 3) == 3  # unclosed
