@@ -330,6 +330,17 @@ def test_only_the_bounded_bytes_are_read():
     assert read_head_meta(body, "utf-8", len(body), _wanted).contents("robots") == ["noai"]
 
 
+@pytest.mark.parametrize(("bom", "encoding"), [(b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"),
+                                               (b"\xef\xbb\xbf", "utf-8")])
+@pytest.mark.parametrize("declared", [None, "iso-8859-1"])
+def test_a_byte_order_mark_names_the_encoding_whatever_the_header_says(bom, encoding, declared):
+    body = bom + '<head><meta name="robots" content="noai, né"></head><meta name="mybot" content="x">'.encode(encoding)
+    head = read_head_meta(body, declared, 65536, _wanted)
+    assert head.tags == (("robots", "noai, né"),) and head.complete
+    cut = read_head_meta(body, declared, 30, _wanted)  # max_bytes counts the bytes after the mark
+    assert cut.tags == () and not cut.complete
+
+
 def test_entities_and_encodings():
     body = '<head><meta name="robots" content="noindex&#44; nofollow"><meta name="mybot" content="né">'
     body = body.encode("latin-1")

@@ -174,6 +174,21 @@ def test_meta_tags_are_read_only_when_turned_on(origins):
     assert prefs.tdm_policy == "https://h/p.json"
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest_twisted.inlineCallbacks
+def test_a_page_in_utf_16_with_a_byte_order_mark_and_no_charset_has_its_meta_tags_read(origins, encoding):
+    a = origins()
+    bom = b"\xff\xfe" if encoding == "utf-16-le" else b"\xfe\xff"
+    html = '<!DOCTYPE html><html><head><title>t</title><meta name="robots" content="noai"></head><body></body></html>'
+    a["/p"] = Served([], content_type="text/html", body=bom + html.encode(encoding))
+
+    result = yield run_crawl(PrefSpider, META_ON, urls=[a.url("/p")])
+
+    prefs = prefs_of(result, a.url("/p"))
+    assert prefs.denies("train-ai")
+    assert prefs.sources_of("train-ai") == ('<meta name="robots">',)
+
+
 @pytest_twisted.inlineCallbacks
 def test_robotstxt_alone_names_its_line(origins):
     a = origins()
