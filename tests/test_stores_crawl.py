@@ -27,9 +27,10 @@ from middleware_support import (
     sleep,
     stat,
     text,
+    until,
 )
 from scrapy import Request
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
 from scrapy_rfc9309.record import Record
@@ -273,6 +274,36 @@ def test_a_forged_save_message_from_another_database_is_not_believed(origins, re
     assert result.responses == [site.url("/public")]
     assert result.error_types() == [RobotsTxtForbidden]
     assert stat(result, "store_woken") >= 1 and stat(result, "store_hit") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_fleet_lock_is_taken_when_the_fetch_starts_not_when_it_is_queued(origins, redis_url):
+    """With one fetch place, the second origin's robots.txt waits in this process while the
+    first one's is fetched: its lock is not held meanwhile (another process of the fleet may
+    fetch it), and it is taken once its own fetch starts."""
+    from scrapy_rfc9309.testing import Gate
+
+    first, second = _sites(origins, 2)
+    gate = Gate(text(RULES))
+    first["/robots.txt"] = gate
+    second_gate = Gate(text(RULES))
+    second["/robots.txt"] = second_gate
+    client = _redis(redis_url)
+    crawl = run_crawl([first.url("/public"), second.url("/public")],
+                      _settings("redis", redis_url, ROBOTSTXT_CONCURRENT_FETCHES=1))
+    yield deferred_from_coro(until(lambda: gate.waiting + second_gate.waiting == 1, "one fetch started"))
+    fetching, queued = (first, second) if gate.waiting else (second, first)
+    assert client.exists(f"robotstxt:{{{fetching.base}}}:lock") == 1
+    assert client.exists(f"robotstxt:{{{queued.base}}}:lock") == 0  # queued here: not locked for the fleet
+    (gate if fetching is first else second_gate).open()
+    yield deferred_from_coro(until(lambda: client.exists(f"robotstxt:{{{queued.base}}}:lock") == 1,
+                                   "the queued origin's lock, once its fetch starts"))
+    gate.open()
+    second_gate.open()
+    result = yield crawl
+    assert sorted(result.responses) == sorted([first.url("/public"), second.url("/public")])
+    assert stat(result, "fetch_queued") == 1 and stat(result, "store_saved") == 2
+    client.close()
 
 
 @pytest_twisted.inlineCallbacks
