@@ -1214,3 +1214,46 @@ async def test_the_store_works_under_exactly_the_documented_acl_user() -> None:
     finally:
         admin.close()
         server.close()
+
+
+def test_repeated_warnings_of_one_kind_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    from scrapy_rfc9309.store_client import RepeatedWarnings
+
+    now = [1000.0]
+    warnings = RepeatedWarnings(60.0, clock=lambda: now[0])
+    caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309.store_client")
+    for n in range(5):
+        warnings.log("held robots.txt", "robots.txt of %s: held", f"https://site{n}.example")
+        now[0] += 1
+    warnings.log("unavailable ConnectionError", "store down")  # another kind: its own warning
+    now[0] += 60
+    warnings.log("held robots.txt", "robots.txt of %s: held", "https://late.example")
+    levels = [(record.levelno, record.getMessage()) for record in caplog.records]
+    assert levels == [
+        (logging.WARNING, "robots.txt of https://site0.example: held"),
+        *[(logging.DEBUG, f"robots.txt of https://site{n}.example: held") for n in range(1, 5)],
+        (logging.WARNING, "store down"),
+        (logging.WARNING, "robots.txt of https://late.example: held (4 more like it in the last 65 s, logged at "
+                          "DEBUG)"),
+    ]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_crawl_giving_up_on_many_held_locks_warns_once(origins: Any, redis_url: str) -> None:
+    """Three origins whose locks another process holds past the longest wait: each is fetched
+    here, one warning says so, the others are at DEBUG."""
+    from crawl import run_crawl
+    from middleware_support import mw_settings, robots_hits
+
+    sites = [origins(f"127.0.0.{n + 1}") for n in range(3)]
+    client = redis.Redis.from_url(redis_url)
+    for site in sites:
+        site.robots("User-agent: *\nDisallow: /private\n")
+        client.set(f"robotstxt:{{{site.base}}}:lock", "a-stuck-process", px=120_000)
+    settings = mw_settings(ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_URL=redis_url, ROBOTSTXT_STORE_LOCK_TTL=0.2,
+                           DOWNLOAD_TIMEOUT=0.2, ROBOTSTXT_MAX_REDIRECTS=0)
+    result = yield run_crawl([site.url("/public") for site in sites], settings)
+    client.close()
+    assert [len(robots_hits(site)) for site in sites] == [1, 1, 1]
+    held = [m for m in result.messages(logging.WARNING) if "another process has held its fetch lock" in m]
+    assert len(held) == 1, result.messages(logging.WARNING)
