@@ -18,6 +18,7 @@ from .html_head import HeadMeta, read_head_meta
 from .preferences import Preferences, Statement, TdmRepMatch, build
 from .reporting import Reporting
 from .sources import (
+    MAX_FIELD_BYTES,
     Malformed,
     content_usage,
     robots_directives,
@@ -53,6 +54,13 @@ _FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag",
 _META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
 #: Answers remembered at most (then forgotten all at once, as a crawl moves on to other sites).
 _MAX_ANSWERS = 1024
+#: Bytes of header values and meta tags the remembered answers are keyed by, at most (then
+#: forgotten all at once); an answer keyed by more than _MAX_REMEMBERED_BYTES (a response
+#: with pathological headers or meta tags) is computed and not remembered.
+_MAX_ANSWER_BYTES = 1 << 20
+_MAX_REMEMBERED_BYTES = 4096
+#: A Content-Type longer than this is read each time, not remembered.
+_MAX_KIND_BYTES = 256
 
 
 def _last(values: list[bytes]) -> bytes | None:
@@ -76,6 +84,7 @@ class ResponseUsage(Reporting):
         # The answer per combination of inputs: a site sends the same few header values, and the same
         # robots.txt record applies to many URLs, so most responses are answered by one look-up.
         self._answers: dict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = {}
+        self._answer_bytes = 0
         #: Per Content-Type value: whether it is HTML's, and its encoding.
         self._kinds: dict[bytes, tuple[bool, str | None]] = {}
         #: The names of _FIELDS as each headers class stores them, and the set of the usage ones.
@@ -109,13 +118,17 @@ class ResponseUsage(Reporting):
                 head = self._head(response, kind[1], token)
         if robots is None and match is None and fields is None and head is None:
             return None
+        size = _size(fields, head)
         key = (robots_url, token, _robots_key(robots), _match_key(match), fields, head)
-        answer = self._answers.get(key)
+        answer = self._answers.get(key) if size <= _MAX_REMEMBERED_BYTES else None
         if answer is None:
             answer = self._answer(robots, robots_url, match, fields, head, token)
-            if len(self._answers) >= _MAX_ANSWERS:
-                self._answers.clear()
-            self._answers[key] = answer
+            if size <= _MAX_REMEMBERED_BYTES:
+                if len(self._answers) >= _MAX_ANSWERS or self._answer_bytes + size > _MAX_ANSWER_BYTES:
+                    self._answers.clear()
+                    self._answer_bytes = 0
+                self._answers[key] = answer
+                self._answer_bytes += size
         preferences, malformed = answer
         for what, error in malformed:
             self._log_malformed(what, error, response)
@@ -125,9 +138,10 @@ class ResponseUsage(Reporting):
         """Whether a ``Content-Type`` value is HTML's, and the encoding it names (remembered)."""
         html = b"html" in content_type.lower()
         kind = (html, http_content_type_encoding(content_type.decode("latin-1")) if html else None)
-        if len(self._kinds) >= _MAX_ANSWERS:
-            self._kinds.clear()
-        self._kinds[content_type] = kind
+        if len(content_type) <= _MAX_KIND_BYTES:
+            if len(self._kinds) >= _MAX_ANSWERS:
+                self._kinds.clear()
+            self._kinds[content_type] = kind
         return kind
 
     @staticmethod
@@ -173,10 +187,9 @@ class ResponseUsage(Reporting):
                       "tdm-reservation header", statements, malformed)
             if tags:
                 texts = _texts(tags)
-                found = robots_tags(robots_directives(texts, token, scoped=True), "X-Robots-Tag header",
-                                    "; ".join(texts), image)
-                if found is not None:
-                    statements.append(found)
+                self._add(lambda: robots_tags(robots_directives(_bounded(texts), token, scoped=True),
+                                              "X-Robots-Tag header", "; ".join(texts), image),
+                          "X-Robots-Tag header", statements, malformed)
         if head is not None:
             self._read_meta(HeadMeta(head, True), token, statements, malformed)
         return build(statements, [f"{what} ignored: {error}" for what, error in malformed]), tuple(malformed)
@@ -189,10 +202,10 @@ class ResponseUsage(Reporting):
         scoped = head.contents(token) if token and token != "robots" else []
         names = ([] if not generic else ['<meta name="robots">']) + ([] if not scoped else [f'<meta name="{token}">'])
         robots = generic + scoped
-        found = robots_tags(robots_directives(robots, token, scoped=False), ", ".join(names), "; ".join(robots),
-                            False)
-        if found is not None:
-            statements.append(found)
+        if robots:
+            self._add(lambda: robots_tags(robots_directives(_bounded(robots), token, scoped=False), ", ".join(names),
+                                          "; ".join(robots), False),
+                      ", ".join(names), statements, malformed)
 
     @staticmethod
     def _add(read: Callable[[], Statement | None], what: str, statements: list[Statement],
@@ -212,6 +225,25 @@ class ResponseUsage(Reporting):
         logger.log(logging.WARNING if first else logging.DEBUG, "Usage preference: %s of %s ignored: %s%s", what,
                    response.url, error, " (further ones are logged at DEBUG level)" if first else "",
                    extra=self._log_extra)
+
+
+def _bounded(values: list[str]) -> list[str]:
+    """``values`` (the lines of a header, or the contents of meta tags), unless together they are
+    longer than :data:`~scrapy_rfc9309.sources.MAX_FIELD_BYTES`, as a ``Content-Usage`` may not be."""
+    size = sum(len(value) for value in values)
+    if size > MAX_FIELD_BYTES:
+        raise Malformed(f"longer than {MAX_FIELD_BYTES} bytes ({size})")
+    return values
+
+
+def _size(fields: tuple[Any, ...] | None, head: tuple[tuple[str, str], ...] | None) -> int:
+    """The bytes of header values and meta tags an answer is keyed by."""
+    size = 0
+    if fields is not None:
+        size += sum(len(value) for values in fields[:4] for value in values)
+    if head is not None:
+        size += sum(len(name) + len(content) for name, content in head)
+    return size
 
 
 def _robots_key(preference: UsagePreference | None) -> tuple[Any, ...] | None:
