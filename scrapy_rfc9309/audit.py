@@ -21,21 +21,34 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from .ledger_format import FORMAT, GENESIS, RUNS_DIR, SEGMENT_RE, VERSIONS_DIR, chain, link, version_digest
+from .ledger_format import (
+    FORMAT,
+    GENESIS,
+    MANIFEST,
+    RUNS_DIR,
+    SEGMENT_RE,
+    VERSION_FORMAT,
+    VERSIONS_DIR,
+    chain,
+    file_hash,
+    link,
+    version_digest,
+)
 from .origin import Origin
 from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt, parse
 from .tdmrep import TdmRep
 from .usage import UsagePreference
 
-__all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "UNSEALED", "Audit", "LedgerError", "OriginReport",
-           "Problem", "RunReport", "audit", "format_text"]
+__all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "ORPHAN", "UNSEALED", "Audit", "LedgerError",
+           "OriginReport", "Problem", "RunReport", "audit", "format_text"]
 
 #: Kinds of problem. ``unsealed`` is what a killed process leaves (its open segment
 #: without a seal, perhaps a last line cut short): everything written verifies, the
-#: run did not end cleanly. The others mean the ledger was altered, lost files, or
-#: records something the archived robots.txt does not justify.
-CORRUPT, MISSING, MISMATCH, UNSEALED = "corrupt", "missing", "mismatch", "unsealed"
+#: run did not end cleanly. ``orphan`` is a version file no record names (left by a run
+#: that was removed). The others mean the ledger was altered, lost files, or records
+#: something the archived robots.txt does not justify.
+CORRUPT, MISSING, MISMATCH, UNSEALED, ORPHAN = "corrupt", "missing", "mismatch", "unsealed", "orphan"
 
 #: Verdicts (``d``) a robots.txt version decides: the URL must be allowed for every one but ``disallowed``.
 _DECIDED = ("allowed", "disallowed", "usage_denied", "tdm_reserved")
@@ -130,6 +143,10 @@ class RunReport:
     #: ``ended`` (sealed with ``end``), ``not sealed`` (killed: the last segment open), ``incomplete``
     #: (segments missing or altered).
     ending: str = "incomplete"
+    #: What the manifest check reads: the first head's ``man``, the last seal's ``h``, the last segment's number.
+    manifest_line: str | None = field(default=None, repr=False)
+    last_seal: str | None = field(default=None, repr=False)
+    last_segment: int = field(default=0, repr=False)
 
 
 @dataclass
@@ -137,6 +154,10 @@ class Audit:
     """The audit's findings (see :func:`audit`)."""
 
     directories: list[str]
+    #: The anchors checked (``--anchor``): hash -> where the manifest line is (``file:line``), or None.
+    anchors: dict[str, str | None] = field(default_factory=dict)
+    #: Per directory: the chain hash of its manifest's last line (its head), or None without a manifest.
+    heads: dict[str, str | None] = field(default_factory=dict)
     origins: dict[str, OriginReport] = field(default_factory=dict)
     runs: list[RunReport] = field(default_factory=list)
     versions: int = 0
@@ -163,6 +184,8 @@ class Audit:
             "ok": status == 0,
             "exit": status,
             "directories": self.directories,
+            "heads": self.heads,
+            "anchors": [{"hash": anchor, "found": where} for anchor, where in self.anchors.items()],
             "versions": self.versions,
             "origins": [
                 {
@@ -186,11 +209,17 @@ class Audit:
         }
 
 
-def audit(directories: Sequence[str | os.PathLike[str]]) -> Audit:
-    """Audit the ledger directories of one crawl or of a fleet together.
-    Raises :class:`LedgerError` for a directory that is missing, unreadable or not a ledger."""
+def audit(directories: Sequence[str | os.PathLike[str]], anchors: Sequence[str] = ()) -> Audit:
+    """Audit the ledger directories of one crawl or of a fleet together; each of
+    ``anchors`` (a head kept outside, see :class:`~scrapy_rfc9309.ledger.Ledger`) must be
+    the chain hash of a line of a directory's manifest.
+    Raises :class:`LedgerError` for a directory that is missing, unreadable or not a ledger,
+    or an anchor that is not a SHA-256 in hex."""
     if not directories:
         raise LedgerError("no ledger directory given")
+    for anchor in anchors:
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", anchor):
+            raise LedgerError(f"--anchor {anchor!r} is not a SHA-256 hash in hex (64 digits)")
     names = [os.fspath(directory) for directory in directories]
     listings = [_listing(directory) for directory in names]
     auditor = _Auditor(Audit(names))
@@ -209,6 +238,18 @@ def audit(directories: Sequence[str | os.PathLike[str]]) -> Audit:
                 (directory, path, bool(match["gz"])))
     for run in sorted(runs):
         auditor.run(run, runs[run])
+    lines: dict[str, str] = {}
+    for directory in names:
+        lines.update(auditor.manifest(directory))
+    for anchor in anchors:
+        where = lines.get(anchor.lower())
+        auditor.result.anchors[anchor.lower()] = where
+        if where is None:
+            auditor.problem(os.path.join(names[0], MANIFEST) if len(names) == 1 else ", ".join(names), None, MISSING,
+                            f"the anchor {anchor.lower()} is the hash of no line of the manifest: the manifest, and "
+                            "the runs it lists, were rewritten or cut short up to it")
+    for directory, (_, versions) in zip(names, listings, strict=True):
+        auditor.orphans(directory, versions)
     return auditor.result
 
 
@@ -240,6 +281,10 @@ class _Auditor:
         self.missing_reported: set[str] = set()
         #: Digests whose version file could not be read (reported once, as the file's problem).
         self.unreadable: set[str] = set()
+        #: The SHA-256 of each version file's bytes, by directory and digest.
+        self.file_hashes: dict[tuple[str, str], str] = {}
+        #: The digests the records name (a run may name a version another directory of the fleet holds).
+        self.named: set[str] = set()
         self.parsed: OrderedDict[str, RobotsTxt] = OrderedDict()
 
     def problem(self, file: str, line: int | None, kind: str, message: str) -> None:
@@ -254,6 +299,8 @@ class _Auditor:
             return
         digest = match["digest"]
         try:
+            with open(path, "rb") as handle:
+                self.file_hashes[(directory, digest)] = file_hash(handle.read(MAX_VERSION_BYTES + 1))
             info, body = _read_version(path)
         except (OSError, ValueError, EOFError, zlib.error) as exc:
             self.unreadable.add(digest)
@@ -302,6 +349,7 @@ class _Auditor:
         if not isinstance(digest, str):
             self.problem(file, line, CORRUPT, f"version {digest!r} is not a digest")
             return None
+        self.named.add(digest)
         info = self.versions.get(digest)
         if info is None:
             if digest not in self.missing_reported and digest not in self.unreadable:
@@ -313,6 +361,88 @@ class _Auditor:
             self.problem(file, line, MISMATCH, f"version {digest} is a {info.document}, not a {document}")
             return None
         return info if info.ok else None
+
+    # -- the directory: its manifest, its version files no record names -----------------
+    def manifest(self, directory: str) -> dict[str, str]:
+        """Check the directory's manifest: its chain, and that it and the runs of the
+        directory agree (every run listed has its segments, each run's head names its start
+        line, each run's end is its last seal). Returns where each line's chain hash is."""
+        path = os.path.join(directory, MANIFEST)
+        runs = {report.run: report for report in self.result.runs if report.directory == directory}
+        where: dict[str, str] = {}
+        starts: dict[str, str] = {}
+        ends: dict[str, tuple[int, dict[str, Any]]] = {}
+        previous = GENESIS
+        broken = False
+        try:
+            lines = list(_lines(path, False))
+        except FileNotFoundError:
+            lines = []
+            if runs:
+                self.problem(path, None, MISSING, "the directory's manifest is missing (deleted): the runs cannot be "
+                             "told complete")
+        except OSError as exc:
+            self.problem(path, None, CORRUPT, f"cannot be read: {exc}")
+            return where
+        for number, raw in enumerate(lines, 1):
+            if len(raw) > MAX_LINE_BYTES or not raw.endswith(b"\n"):
+                self.problem(path, number, CORRUPT, "a line cut short, or over 1 MiB")
+                previous = chain(previous, raw.rstrip(b"\n"))
+                continue
+            line = raw[:-1]
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                record = None
+            if isinstance(record, dict) and record.get("p") != (link(previous) if number > 1 else "") and not broken:
+                broken = True
+                self.problem(path, number, CORRUPT, "the manifest's chain breaks here: lines were edited, removed, "
+                             "added or reordered here or just before")
+            previous = chain(previous, line)
+            where[previous.hex()] = f"{path}:{number}"
+            run = record.get("run") if isinstance(record, dict) else None
+            if not isinstance(run, str) or record.get("k") not in ("start", "end"):
+                self.problem(path, number, CORRUPT, "not a manifest line (a start or end naming a run)")
+                continue
+            if record["k"] == "start":
+                starts[run] = previous.hex()
+                if run not in runs:
+                    self.problem(path, number, MISSING, f"run {run} is in the manifest, but none of its segments is "
+                                 f"in {os.path.join(directory, RUNS_DIR)}: it was removed")
+            else:
+                ends[run] = (number, record)
+        self.result.heads[directory] = previous.hex() if lines else None
+        for run, report in runs.items():
+            if report.manifest_line is not None and starts.get(run) != report.manifest_line:
+                self.problem(path, None, MISSING, f"run {run}'s head names manifest line "
+                             f"{report.manifest_line[:16]}..., which the manifest does not hold: the manifest was "
+                             "replaced, cut short or deleted")
+            end = ends.get(run)
+            if end is None:
+                if report.ending == "ended":
+                    self.problem(path, None, MISSING, f"run {run} ended, but the manifest has no end line for it: the "
+                                 "manifest was cut short (or the process was killed as it closed)")
+            elif end[1].get("h") != report.last_seal or end[1].get("segs") != report.last_segment:
+                self.problem(path, end[0], CORRUPT, f"run {run} ended at segment {end[1].get('segs')!r} with seal "
+                             f"{str(end[1].get('h'))[:16]}..., its segments end at {report.last_segment} with "
+                             f"{str(report.last_seal)[:16]}...: segments were removed, replaced or rewritten")
+        return where
+
+    def orphans(self, directory: str, names: list[str]) -> None:
+        """Report the version files of ``directory`` that no record of its runs names."""
+        named = self.named
+        killed = [report.run for report in self.result.runs
+                  if report.directory == directory and report.ending == "not sealed"]
+        for name in names:
+            match = _VERSION_NAME.match(name)
+            if match is None or match["digest"] in named:
+                continue
+            path = os.path.join(directory, VERSIONS_DIR, name)
+            if killed:
+                self.problem(path, None, UNSEALED, "a version no record names: written by a run killed before its "
+                             f"state record ({', '.join(killed)}), or left by a run that was removed")
+            else:
+                self.problem(path, None, ORPHAN, "a version no record names: left by a run that was removed")
 
     # -- runs -----------------------------------------------------------------------
     def run(self, run: str, segments: dict[int, list[tuple[str, str, bool]]]) -> None:
@@ -338,8 +468,11 @@ class _Auditor:
                 if entry is not primary and not _same_records(primary[1], primary[2], entry[1], entry[2]):
                     self.problem(entry[1], None, CORRUPT, f"its records differ from those of {primary[1]}")
                     ending = "incomplete"
-            segment = _Segment(self, context, primary[1], primary[2], run, number, number == last)
+            segment = _Segment(self, context, primary[1], primary[2], run, number, number == last, primary[0])
             segment.verify()
+            if number == 1:
+                report.manifest_line = segment.head_man
+            report.last_seal, report.last_segment = segment.seal_hash, number
             report.segments += 1
             report.records += segment.records
             if segment.head_prev is not None and previous_seal is not None and segment.head_prev != previous_seal:
@@ -392,8 +525,11 @@ class _RunContext:
 
 class _Segment:
     def __init__(self, auditor: _Auditor, context: _RunContext, path: str, closed: bool, run: str, number: int,
-                 last: bool) -> None:
+                 last: bool, directory: str) -> None:
         self.auditor = auditor
+        self.directory = directory
+        #: The ``man`` of the head of a run's first segment.
+        self.head_man: str | None = None
         self.context = context
         self.path = path
         self.closed = closed
@@ -487,6 +623,12 @@ class _Segment:
         self.head_prev = prev if isinstance(prev, str) else None
         if self.number == 1 and prev != "":
             self.problem(number, CORRUPT, "the run's first segment has a prev")
+        man = record.get("man")
+        if self.number == 1:
+            if isinstance(man, str):
+                self.head_man = man
+            else:
+                self.problem(number, CORRUPT, "the run's first head names no manifest line (man)")
 
     def seal(self, number: int, record: dict[str, Any], previous: bytes) -> None:
         if (record.get("n") != self.records or record.get("h") != previous.hex()) and not self.broken:
@@ -521,6 +663,23 @@ class _Segment:
         if digest is not None:
             info = self.auditor.version(digest, self.path, number, document)
             self.origin_report(origin).used(str(digest), _time(record), info)
+            self.file_named(number, str(digest), record.get("vh"))
+
+    def file_named(self, number: int, digest: str, named: object) -> None:
+        """The version file's bytes against the SHA-256 the state record names (``vh``): the
+        fields outside the digest (HTTP headers, WARC-Date, lifetime, source) are covered so."""
+        hashes = self.auditor.file_hashes
+        found = hashes.get((self.directory, digest))
+        if found is None:  # not in the run's own directory: another directory's copy
+            found = next((value for (_, other), value in hashes.items() if other == digest), None)
+        if found is None:
+            return  # missing: reported as such
+        if not isinstance(named, str):
+            self.problem(number, CORRUPT, "a state naming a version without the SHA-256 of its file (vh)")
+        elif named != found:
+            self.problem(number, CORRUPT, f"version {digest}: its file's bytes are not those this record names "
+                         f"(SHA-256 {found[:16]}..., vh {named[:16]}...): the file was edited (its HTTP headers, "
+                         "WARC-Date, lifetime or another field outside the digest) or replaced")
 
     def verdict(self, number: int, record: dict[str, Any], origin: str | None) -> None:
         d, url, agent, fp = record.get("d"), record.get("u"), record.get("a"), record.get("fp")
@@ -705,8 +864,8 @@ def _read_version(path: str) -> tuple[dict[str, Any], bytes]:
         raise ValueError("no response record")
     headers, body = found
     fmt = headers.get_header("WARC-RFC9309-Format")
-    if fmt != str(FORMAT):
-        raise ValueError(f"WARC-RFC9309-Format {fmt!r}: this audit reads version {FORMAT}")
+    if fmt != str(VERSION_FORMAT):
+        raise ValueError(f"WARC-RFC9309-Format {fmt!r}: this audit reads version {VERSION_FORMAT}")
     status = headers.get_header("WARC-RFC9309-Status") or ""
     if not status.isdigit():
         raise ValueError(f"WARC-RFC9309-Status {status!r} is not a status")

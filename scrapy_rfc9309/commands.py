@@ -204,7 +204,7 @@ class RobotstxtCommand(ScrapyCommand):
     default_settings = {"LOG_LEVEL": "WARNING", "ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 0}}
 
     def syntax(self) -> str:
-        return "[options] URL | audit [--json] [--allow-unsealed] DIRECTORY..."
+        return "[options] URL | audit [--json] [--allow-unsealed] [--anchor HASH]... DIRECTORY..."
 
     def short_desc(self) -> str:
         return "Explain what robots.txt says about a URL (RFC 9309)"
@@ -222,6 +222,8 @@ class RobotstxtCommand(ScrapyCommand):
                             help="audit: print the report as JSON")
         parser.add_argument("--allow-unsealed", dest="allow_unsealed", action="store_true",
                             help="audit: exit 0 for a run that did not end cleanly when what it wrote verifies")
+        parser.add_argument("--anchor", dest="anchors", action="append", default=[], metavar="HASH",
+                            help="audit: a head the crawl logged at its end, kept outside: it must be in the manifest")
 
     _file_status = NO_VERDICT
 
@@ -247,8 +249,8 @@ class RobotstxtCommand(ScrapyCommand):
         if args[:1] == ["audit"]:
             self.exitcode = run_audit(args[1:], opts)
             return
-        if opts.json or opts.allow_unsealed:
-            raise UsageError("--json and --allow-unsealed go with 'audit DIRECTORY...'")
+        if opts.json or opts.allow_unsealed or opts.anchors:
+            raise UsageError("--json, --allow-unsealed and --anchor go with 'audit DIRECTORY...'")
         if len(args) != 1:
             raise UsageError("give exactly one URL")
         url = add_http_if_no_scheme(args[0].strip())
@@ -303,7 +305,7 @@ def run_audit(directories: list[str], opts: argparse.Namespace) -> int:
     if not directories:
         raise UsageError("give at least one ledger directory: scrapy robotstxt audit DIRECTORY...")
     try:
-        result = audit(directories)
+        result = audit(directories, opts.anchors)
     except LedgerError as exc:
         raise UsageError(str(exc)) from None
     if opts.json:

@@ -395,9 +395,21 @@ def _read_plain(data: bytes, lowered: bytes, plan: _Plan, last: int,
                  tags)
 
 
+#: Byte order marks and the encoding each one names: it decides, whatever the Content-Type says
+#: (the HTML standard's encoding sniffing starts with it).
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
 def read_head_meta(body: bytes, encoding: str | None, max_bytes: int, names: Collection[str]) -> HeadMeta:
     """The meta tags whose ``name`` is one of ``names`` (lower-case ASCII), ignoring ASCII case,
-    from the head in the first ``max_bytes`` bytes of ``body``."""
+    from the head in the first ``max_bytes`` bytes of ``body`` (after a byte order mark, which
+    names the encoding)."""
+    for bom, named in _BOMS:
+        if body.startswith(bom):
+            complete = len(body) - len(bom) <= max_bytes
+            text = body[len(bom):len(bom) + max_bytes].decode(named, errors="replace")
+            tags, ended = _scan(text, names, not complete, names, [])
+            return HeadMeta(tuple(tags), ended or complete)
     end = _HEAD_END.search(body, 0, max_bytes)
     data = body[:end.start()] if end is not None else body[:max_bytes]
     complete = end is not None or len(body) <= max_bytes

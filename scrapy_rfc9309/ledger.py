@@ -9,12 +9,19 @@ waits for the disk: ``fsync`` of the open segment (at least once a second), the
 gzip of a closed segment, and the version files, which are written (temporary
 name, ``fsync``, link to the final name) before a state naming them is recorded
 and used.
+
+A run is chained into its directory through the directory's manifest
+(``manifest.jsonl``): a hash-chained line at the run's start, which the run's first
+head names, and one at its end naming its last seal. The end line's chain hash is the
+directory's head, logged and put in the stats (``robotstxt/ledger/head``) at close, to
+be kept outside the directory (``scrapy robotstxt audit --anchor``).
 """
 
 from __future__ import annotations
 
 import errno
 import gzip
+import hashlib
 import io
 import json
 import logging
@@ -38,10 +45,13 @@ from .judgement import Judgement, Kind
 from .ledger_format import (
     FORMAT,
     GENESIS,
+    MANIFEST,
     RUNS_DIR,
+    VERSION_FORMAT,
     VERSIONS_DIR,
     chain,
     link,
+    manifest_chain,
     new_run_id,
     segment_name,
     version_digest,
@@ -50,6 +60,11 @@ from .ledger_format import (
 from .loop import call_from_thread, call_later, running_loop
 from .meta import FINGERPRINT_META
 from .reporting import Reporting
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: the manifest's appends are not locked against another process's
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -129,12 +144,19 @@ class Ledger(Reporting):
         self.written = 0
         #: Per document: origin -> (the parsed file, or the state, whose version it is; its digest).
         self._digests: dict[str, BoundedDict[Origin, tuple[object, str | None]]] = {}
-        #: Digests whose file is known to be in ``versions/``.
-        self._stored: BoundedDict[str, None] = BoundedDict(_DIGESTS_KEPT)
+        #: Digests whose file is known to be in ``versions/``, with the SHA-256 of its bytes.
+        self._stored: BoundedDict[str, str] = BoundedDict(_DIGESTS_KEPT)
+        #: The directory's head once the run ended: the chain hash of its end line in the manifest.
+        self.head: str | None = None
         self._origins: BoundedDict[Origin, str] = BoundedDict(_DIGESTS_KEPT)
         self._rules: BoundedDict[Rule, str] = BoundedDict(_DIGESTS_KEPT)
         self._fingerprint: Callable[[Request], bytes] | None = None
         self._worker = _Worker(self)
+        try:
+            self._manifest_line = append_manifest(self.directory, {"k": "start", "run": self.run})
+        except OSError as exc:
+            path = os.path.join(self.directory, MANIFEST)
+            raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: cannot write to {path!r}: {_os_error(exc)}") from None
         try:
             self._open_segment("")
         except RobotsTxtLedgerError:
@@ -262,19 +284,22 @@ class Ledger(Reporting):
         was = known.get(origin) if change is not None and known is not None else None
         version = _Version.of(origin, state, document, source, self._policy)
         digest = self._remember(origin, state, document, key, version)
-        if version is not None and version.digest not in self._stored:
-            try:
-                await self._in_worker(self._write_version, version)
+        hashed = None if digest is None else self._stored.get(digest)
+        if digest is not None and hashed is None:
+            try:  # written (unless the directory has it), and its bytes hashed, for the state record
+                hashed = await self._in_worker(self._write_version, version, digest)
             except OSError as exc:
-                self._failed(os.path.join(self._versions, version_name(version.digest)), exc)
+                self._failed(os.path.join(self._versions, version_name(digest)), exc)
                 return
-            self._stored[version.digest] = None
+            self._stored[digest] = hashed
         outcome = state.outcome
         unreachable = state.access is Access.UNREACHABLE
         record = {"k": "state", "t": round(time.time(), 3), "p": self._link, "o": origin.with_port,
                   "doc": document.name, "src": source, "access": state.access.value, "ver": digest,
                   "status": (304 if outcome.not_modified else outcome.status) if outcome is not None else None,
                   "err": state.detail if unreachable else None, "exp": round(state.expires_at, 3)}
+        if digest is not None:
+            record["vh"] = hashed
         if change is not None:
             record["was"] = None if was is None else was[1]
             record["chg"] = change.as_dict()
@@ -324,8 +349,11 @@ class Ledger(Reporting):
         self._size = self._count = 0
         self._hash, self._link = GENESIS, ""
         self._inc("ledger/segments")
-        self._write(_dumps({"k": "head", "t": round(time.time(), 3), "p": "", "v": FORMAT, "run": self.run,
-                            "seg": self._segment, "prev": previous, "pkg": __version__, "agent": self.agent}))
+        head: dict[str, Any] = {"k": "head", "t": round(time.time(), 3), "p": "", "v": FORMAT, "run": self.run,
+                                "seg": self._segment, "prev": previous, "pkg": __version__, "agent": self.agent}
+        if self._segment == 1:
+            head["man"] = self._manifest_line
+        self._write(_dumps(head))
 
     def _seal(self, end: bool) -> str:
         last = self._hash.hex()
@@ -367,9 +395,10 @@ class Ledger(Reporting):
             return
         self.closed = True
         fd, path = self._fd, self._path
+        last = None
         if self.failure is None and fd >= 0:
             try:
-                self._seal(end=True)
+                last = self._seal(end=True)
             except RobotsTxtLedgerError:
                 pass
         self._fd = -1
@@ -379,6 +408,16 @@ class Ledger(Reporting):
                     await self._in_worker(self._close_segment, fd, path)
                 else:  # left plain, as a killed process leaves it: its records up to the failure
                     await self._in_worker(_sync_and_close, fd)
+            if last is not None and self.failure is None:
+                path = os.path.join(self.directory, MANIFEST)
+                self.head = await self._in_worker(append_manifest, self.directory, {
+                    "k": "end", "run": self.run, "segs": self._segment, "h": last})
+                if self.crawler.stats is not None:
+                    self.crawler.stats.set_value("robotstxt/ledger/head", self.head)
+                logger.info("robots.txt ledger: run %s ended; the head of %s is %s (kept outside the directory, it "
+                            "shows later that no run up to this one was removed or rewritten: scrapy robotstxt "
+                            "audit --anchor %s)", self.run, self.directory, self.head, self.head,
+                            extra=self._log_extra)
         except OSError as exc:
             self._failed(path, exc)
         finally:
@@ -408,11 +447,19 @@ class Ledger(Reporting):
         if fd >= 0:
             os.fsync(fd)
 
-    def _write_version(self, version: _Version) -> None:
-        """In the worker: write a version file unless the directory has it."""
-        final = os.path.join(self._versions, version_name(version.digest))
-        if os.path.exists(final):
-            return
+    def _write_version(self, version: _Version | None, digest: str) -> str:
+        """In the worker: write a version file unless the directory has it (or ``version``
+        is None: a copy this run recorded before), and return the SHA-256 of its bytes."""
+        final = os.path.join(self._versions, version_name(digest))
+        if version is not None and not os.path.exists(final):
+            self._write_version_file(version, final)
+        with open(final, "rb") as handle:
+            hashed = hashlib.sha256()
+            while chunk := handle.read(1 << 20):
+                hashed.update(chunk)
+        return hashed.hexdigest()
+
+    def _write_version_file(self, version: _Version, final: str) -> None:
         temporary = f"{final}.{self.run}.tmp"
         try:
             with open(temporary, "wb") as handle:
@@ -570,7 +617,7 @@ class _Version:
         http = StatusAndHeaders(f"{self.status} {phrase}".rstrip(), lines, protocol="HTTP/1.1")
         fields = {
             "WARC-Date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.fetched_at)),
-            "WARC-RFC9309-Format": str(FORMAT),
+            "WARC-RFC9309-Format": str(VERSION_FORMAT),
             "WARC-RFC9309-Version": self.digest,
             "WARC-RFC9309-Document": self.document,
             "WARC-RFC9309-Requested-URI": self.requested_url,
@@ -587,6 +634,40 @@ class _Version:
         record = writer.create_warc_record(self.final_url, "response", payload=io.BytesIO(self.body),
                                            length=len(self.body), http_headers=http, warc_headers_dict=fields)
         writer.write_record(record)
+
+
+def append_manifest(directory: str, record: dict[str, Any]) -> str:
+    """Append ``record`` to the directory's manifest, chained to its last line (under an
+    exclusive ``flock``: the processes of a fleet share it), ``fsync`` it, and return the
+    line's chain hash (hex)."""
+    fd = os.open(os.path.join(directory, MANIFEST), os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        data = b""
+        while chunk := os.pread(fd, 1 << 20, len(data)):
+            data += chunk
+        prefix = b""
+        if data and not data.endswith(b"\n"):  # a line cut short by a process killed as it wrote: ended here
+            prefix = b"\n"
+        previous, _ = manifest_chain(data + prefix)
+        line = _dumps({"k": record["k"], "t": round(time.time(), 3), "p": link(previous) if data else "",
+                       **{key: value for key, value in record.items() if key != "k"}}).encode()
+        _write_all(fd, prefix + line + b"\n")
+        os.fsync(fd)
+        return chain(previous, line).hex()
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    done = 0
+    while done < len(data):
+        more = os.write(fd, data[done:])
+        if not more:
+            raise OSError(errno.EIO, "the file took no more bytes")
+        done += more
 
 
 def _sync_and_close(fd: int) -> None:

@@ -315,14 +315,18 @@ class OriginStates(Reporting):
         previous = self.cache.get(origin)
         state: OriginState | None = None
         lease = None
+        held = False  # one of the fetch places, taken before the fleet's lock (see _download)
         try:
             if self.store is not None:
+                held = await self._place()
                 try:
                     found = await self.store.obtain(origin, previous, self._waiting_for_store, self.document)
                 finally:
                     if self.warmup is not None:
                         self.warmup.done(origin)
                 if found.state is not None:
+                    held = False
+                    self._fetch_slots.release()
                     state = found.state
                     self._inc("store_hit")
                     logger.debug("%s of %s from the store (%s, fetched %.0f s ago)", self.document.name, origin,
@@ -339,7 +343,8 @@ class OriginStates(Reporting):
             if previous is not None:
                 self._inc("retry" if previous.access is Access.UNREACHABLE else "refetch")
             self._fetching(origin)
-            outcome = await self._download(origin, previous)
+            passed, held = held, False  # _download releases it
+            outcome = await self._download(origin, passed, previous)
             state = self._next(previous, outcome)
         except (defer.CancelledError, Closing):
             raise
@@ -352,6 +357,8 @@ class OriginStates(Reporting):
                                    document=self.document)
             state = self._next(previous, outcome)
         finally:
+            if held:
+                self._fetch_slots.release()
             if state is None:  # cancelled
                 if self.store is not None:
                     self.store.release(lease)
@@ -377,18 +384,25 @@ class OriginStates(Reporting):
         finally:
             self._settle(origin, state)
 
-    async def _download(self, origin: Origin, previous: OriginState | None = None) -> FetchOutcome:
-        """Fetch the robots.txt when one of the ``ROBOTSTXT_CONCURRENT_FETCHES``
-        places is free: a broad crawl sends them at the pace of its concurrency,
-        not all at once, and their name lookups do not queue for the resolver's
-        threads until they time out."""
+    async def _place(self) -> bool:
+        """Wait for one of the ``ROBOTSTXT_CONCURRENT_FETCHES`` places (True once taken)."""
         slot = self._fetch_slots.acquire()
-        acquired = False
+        if not slot.called:
+            self._inc("fetch_queued")
+        await maybe_deferred_to_future(slot)
+        return True
+
+    async def _download(self, origin: Origin, held: bool = False, previous: OriginState | None = None) -> FetchOutcome:
+        """Fetch the robots.txt when one of the ``ROBOTSTXT_CONCURRENT_FETCHES``
+        places is free (``held``: taken already, before the store's lock was claimed, so
+        that a fleet's lock is held only while its fetch can run): a broad crawl sends
+        them at the pace of its concurrency, not all at once, and their name lookups do
+        not queue for the resolver's threads until they time out. ``previous``: the copy
+        held, whose validators make the refetch conditional."""
+        acquired = held
         try:
-            if not slot.called:
-                self._inc("fetch_queued")
-            await maybe_deferred_to_future(slot)
-            acquired = True
+            if not acquired:
+                acquired = await self._place()
             validators = None if previous is None else previous.validators(time.time(), self.policy)
             if validators is not None:  # a conditional refetch of the copy held (fetch.py)
                 return await self.fetcher.fetch(origin, self.document, validators=validators)

@@ -15,10 +15,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from . import bounded_json
 from .access import Access, Cause, FetchOutcome, OriginState, Policy, validator
 from .documents import ROBOTS_TXT, Document
 
-__all__ = ["CLOCK_TOLERANCE", "FORMAT", "Record", "RecordError", "Unreadable", "dated_ahead", "decode", "encode"]
+__all__ = ["CLOCK_TOLERANCE", "FORMAT", "MAX_META_CHARS", "MAX_META_DEPTH", "Record", "RecordError", "Unreadable",
+           "dated_ahead", "decode", "encode"]
 
 #: Version of the metadata layout. A reader ignores fields it does not know (the
 #: validators ``etag`` and ``lm`` of the copy's fetch are optional ones) and
@@ -27,6 +29,12 @@ __all__ = ["CLOCK_TOLERANCE", "FORMAT", "Record", "RecordError", "Unreadable", "
 #: same, and it is stored under a key of its own (see :meth:`Document.key`), which
 #: readers that know no such document never read.
 FORMAT = 1
+
+#: Bounds of a record's metadata as read (it is written by other processes, or anyone with
+#: access to the store): its length in characters, and its nesting (the package writes 3
+#: levels). Past either, the record is unreadable (:class:`RecordError`): a missing record.
+MAX_META_CHARS = 65_536
+MAX_META_DEPTH = 8
 
 #: Seconds a record's fetch time may lie ahead of the reader's clock (the clocks of a
 #: fleet's machines differ a little). A record dated further ahead was written by a
@@ -125,7 +133,9 @@ def decode(record: Record, policy: Policy, now: float | None = None,
         raise RecordError(record.reason)
     now = time.time() if now is None else now
     try:
-        meta = json.loads(record.meta)
+        meta = bounded_json.loads(record.meta, MAX_META_CHARS, MAX_META_DEPTH)
+    except bounded_json.BoundExceeded as exc:
+        raise RecordError(f"metadata {exc}") from None
     except (ValueError, TypeError) as exc:
         raise RecordError(f"metadata is not JSON: {exc}") from None
     if not isinstance(meta, dict):

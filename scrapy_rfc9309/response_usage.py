@@ -29,6 +29,7 @@ from .origin import HttpOrigins
 from .preferences import Preferences, Statement, TdmRepMatch, build
 from .reporting import Reporting
 from .sources import (
+    MAX_FIELD_BYTES,
     Malformed,
     content_usage,
     robots_directives,
@@ -58,6 +59,13 @@ _FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag",
 _META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
 #: Answers remembered at most (then forgotten all at once, as a crawl moves on to other sites).
 _MAX_ANSWERS = 1024
+#: Bytes of header values and meta tags the remembered answers are keyed by, at most (then
+#: forgotten all at once); an answer keyed by more than _MAX_REMEMBERED_BYTES (a response
+#: with pathological headers or meta tags) is computed and not remembered.
+_MAX_ANSWER_BYTES = 1 << 20
+_MAX_REMEMBERED_BYTES = 4096
+#: A Content-Type longer than this is read each time, not remembered.
+_MAX_KIND_BYTES = 256
 
 
 def _last(values: list[bytes]) -> bytes | None:
@@ -81,7 +89,7 @@ class ResponseUsage(Reporting):
         # The answer per combination of inputs: a site sends the same few header values, and the same
         # robots.txt record applies to many URLs, so most responses are answered by one look-up.
         self._answers: BoundedDict[tuple[Any, ...], tuple[Preferences, tuple[tuple[str, str], ...]]] = BoundedDict(
-            _MAX_ANSWERS)
+            _MAX_ANSWERS, max_bytes=_MAX_ANSWER_BYTES, size=_answer_size)
         #: Per Content-Type value: whether it is HTML's, and its encoding.
         self._kinds: BoundedDict[bytes, tuple[bool, str | None]] = BoundedDict(_MAX_ANSWERS)
         #: The names of _FIELDS as each headers class stores them, and the set of the usage ones.
@@ -124,11 +132,13 @@ class ResponseUsage(Reporting):
             token = token()
         if callable(robots_url):
             robots_url = robots_url()
+        size = _size(fields, head)
         key = (robots_url, token, _robots_key(robots), _match_key(match), fields, head)
-        answer = self._answers.get(key)
+        answer = self._answers.get(key) if size <= _MAX_REMEMBERED_BYTES else None
         if answer is None:
             answer = self._answer(robots, robots_url, match, fields, head, token)
-            self._answers[key] = answer
+            if size <= _MAX_REMEMBERED_BYTES:
+                self._answers[key] = answer
         preferences, malformed = answer
         for what, error in malformed:
             self._log_malformed(what, error, response)
@@ -138,7 +148,8 @@ class ResponseUsage(Reporting):
         """Whether a ``Content-Type`` value is HTML's, and the encoding it names (remembered)."""
         html = b"html" in content_type.lower()
         kind = (html, http_content_type_encoding(content_type.decode("latin-1")) if html else None)
-        self._kinds[content_type] = kind
+        if len(content_type) <= _MAX_KIND_BYTES:
+            self._kinds[content_type] = kind
         return kind
 
     @staticmethod
@@ -183,10 +194,9 @@ class ResponseUsage(Reporting):
                       "tdm-reservation header", statements, malformed)
             if tags:
                 texts = _texts(tags)
-                found = robots_tags(robots_directives(texts, token, scoped=True), "X-Robots-Tag header",
-                                    "; ".join(texts), image)
-                if found is not None:
-                    statements.append(found)
+                self._add(lambda: robots_tags(robots_directives(_bounded(texts), token, scoped=True),
+                                              "X-Robots-Tag header", "; ".join(texts), image),
+                          "X-Robots-Tag header", statements, malformed)
         if head is not None:
             self._read_meta(HeadMeta(head, True), token, statements, malformed)
         return build(statements, [f"{what} ignored: {error}" for what, error in malformed]), tuple(malformed)
@@ -199,10 +209,10 @@ class ResponseUsage(Reporting):
         scoped = head.contents(token) if token and token != "robots" else []
         names = ([] if not generic else ['<meta name="robots">']) + ([] if not scoped else [f'<meta name="{token}">'])
         robots = generic + scoped
-        found = robots_tags(robots_directives(robots, token, scoped=False), ", ".join(names), "; ".join(robots),
-                            False)
-        if found is not None:
-            statements.append(found)
+        if robots:
+            self._add(lambda: robots_tags(robots_directives(_bounded(robots), token, scoped=False), ", ".join(names),
+                                          "; ".join(robots), False),
+                      ", ".join(names), statements, malformed)
 
     @staticmethod
     def _add(read: Callable[[], Statement | None], what: str, statements: list[Statement],
@@ -222,6 +232,30 @@ class ResponseUsage(Reporting):
         logger.log(logging.WARNING if first else logging.DEBUG, "Usage preference: %s of %s ignored: %s%s", what,
                    response.url, error, " (further ones are logged at DEBUG level)" if first else "",
                    extra=self._log_extra)
+
+
+def _bounded(values: list[str]) -> list[str]:
+    """``values`` (the lines of a header, or the contents of meta tags), unless together they are
+    longer than :data:`~scrapy_rfc9309.sources.MAX_FIELD_BYTES`, as a ``Content-Usage`` may not be."""
+    size = sum(len(value) for value in values)
+    if size > MAX_FIELD_BYTES:
+        raise Malformed(f"longer than {MAX_FIELD_BYTES} bytes ({size})")
+    return values
+
+
+def _answer_size(key: tuple[Any, ...], value: object) -> int:
+    """The bytes an answer's key holds: its header values and meta tags (see :func:`_size`)."""
+    return _size(key[4], key[5])
+
+
+def _size(fields: tuple[Any, ...] | None, head: tuple[tuple[str, str], ...] | None) -> int:
+    """The bytes of header values and meta tags an answer is keyed by."""
+    size = 0
+    if fields is not None:
+        size += sum(len(value) for values in fields[:4] for value in values)
+    if head is not None:
+        size += sum(len(name) + len(content) for name, content in head)
+    return size
 
 
 def _robots_key(preference: UsagePreference | None) -> tuple[Any, ...] | None:

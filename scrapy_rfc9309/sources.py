@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_FIELD_BYTES",
+    "MAX_MEMBERS",
     "content_usage",
     "robots_directives",
     "robots_tags",
@@ -54,6 +55,9 @@ __all__ = [
 
 #: The longest field value (all lines of one header joined) read; a longer one is malformed.
 MAX_FIELD_BYTES = 16_384
+#: The most members of a Content-Usage Dictionary read (the vocabulary has a few categories; the
+#: parser's time grows faster than the members): a field with more commas is malformed.
+MAX_MEMBERS = 64
 #: Robots directives that take a value after a colon: never an agent name.
 VALUE_DIRECTIVES = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 #: Directives that stand for others.
@@ -79,6 +83,8 @@ def content_usage(values: Sequence[bytes]) -> Statement | None:
     if not values:
         return None
     data = _joined(values)
+    if data.count(b",") >= MAX_MEMBERS:
+        raise Malformed(f"more than {MAX_MEMBERS} members")
     try:
         parsed = http_sf.parse(data, tltype="dictionary")
     except (http_sf.StructuredFieldError, ValueError) as error:

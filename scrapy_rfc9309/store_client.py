@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .origin import Origin
 
-__all__ = ["Lease", "Obtained", "StoreClient", "StoreUnavailable"]
+__all__ = ["Lease", "Obtained", "RepeatedWarnings", "StoreClient", "StoreUnavailable"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,35 @@ _TOLD_MAX = 5.0
 _MAX_UNSAVED = 1000
 #: Seconds ``close`` waits for saves still running.
 _CLOSE_TIMEOUT = 10.0
+#: Seconds between two warnings of one kind; those in between are logged at DEBUG and counted.
+WARNING_INTERVAL = 60.0
+
+
+class RepeatedWarnings:
+    """Warnings of one kind (a key) at most once per :data:`WARNING_INTERVAL`: the others
+    at DEBUG, and the next warning says how many there were meanwhile. ``clock``: monotonic
+    seconds (injected by tests)."""
+
+    def __init__(self, interval: float = WARNING_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self.clock = clock
+        #: Per key: when it was last logged at WARNING, and how many were logged at DEBUG since.
+        self._last: dict[str, list[float]] = {}
+
+    def log(self, key: str, message: str, *args: Any, **kwargs: Any) -> None:
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last[0] < self.interval:
+            last[1] += 1
+            logger.debug(message, *args, **kwargs)
+            return
+        more = int(last[1]) if last is not None else 0
+        if more:
+            message += f" ({more} more like it in the last {now - last[0]:.0f} s, logged at DEBUG)"  # type: ignore[index]
+        if len(self._last) >= 256:  # keys are kinds of warning: a bound all the same
+            self._last.clear()
+        self._last[key] = [now, 0]
+        logger.warning(message, *args, **kwargs)
 
 
 class StoreUnavailable(Exception):
@@ -117,6 +146,7 @@ class StoreClient(Reporting):
         #: Records found unreadable, and dated ahead, so far: the first of each is a warning.
         self._unreadable_seen = 0
         self._ahead_seen = 0
+        self._warnings = RepeatedWarnings()
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -184,7 +214,8 @@ class StoreClient(Reporting):
         self._down_until = time.time() + self.retry_delay
         if self._outage is None:
             self._outage = f"{type(exc).__name__}: {exc}"
-            logger.warning(
+            self._warnings.log(
+                f"unavailable {self._outage}",
                 "robots.txt store %s is unavailable (%s): robots.txt files are fetched by this process until it "
                 "answers again (tried every %g s)", self.name, self._outage, self.retry_delay, extra=self._log_extra)
 
@@ -254,8 +285,9 @@ class StoreClient(Reporting):
                         on_wait(origin)
                 now = time.time()
                 if now >= give_up:
-                    logger.warning("%s of %s: another process has held its fetch lock for %.0f s; fetching "
-                                   "it here", document.name, origin, self.max_busy_wait, extra=self._log_extra)
+                    self._warnings.log(f"held {document.name}",
+                                       "%s of %s: another process has held its fetch lock for %.0f s; fetching "
+                                       "it here", document.name, origin, self.max_busy_wait, extra=self._log_extra)
                     return Obtained(previous=previous)
                 # Woken when the holder saves or lets go (the store tells), or at its lock's expiry.
                 try:

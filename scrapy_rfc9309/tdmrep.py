@@ -12,7 +12,16 @@ the first in sequence"); none matching means no reservation is stated for it.
 Read defensively, because the file comes from the site: what is not JSON stops the
 reading where it stops being JSON (the rules before it are kept, and a file cut at
 the size limit keeps its complete leading rules, which are the first to match
-anyway); a rule of the wrong shape is skipped. Each problem is kept in
+anyway); a file nested deeper than :data:`MAX_DEPTH` levels is read up to the
+bracket that opens the level too deep, as if the file stopped being JSON there (the
+complete rules before it are kept; the rule holding it is not); a rule of the wrong
+shape is skipped; past :data:`MAX_WILDCARD_RULES` rules with wildcards (or ``$``), the
+file is read as if cut before the next one (its rules before it are kept).
+
+A URL is matched without a scan of every rule: the plain locations (prefixes) in a
+dict probed once per distinct location length, and the wildcard rules, in file order,
+each skipped unless its longest literal piece is in the path, up to the first plain
+rule that matches. Each problem is kept in
 :attr:`TdmRep.problems` for the crawl's log. Pure Python.
 """
 
@@ -25,11 +34,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .bounded_json import too_deep
 from .matcher import glob_match, glob_pieces
 from .urlnorm import path_of
 from .vocab import TDM_CATEGORY, labels_for
 
-__all__ = ["MAX_PROBLEMS", "RESERVED_CATEGORIES", "TDMREP_PATH", "TdmEntry", "TdmRep", "reserves"]
+__all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "MAX_WILDCARD_RULES", "RESERVED_CATEGORIES", "TDMREP_PATH", "TdmEntry",
+           "TdmRep", "reserves"]
 
 #: Where an origin publishes the file.
 TDMREP_PATH = "/.well-known/tdmrep.json"
@@ -40,6 +51,12 @@ TDMREP_PATH = "/.well-known/tdmrep.json"
 #: (``ai-train`` is Content-Signal's): the same category the response side reads a
 #: reservation as.
 RESERVED_CATEGORIES = frozenset(labels_for(TDM_CATEGORY))
+#: Levels of nesting read (a rule is two: the array and its object; the rest leaves room for
+#: members of a later version of the format). Past it the file is read as cut at that point.
+MAX_DEPTH = 32
+#: Rules with wildcards (or a final ``$``) read per file: each may be tried against every URL of
+#: the origin; past it the file is read as cut there.
+MAX_WILDCARD_RULES = 256
 #: Problems kept per file (the rest are counted).
 MAX_PROBLEMS = 10
 #: Bodies at least this long are kept compressed (a store reads them back; matching never does).
@@ -90,8 +107,8 @@ class TdmRep:
     and reservations in an array, each policy URL once, and the body compressed; a
     :class:`TdmEntry` is made for the rule a URL matches."""
 
-    __slots__ = ("_body", "_compressed", "_flags", "_locations", "_patterns", "_policies", "problem_count", "problems",
-                 "size", "truncated", "url")
+    __slots__ = ("_body", "_compressed", "_flags", "_lengths", "_locations", "_needles", "_patterns", "_plain",
+                 "_policies", "_wild", "problem_count", "problems", "size", "truncated", "url")
 
     def __init__(self, body: bytes, max_bytes: int, *, url: str | None = None) -> None:
         self.size = len(body)
@@ -106,8 +123,15 @@ class TdmRep:
         #: Per rule: its position in the file's array, shifted left by one, or 1 when reserved.
         self._flags = array("Q")
         self._policies: list[str | None] = []
+        #: The first rule of each plain location, the distinct lengths of those locations (descending).
+        self._plain: dict[str, int] = {}
+        self._lengths: list[int] = []
+        #: The wildcard rules (their positions among the rules, ascending) and their longest pieces.
+        self._wild: list[int] = []
+        self._needles: list[str] = []
         self._body, self._compressed = body, False
         self._read(body)
+        self._lengths = sorted({len(location) for location in self._plain}, reverse=True)
         if len(body) >= _COMPRESS_FROM:
             self._body, self._compressed = _compress(body), True
 
@@ -129,16 +153,24 @@ class TdmRep:
                 self._problem(f"not UTF-8 (byte {exc.start})")
                 return
             text = body[: exc.start].decode("utf-8-sig")  # a character cut by the size limit
+        deep = too_deep(text, MAX_DEPTH)
+        damage = None
+        if deep is not None:  # json recurses per level: read only up to the level too deep
+            text, damage = text[:deep], f"nested deeper than {MAX_DEPTH} levels at char {deep}"
         policies: dict[str, str] = {}
-        for index, item in enumerate(self._items(text)):
-            self._rule(index, item, policies)
+        for index, item in enumerate(self._items(text, damage)):
+            if not self._rule(index, item, policies):
+                self._problem(f"more than {MAX_WILDCARD_RULES} rules with wildcards: rule {index} and the rest are "
+                              f"not read; the {index} rules before it are used")
+                return
 
-    def _items(self, text: str) -> Iterator[Any]:
+    def _items(self, text: str, damage: str | None = None) -> Iterator[Any]:
         """The array's elements read one by one, up to the end of the array or the
-        first point where the text stops being JSON."""
+        first point where the text stops being JSON (``damage``: why ``text`` was cut
+        short of the file, reported in place of the JSON error it makes)."""
         pos = _skip(text, 0)
         if not text.startswith("[", pos):
-            self._problem("not a JSON array" if pos < len(text) else "empty file")
+            self._problem(damage or ("not a JSON array" if pos < len(text) else "empty file"))
             return
         read = 0
         pos = _skip(text, pos + 1)
@@ -147,8 +179,8 @@ class TdmRep:
         while True:
             try:
                 item, pos = _decoder.raw_decode(text, pos)
-            except ValueError as exc:
-                self._cut(read, f"invalid JSON: {exc}")
+            except (ValueError, RecursionError) as exc:
+                self._cut(read, damage or f"invalid JSON: {exc}")
                 return
             read += 1
             yield item
@@ -163,38 +195,48 @@ class TdmRep:
             pos = _skip(text, pos + 1)
 
     def _cut(self, read: int, why: str) -> None:
-        if self.truncated:
+        if self.truncated and not why.startswith("nested"):
             self._problem(f"cut at the size limit ({len(self.body)} bytes, ROBOTSTXT_MAX_SIZE): the {read} complete "
                           "rules before it are used")
         else:
             self._problem(f"{why}; the {read} rules before it are used")
 
-    def _rule(self, index: int, item: Any, policies: dict[str, str]) -> None:
+    def _rule(self, index: int, item: Any, policies: dict[str, str]) -> bool:
+        """Read one rule (a problem says why one is skipped); False past :data:`MAX_WILDCARD_RULES`."""
         if not isinstance(item, dict):
             self._problem(f"rule {index} is not an object")
-            return
+            return True
         location = item.get("location")
         if not isinstance(location, str) or not location.startswith(("/", "*")):
             self._problem(f"rule {index}: location {location!r} is not a path pattern")
-            return
+            return True
         reservation = item.get("tdm-reservation")
         if isinstance(reservation, str) and reservation.strip() in ("0", "1"):
             reservation = int(reservation.strip())
         if reservation not in (0, 1) or isinstance(reservation, (bool, float)):
             self._problem(f"rule {index}: tdm-reservation {reservation!r} is not 0 or 1")
-            return
+            return True
         policy = item.get("tdm-policy")
         if policy is not None and not (isinstance(policy, str) and policy.strip()):
             self._problem(f"rule {index}: tdm-policy {policy!r} is not a URL (ignored)")
             policy = None
         pieces, anchored, _, _ = glob_pieces(location)
         plain = not anchored and len(pieces) == 1 and pieces[0] == location
+        if not plain and len(self._wild) >= MAX_WILDCARD_RULES:
+            return False
         if policy:
             policy = policies.setdefault(policy.strip(), policy.strip())
+        rule = len(self._locations)
+        if plain:
+            self._plain.setdefault(location, rule)
+        else:
+            self._wild.append(rule)
+            self._needles.append(max((piece for piece in pieces if type(piece) is str), key=len, default=""))
         self._locations.append(location)
         self._patterns.append(None if plain else (pieces, anchored))
         self._flags.append(index << 1 | (reservation == 1))
         self._policies.append(policy or None)
+        return True
 
     def _entry(self, rule: int) -> TdmEntry:
         flags = self._flags[rule]
@@ -210,10 +252,21 @@ class TdmRep:
         if not self._locations:
             return None
         path = path_of(url)
-        for rule, pattern in enumerate(self._patterns):
-            if (path.startswith(self._locations[rule]) if pattern is None else glob_match(path, *pattern)):
-                return self._entry(rule)
-        return None
+        best = len(self._locations)  # the first plain rule that matches, or past the last rule
+        plain, size = self._plain, len(path)
+        for length in self._lengths:
+            if length <= size:
+                found = plain.get(path[:length])
+                if found is not None and found < best:
+                    best = found
+        patterns, needles = self._patterns, self._needles
+        for position, rule in enumerate(self._wild):
+            if rule > best:
+                break
+            if needles[position] in path and glob_match(path, *patterns[rule]):  # type: ignore[misc]
+                best = rule
+                break
+        return self._entry(best) if best < len(self._locations) else None
 
     def __repr__(self) -> str:
         return f"<TdmRep {self.url or '(no URL)'}: {len(self._locations)} rules>"

@@ -9,7 +9,8 @@ says so in ``dir`` and waits until ``N`` have, so that the processes start toget
 one took to start up). ``fsize_limit`` sets ``RLIMIT_FSIZE`` before the crawl
 (a full disk: writes past it fail with EFBIG). With ``reactorless`` it crawls without a Twisted reactor
 (``AsyncCrawlerProcess``, ``TWISTED_REACTOR_ENABLED = False``). Prints one JSON line: the stats, the URLs that reached
-a callback, the errors and the warnings logged.
+a callback, the errors and the warnings logged, the crawl's seconds and the process's peak RSS
+(``maxrss_kib``).
 """
 
 from __future__ import annotations
@@ -115,7 +116,12 @@ def main(spec_path: str) -> int:
         process = CrawlerProcess(settings, install_root_handler=True)
     crawler = process.create_crawler(spider_cls)
     process.crawl(crawler)
+    started = time.monotonic()
     process.start()
+    OUT["seconds"] = time.monotonic() - started
+    import resource
+
+    OUT["maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     stats = crawler.stats.get_stats() if crawler.stats is not None else {}
     OUT["stats"] = {key: value for key, value in stats.items() if isinstance(value, (int, float, str))}
     print(json.dumps(OUT))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import calendar
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -23,6 +24,7 @@ from warcio.warcwriter import WARCWriter
 
 from scrapy_rfc9309.ledger_format import (
     GENESIS,
+    MANIFEST,
     RUNS_DIR,
     VERSIONS_DIR,
     chain,
@@ -32,6 +34,49 @@ from scrapy_rfc9309.ledger_format import (
     version_name,
 )
 from scrapy_rfc9309.origin import Origin
+
+#: Every version file written, by digest: what a state record names (``vh``).
+FILES: dict[str, Path] = {}
+
+
+def file_sha256(digest: str, directory: Path | None = None) -> str:
+    """The SHA-256 of a version file's bytes (the copy in ``directory`` if it has one)."""
+    path = directory / VERSIONS_DIR / version_name(digest) if directory is not None else None
+    if path is None or not path.exists():
+        path = FILES[digest]
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def append_manifest(directory: Path, kind: str, run: str, clock: float, **fields: Any) -> str:
+    """Append a line to the directory's manifest, chained to its lines; its chain hash (hex)."""
+    path = directory / MANIFEST
+    data = path.read_bytes() if path.exists() else b""
+    hashed = GENESIS
+    for line in data.splitlines():
+        hashed = chain(hashed, line)
+    record = {"k": kind, "t": clock, "p": link(hashed) if data else "", "run": run, **fields}
+    line = json.dumps(record, separators=(",", ":")).encode()
+    with open(path, "ab") as handle:
+        handle.write(line + b"\n")
+    return chain(hashed, line).hex()
+
+
+def rewrite_manifest(directory: Path, edit: dict[str, dict[str, Any]]) -> list[str]:
+    """Rewrite the directory's manifest with the end lines of some runs changed (``edit``:
+    run -> fields) and its chain recomputed; the chain hashes of its lines."""
+    path = directory / MANIFEST
+    out, hashes, hashed = [], [], GENESIS
+    for number, raw in enumerate(path.read_bytes().splitlines()):
+        record = json.loads(raw)
+        if record["k"] == "end":
+            record.update(edit.get(record["run"], {}))
+        record["p"] = link(hashed) if number else ""
+        line = json.dumps(record, separators=(",", ":")).encode()
+        out.append(line + b"\n")
+        hashed = chain(hashed, line)
+        hashes.append(hashed.hex())
+    path.write_bytes(b"".join(out))
+    return hashes
 
 
 def write_version(directory: Path, url: str, body: bytes, status: int = 200, *, document: str = "robots.txt",
@@ -45,6 +90,7 @@ def write_version(directory: Path, url: str, body: bytes, status: int = 200, *, 
     path = folder / version_name(digest)
     if path.exists():
         return digest
+    FILES[digest] = path
     fields = {
         "WARC-Date": "2026-09-21T12:00:00Z",
         "WARC-RFC9309-Format": "1",
@@ -83,6 +129,9 @@ class Run:
         self.segment = 0
         self.prev_seal = ""
         self.clock = float(calendar.timegm(time.strptime(run[:16], "%Y%m%dT%H%M%SZ")))  # the run's start
+        self.manifest_line = append_manifest(directory, "start", run, self.clock)
+        #: The directory's head once the run ended (its end line's chain hash).
+        self.head: str | None = None
         self._open(1)
 
     def _open(self, number: int) -> None:
@@ -91,7 +140,9 @@ class Run:
         self.count = 0
         self.path = self.directory / RUNS_DIR / segment_name(self.run, number, closed=False)
         self.handle = open(self.path, "ab")
-        self.write("head", v=1, run=self.run, seg=number, prev=self.prev_seal, pkg="0.1.0", agent=self.agent)
+        extra = {"man": self.manifest_line} if number == 1 else {}
+        self.write("head", v=2, run=self.run, seg=number, prev=self.prev_seal, pkg="0.1.0", agent=self.agent,
+                   **extra)
 
     def write(self, kind: str, **fields: Any) -> None:
         self.clock += 1.0
@@ -104,8 +155,9 @@ class Run:
 
     def state(self, origin: str, version: str | None, access: str = "parsed", status: int | None = 200,
               document: str = "robots.txt") -> None:
+        extra = {} if version is None else {"vh": file_sha256(version, self.directory)}
         self.write("state", o=origin, doc=document, src="fetch", access=access, ver=version, status=status,
-                   err=None, exp=self.clock + 86400)
+                   err=None, exp=self.clock + 86400, **extra)
 
     def verdict(self, url: str, fp: str, d: str, version: str | None, rule: list[Any] | None = None,
                 agent: str = "testbot", **extra: Any) -> None:
@@ -135,6 +187,7 @@ class Run:
 
     def close(self) -> None:
         self._seal(end=True)
+        self.head = append_manifest(self.directory, "end", self.run, self.clock, segs=self.segment, h=self.prev_seal)
 
     def kill(self) -> None:
         self.handle.close()

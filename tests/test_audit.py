@@ -11,11 +11,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ledger_writer import Run, read_lines, segment, write_lines, write_version
+from ledger_writer import Run, read_lines, rewrite_manifest, segment, write_lines, write_version
 from test_command import scrapy
 
-from scrapy_rfc9309.audit import CORRUPT, MISMATCH, MISSING, UNSEALED, Audit, LedgerError, Problem, audit
-from scrapy_rfc9309.ledger_format import VERSIONS_DIR, version_name
+from scrapy_rfc9309.audit import (
+    CORRUPT,
+    MISMATCH,
+    MISSING,
+    ORPHAN,
+    UNSEALED,
+    Audit,
+    LedgerError,
+    Problem,
+    audit,
+    format_text,
+)
+from scrapy_rfc9309.ledger_format import MANIFEST, RUNS_DIR, VERSIONS_DIR, version_name
 
 A, B, C = "http://a.test", "http://b.test", "https://c.test"
 ROBOTS_A1 = b"User-agent: *\nDisallow: /private\n"
@@ -246,7 +257,9 @@ def test_the_last_closed_segment_truncated_with_its_seal_is_not_a_killed_run(fle
     path = segment(fleet.one, fleet.run1, 3)
     write_lines(path, read_lines(path)[:-2])
     result = audited(fleet)
-    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), None, CORRUPT)]
+    # The manifest's end line names the seal removed too.
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), None, CORRUPT),
+                                                                   (str(fleet.one / MANIFEST), 2, CORRUPT)]
     assert "closed (gzip) segment without a seal" in result.problems[0].message
     assert result.exit_status(allow_unsealed=True) == 1
 
@@ -335,6 +348,8 @@ def _rewrite_chain(path: Path, edit: dict[int, dict[str, object]]) -> None:
     following = path.with_name(segment_name(match["run"], int(match["seg"]) + 1, closed=True))
     if records[-1]["k"] == "seal" and following.exists():
         _rewrite_chain(following, {1: {"prev": records[-1]["h"]}})
+    elif records[-1]["k"] == "seal":  # the run's last segment: its end in the manifest, and the manifest's chain
+        rewrite_manifest(path.parent.parent, {match["run"]: {"h": records[-1]["h"]}})
 
 
 def test_an_unavailable_robots_txt_without_a_version_allows_without_one(tmp_path: Path) -> None:
@@ -470,14 +485,14 @@ def test_problems_beyond_the_listed_ones_are_counted(fleet: Fleet, monkeypatch: 
 
     monkeypatch.setattr(module, "MAX_PROBLEMS", 2)
     (fleet.one / VERSIONS_DIR / version_name(fleet.b404)).unlink()  # 1 missing, 1 response not proven
-    segment(fleet.one, fleet.run1, 3).unlink()  # 1 missing
+    segment(fleet.one, fleet.run1, 3).unlink()  # 1 missing, the manifest's end, c's version left orphan
     result = audited(fleet)
     assert len(result.problems) == 2
-    assert result.kinds == {MISSING: 2, MISMATCH: 1}
+    assert result.kinds == {MISSING: 2, MISMATCH: 1, CORRUPT: 1, ORPHAN: 1}
     assert result.exit_status() == 1
     text = module.format_text(result)
-    assert "Problems (3)" in text and "... and 1 more, not listed" in text
-    assert result.as_dict()["problem_count"] == {MISMATCH: 1, MISSING: 2}
+    assert "Problems (5)" in text and "... and 3 more, not listed" in text
+    assert result.as_dict()["problem_count"] == {CORRUPT: 1, MISMATCH: 1, MISSING: 2, ORPHAN: 1}
 
 
 def test_hostile_files_are_reported_not_read(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -619,7 +634,7 @@ def test_the_command_exit_statuses_and_json(fleet: Fleet, tmp_path: Path) -> Non
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["ok"] is False
-    assert [p["kind"] for p in report["problems"]] == [MISSING]
+    assert [p["kind"] for p in report["problems"]] == [MISSING, ORPHAN]  # b404 was named in segment 2 only
     assert report["problems"][0]["file"] == str(segment(fleet.one, fleet.run1, 3))
 
     done = scrapy(cwd, "robotstxt", "audit", str(tmp_path / "absent"))
@@ -671,3 +686,202 @@ def test_memory_follows_the_requests_awaiting_a_response_not_the_ledger(tmp_path
         assert result.problems == []
         assert result.origins[A].requests["allowed"] == pairs == sum(result.origins[A].responses.values())
     assert peaks[1] < 1.5 * peaks[0], peaks
+
+
+# -- runs of one directory, its manifest, version files, anchors ------------------------------
+RUN3 = "20260921T121000Z-host-300-0000cccc"
+A_OLD = b"User-agent: *\nDisallow: /old\n"
+
+
+def three_runs(tmp_path: Path) -> tuple[Path, list[Run], list[str]]:
+    """Three runs one after the other in one directory (the second rotated once); each names a
+    version of its own. Returns the directory, the runs and their versions."""
+    directory = tmp_path / "three"
+    runs, digests = [], []
+    for name, body in ((RUN1, A_OLD), (RUN2, ROBOTS_A1), (RUN3, ROBOTS_A2)):
+        digest = write_version(directory, "http://a.test/robots.txt", body)
+        run = Run(directory, name)
+        rule = ["Allow", "/open", 3] if body == ROBOTS_A2 else None
+        run.state(A, digest)
+        run.verdict("http://a.test/open/1", f"{name[-4:]}1", "allowed", digest, rule)
+        run.response("http://a.test/open/1", f"{name[-4:]}1")
+        if name == RUN2:
+            run.rotate()
+        run.verdict("http://a.test/open/2", f"{name[-4:]}2", "allowed", digest, rule)
+        run.close()
+        runs.append(run)
+        digests.append(digest)
+    assert audit([directory]).problems == []
+    return directory, runs, digests
+
+
+def _run_files(directory: Path, run: Run) -> list[Path]:
+    return sorted((directory / RUNS_DIR).glob(f"{run.run}-*"))
+
+
+def test_a_whole_run_deleted_is_found_by_the_manifest(tmp_path: Path) -> None:
+    directory, runs, digests = three_runs(tmp_path)
+    for path in _run_files(directory, runs[1]):  # the middle run, every segment
+        path.unlink()
+    result = audit([directory])
+    assert result.kinds == {MISSING: 1, ORPHAN: 1}, format_text(result)
+    assert has(result, directory / MANIFEST, 3, MISSING, f"run {RUN2} is in the manifest, but none of its segments")
+    assert has(result, directory / VERSIONS_DIR / version_name(digests[1]), None, ORPHAN, "no record names")
+
+
+def test_a_whole_run_deleted_with_its_manifest_lines_rechained_is_found_by_the_next_run(tmp_path: Path) -> None:
+    """The manifest rewritten without the run, its chain recomputed: the next run's head names
+    the start line as it was."""
+    directory, runs, digests = three_runs(tmp_path)
+    for path in _run_files(directory, runs[0]):  # the oldest run
+        path.unlink()
+    (directory / VERSIONS_DIR / version_name(digests[0])).unlink()
+    lines = (directory / MANIFEST).read_bytes().splitlines()
+    (directory / MANIFEST).write_bytes(b"".join(line + b"\n" for line in lines[2:]))
+    rewrite_manifest(directory, {})
+    result = audit([directory])
+    assert result.kinds == {MISSING: 2}, format_text(result)  # the two later runs' heads
+    assert has(result, directory / MANIFEST, None, MISSING, f"run {RUN2}'s head names manifest line")
+
+
+def test_the_runs_directory_emptied(tmp_path: Path) -> None:
+    directory, _, _ = three_runs(tmp_path)
+    for path in (directory / RUNS_DIR).iterdir():
+        path.unlink()
+    result = audit([directory])
+    assert result.kinds == {MISSING: 3, ORPHAN: 3}, format_text(result)
+    assert result.exit_status() == 1
+
+
+def test_the_manifest_deleted(tmp_path: Path) -> None:
+    directory, _, _ = three_runs(tmp_path)
+    (directory / MANIFEST).unlink()
+    result = audit([directory])
+    assert has(result, directory / MANIFEST, None, MISSING, "the directory's manifest is missing")
+    assert sum("head names manifest line" in p.message for p in problems(result, MISSING)) == 3
+
+
+def test_a_manifest_line_edited(tmp_path: Path) -> None:
+    directory, _, _ = three_runs(tmp_path)
+    path = directory / MANIFEST
+    path.write_bytes(path.read_bytes().replace(b'"segs":2', b'"segs":3'))  # the middle run's end line
+    result = audit([directory])
+    assert has(result, path, 5, CORRUPT, "the manifest's chain breaks here")
+    assert has(result, path, 4, CORRUPT, f"run {RUN2} ended at segment 3")
+
+
+def test_the_newest_run_deleted_is_found_only_against_an_anchor(tmp_path: Path) -> None:
+    """What the chain cannot show: the newest run removed with its manifest lines. The head
+    exported at its end, kept outside, shows it."""
+    directory, runs, digests = three_runs(tmp_path)
+    anchor = runs[2].head
+    assert anchor is not None and audit([directory], [anchor]).problems == []
+    assert audit([directory], [anchor]).anchors == {anchor: f"{directory / MANIFEST}:6"}
+    for path in _run_files(directory, runs[2]):
+        path.unlink()
+    (directory / VERSIONS_DIR / version_name(digests[2])).unlink()
+    lines = (directory / MANIFEST).read_bytes().splitlines()
+    (directory / MANIFEST).write_bytes(b"".join(line + b"\n" for line in lines[:4]))
+    assert audit([directory]).problems == []  # consistent: nothing shows the run was there
+    result = audit([directory], [anchor])
+    assert [(p.kind, p.line) for p in result.problems] == [(MISSING, None)]
+    assert f"the anchor {anchor} is the hash of no line of the manifest" in result.problems[0].message
+    assert result.anchors == {anchor: None}
+    # An earlier head stays valid: the history up to it is intact.
+    assert audit([directory], [runs[1].head or ""]).problems == []
+    with pytest.raises(LedgerError, match="not a SHA-256"):
+        audit([directory], ["abc"])
+
+
+def test_the_anchor_on_the_command_line(tmp_path: Path) -> None:
+    directory, runs, _ = three_runs(tmp_path)
+    anchor = runs[2].head
+    assert anchor is not None
+    done = scrapy(tmp_path, "robotstxt", "audit", "--anchor", anchor, str(directory))
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = scrapy(tmp_path, "robotstxt", "audit", "--json", "--anchor", anchor, "--anchor", "0" * 64, str(directory))
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["anchors"] == [{"hash": anchor, "found": f"{directory / MANIFEST}:6"},
+                                 {"hash": "0" * 64, "found": None}]
+    assert report["heads"] == {str(directory): anchor}
+
+
+def test_an_orphan_version_file(tmp_path: Path) -> None:
+    directory, _, _ = three_runs(tmp_path)
+    stray = write_version(directory, "http://z.test/robots.txt", b"User-agent: *\nAllow: /\n")
+    result = audit([directory])
+    assert [(p.file, p.kind) for p in result.problems] == [
+        (str(directory / VERSIONS_DIR / version_name(stray)), ORPHAN)]
+
+
+def _edit_version_file(path: Path, old: bytes, new: bytes) -> None:
+    """Edit the WARC record's bytes (same length: its Content-Length stays right), gzip again."""
+    data = gzip.decompress(path.read_bytes())
+    assert data.count(old) == 1 and len(old) == len(new)
+    path.write_bytes(gzip.compress(data.replace(old, new)))
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (b"Content-Type: text/plain", b"Content-Type: text/plaim"),  # an archived HTTP header
+    (b"WARC-Date: 2026-09-21T12:00:00Z", b"WARC-Date: 2026-09-22T12:00:00Z"),
+    (b"WARC-RFC9309-Lifetime: 86400", b"WARC-RFC9309-Lifetime: 96400"),
+    (b"WARC-RFC9309-Source: fetch", b"WARC-RFC9309-Source: store"),
+], ids=["http header", "warc-date", "lifetime", "source"])
+def test_a_version_file_field_outside_the_digest_edited(tmp_path: Path, old: bytes, new: bytes) -> None:
+    directory, runs, digests = three_runs(tmp_path)
+    path = directory / VERSIONS_DIR / version_name(digests[1])
+    _edit_version_file(path, old, new)
+    result = audit([directory])
+    # The digest still verifies; the state record naming the file's bytes does not.
+    state = segment(directory, runs[1], 1)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(state), 2, CORRUPT)], format_text(result)
+    assert "its file's bytes are not those this record names" in result.problems[0].message
+
+
+def _relink(path: Path, edit: dict[int, dict[str, object]]) -> None:
+    """Edit records of a segment and recompute its links, keeping its seal as it was."""
+    from scrapy_rfc9309.ledger_format import GENESIS, chain, link
+
+    out, previous = [], GENESIS
+    for number, raw in enumerate(read_lines(path), 1):
+        record = json.loads(raw)
+        record.update(edit.get(number, {}))
+        if number > 1:
+            record["p"] = link(previous)
+        line = json.dumps(record, separators=(",", ":")).encode()
+        out.append(line + b"\n")
+        previous = chain(previous, line)
+    write_lines(path, out)
+
+
+def test_a_rotated_segment_edited_its_links_recomputed_its_seal_kept(tmp_path: Path) -> None:
+    """Only the seal's hash shows it: every link verifies, and the next head still names the seal."""
+    directory, runs, _ = three_runs(tmp_path)
+    path = segment(directory, runs[1], 1)
+    lines = read_lines(path)
+    assert json.loads(lines[2])["k"] == "verdict" and json.loads(lines[-1])["k"] == "seal"
+    _relink(path, {3: {"u": "http://a.test/other"}})
+    result = audit([directory])
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), len(lines), CORRUPT)], \
+        format_text(result)
+    assert "the seal" in result.problems[0].message and "does not match" in result.problems[0].message
+
+
+def test_a_rotated_segment_edited_its_links_and_seal_recomputed(tmp_path: Path) -> None:
+    """The seal rewritten too: the next segment's head names the seal as it was."""
+    directory, runs, _ = three_runs(tmp_path)
+    path = segment(directory, runs[1], 1)
+    _relink(path, {3: {"u": "http://a.test/other"}})
+    lines = read_lines(path)
+    from scrapy_rfc9309.ledger_format import GENESIS, chain
+
+    previous = GENESIS
+    for raw in lines[:-1]:
+        previous = chain(previous, raw[:-1])
+    _relink(path, {len(lines): {"h": previous.hex()}})
+    result = audit([directory])
+    following = segment(directory, runs[1], 2)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(following), 1, CORRUPT)], \
+        format_text(result)
+    assert "head's prev is not the seal hash" in result.problems[0].message

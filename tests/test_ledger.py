@@ -25,7 +25,7 @@ from test_command import scrapy
 
 from scrapy_rfc9309.audit import CORRUPT, UNSEALED, Audit, audit, format_text
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
-from scrapy_rfc9309.ledger_format import RUNS_DIR, VERSIONS_DIR
+from scrapy_rfc9309.ledger_format import MANIFEST, RUNS_DIR, VERSIONS_DIR
 from scrapy_rfc9309.origin import Origin
 
 V1 = "User-agent: *\nDisallow: /a\n"
@@ -460,7 +460,15 @@ def test_tampering_with_a_real_crawls_segment_is_detected(origins, real_ledger_h
     # The chain's problem is the first of the file; one at the file's end only when no record was moved.
     first = next(p for p in result.problems if p.file == str(path))
     assert (first.line, first.kind) == (line, kind), format_text(result)
-    if kind == UNSEALED:  # the records left verify: nothing else is wrong
+    if kind == UNSEALED:
+        # The manifest's end line says the run ended, at a seal its segments no longer have: tampering.
+        manifest = directory / MANIFEST
+        assert result.kinds == {UNSEALED: 1, CORRUPT: 1}, format_text(result)
+        assert any(p.file == str(manifest) and p.kind == CORRUPT and "segments were removed" in p.message
+                   for p in result.problems)
+        # Without it (what a killed process leaves), the records left verify: nothing else is wrong.
+        manifest.write_bytes(b"".join(line + b"\n" for line in manifest.read_bytes().splitlines()[:-1]))
+        result = audit([directory])
         assert result.kinds == {UNSEALED: 1} and result.exit_status(allow_unsealed=True) == 0
     assert not any(p.kind == UNSEALED for p in result.problems) or kind == UNSEALED
 
@@ -476,5 +484,57 @@ def test_tampering_with_a_real_crawls_version_file_is_detected(origins, real_led
     assert result.exit_status() == 1
     assert result.problems[0].file == str(path) and result.problems[0].kind == CORRUPT
     assert "digest" in result.problems[0].message
+    # The state record naming the file names other bytes too.
+    named = [p for p in result.problems if "its file's bytes are not those" in p.message]
+    assert len(named) == 1 and named[0].kind == CORRUPT
     # Without a version that verifies, no verdict is proven: every response is listed.
-    assert sum(p.file != str(path) for p in result.problems) == len(records(directory, "response"))
+    assert sum(p.file != str(path) and p not in named for p in result.problems) == len(records(directory, "response"))
+
+
+@pytest_twisted.inlineCallbacks
+def test_runs_of_a_directory_are_chained_and_the_newest_head_is_exported(origins, tmp_path):
+    """Two crawls into one directory: each ends by logging the directory's head and putting it in
+    the stats; the audit finds it in the manifest (an anchor kept outside); the first run removed
+    (every segment of it) is found, the second one removed with its manifest lines only against
+    its head."""
+    import hashlib
+    import logging
+
+    from scrapy_rfc9309.audit import MISSING, ORPHAN
+
+    site = origins("127.0.0.1")
+    site.robots("User-agent: *\nDisallow: /private\n")
+    directory = tmp_path / "ledger"
+    heads, texts = [], []
+    for n in range(2):
+        site.robots(f"User-agent: *\nDisallow: /private/{n}\n")  # a version of each run's own
+        result = yield run_crawl([site.url(f"/page/{n}"), site.url(f"/private/{n}/x")],
+                                 mw_settings(ROBOTSTXT_LEDGER=str(directory)))
+        heads.append(result.stats["robotstxt/ledger/head"])
+        texts.append([m for m in result.messages(logging.INFO) if "robots.txt ledger: run" in m])
+    manifest = (directory / MANIFEST).read_bytes().splitlines()
+    assert [json.loads(line)["k"] for line in manifest] == ["start", "end", "start", "end"]
+    hashed = b""
+    for line in manifest:
+        hashed = hashlib.sha256(hashed + line).digest()
+    assert heads[1] == hashed.hex()
+    assert all(len(found) == 1 and head in found[0] and f"--anchor {head}" in found[0]
+               for head, found in zip(heads, texts, strict=True))
+    audited = audit([directory], heads)
+    assert audited.problems == [] and len(audited.runs) == 2, format_text(audited)
+    runs = [json.loads(line)["run"] for line in manifest if b'"k":"start"' in line]
+    kept = tmp_path / "kept"
+    shutil.copytree(directory, kept)
+    [first] = (directory / RUNS_DIR).glob(f"{runs[0]}-*")
+    first.unlink()  # the older run: one segment
+    result = audit([directory])
+    assert sorted(p.kind for p in result.problems) == [MISSING, ORPHAN], format_text(result)
+    # The newest run removed with its manifest lines: consistent, except against the head kept outside.
+    [last] = (kept / RUNS_DIR).glob(f"{runs[1]}-*")
+    last.unlink()
+    (kept / MANIFEST).write_bytes(b"".join(line + b"\n" for line in manifest[:2]))
+    newest = next(p for p in (kept / VERSIONS_DIR).iterdir() if b"/private/1" in gzip.decompress(p.read_bytes()))
+    newest.unlink()
+    assert audit([kept]).problems == []
+    assert [p.kind for p in audit([kept], [heads[1]]).problems] == [MISSING]
+    assert audit([kept], [heads[0]]).problems == []

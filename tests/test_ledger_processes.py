@@ -66,13 +66,13 @@ def test_a_full_disk_stops_the_crawl_and_no_response_is_without_its_record(origi
     directory = tmp_path / "ledger"
     urls = [site.url(f"/page/{n}") for n in range(40)]
     report = yield _crawl({"settings": _settings(ROBOTSTXT_LEDGER=str(directory), CONCURRENT_REQUESTS=2),
-                           "urls": urls, "fsize_limit": 3000}, tmp_path, "full")
+                           "urls": urls, "fsize_limit": 4000}, tmp_path, "full")
     assert report["stats"]["finish_reason"] == "robotstxt_ledger_error"
     assert report["stats"]["robotstxt/ledger/error"] == 1
     errors = [w for w in report["warnings"] if "robots.txt ledger: cannot write" in w]
     assert len(errors) == 1 and "EFBIG" in errors[0] and str(directory / "runs") in errors[0]
     [segment] = (directory / "runs").iterdir()
-    assert segment.name.endswith(".jsonl") and segment.stat().st_size == 3000
+    assert segment.name.endswith(".jsonl") and segment.stat().st_size == 4000
     # What was written verifies; the only problem is the seal the full disk kept out (and the record
     # it cut short): every response recorded follows its allowed verdict.
     result = audit([directory])

@@ -13,6 +13,7 @@ from scrapy_rfc9309.parser import DEFAULT_MAX_BYTES
 from scrapy_rfc9309.record import (
     CLOCK_TOLERANCE,
     FORMAT,
+    MAX_META_CHARS,
     Record,
     RecordError,
     Unreadable,
@@ -258,3 +259,23 @@ def test_how_long_each_cause_is_held() -> None:
     no_host = OriginState.initial(FetchOutcome(Access.UNREACHABLE, "u", cause=Cause.NO_HOST), T0, policy)
     assert cannot.expires_at == T0 + policy.ttl
     assert no_host.expires_at == T0 + policy.retry_delay
+
+
+@pytest.mark.parametrize("nested", ["[" * 100_000, '{"a":' * 100_000, "[" * 9 + "]" * 9])
+def test_metadata_nested_too_deep_is_an_unreadable_record_not_a_recursion_error(nested: str) -> None:
+    record = encode(parsed(), POLICY)
+    meta = record.meta[:-1] + ',"x":' + nested + "}"  # past MAX_META_DEPTH (8): 10 levels, or 100,000
+    if len(meta) > MAX_META_CHARS:
+        meta = record.meta[:-1] + ',"x":' + nested[: MAX_META_CHARS // 2] + "}"
+    with pytest.raises(RecordError, match="nested deeper than 8 levels"):
+        decode(replace(record, meta=meta), POLICY, T0)
+
+
+def test_metadata_longer_than_its_bound_is_an_unreadable_record() -> None:
+    record = encode(parsed(), POLICY)
+    padded = replace(record, meta=record.meta[:-1] + ',"pad":"' + "x" * MAX_META_CHARS + '"}')
+    with pytest.raises(RecordError, match=f"metadata longer than {MAX_META_CHARS}"):
+        decode(padded, POLICY, T0)
+    # Within both bounds, a member of a later writer is ignored, brackets in strings included.
+    kept = replace(record, meta=record.meta[:-1] + ',"later":{"a":[[["' + "[" * 1000 + '"]]]}}')
+    assert decode(kept, POLICY, T0).robots is not None

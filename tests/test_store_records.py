@@ -186,10 +186,12 @@ def _damage_redis(url: str, site: Any, how: str) -> None:
         client.hset(key, "expires_at", b"tomorrow")
     elif how == "fetched_at":
         client.hset(key, "fetched_at", b"1.5e9 or so")
+    elif how == "nested-meta":  # deeper than Python's JSON reader recurses
+        client.hset(key, "meta", client.hget(key, "meta")[:-1] + b',"x":' + b"[" * 100_000 + b"}")
     client.close()
 
 
-@pytest.mark.parametrize("how", ["wrong-type", "expires_at", "fetched_at"])
+@pytest.mark.parametrize("how", ["wrong-type", "expires_at", "fetched_at", "nested-meta"])
 @pytest_twisted.inlineCallbacks
 def test_an_unreadable_redis_record_is_one_missing_record_and_the_store_stays_up(origins, redis_url, monkeypatch,
                                                                                    how):

@@ -803,7 +803,8 @@ async def test_a_save_made_between_the_subscription_and_the_look_at_the_lock_is_
             proxy.holding_subscribers = False
 
     store.pttl = saved_first
-    assert (await proxied.wait_saved(KEY, 30)) == saved
+    assert (await proxied.wait_saved(KEY, 30)) is True
+    assert (await proxied.claim(KEY, "b", time.time(), 30)) == (Claim.FRESH, saved)
 
 
 def _requiring_a_password() -> Iterator[Any]:
@@ -829,7 +830,8 @@ async def test_the_url_s_password_and_database_are_used(redis_with_password: Any
         await _waiting(store, KEY)
         saved = record(time.time())
         await store.save(KEY, saved, "a")
-        assert (await waiting) == saved
+        assert (await waiting) is True
+        assert (await store.load(KEY)) == saved
     finally:
         await store.close()
     client = redis.Redis(port=port, password="s3cret", db=3)
@@ -853,7 +855,7 @@ async def _told_through(store: Any) -> None:
         await _waiting(store, KEY)
         saved = record(time.time())
         assert (await store.save(KEY, saved, "a")) is True
-        assert (await waiting) == saved
+        assert (await waiting) is True
         assert (await store.load(KEY)) == saved
     finally:
         await store.close()
@@ -978,9 +980,9 @@ async def test_a_waiter_is_told_when_the_holder_saves(redis_store: Any) -> None:
     assert not waiting.called
     saved = record(now, body=bytes(range(256)) * 40 + b"\nUser-agent: *\n")
     await redis_store.save(KEY, saved, "a")
-    # Told, long before the lock (30 s) or the timeout would end it, with the record saved (byte for byte).
-    assert (await waiting) == saved
-    assert (await redis_store.claim(KEY, "b", now, 30))[0] is Claim.FRESH
+    # Told, long before the lock (30 s) or the timeout would end it; the claim reads the record saved.
+    assert (await waiting) is True
+    assert (await redis_store.claim(KEY, "b", now, 30)) == (Claim.FRESH, saved)
     # Nobody waits any more: the channel is let go.
     await until(lambda: not redis_store.store.notifier._nodes or not any(
         n.channels for n in redis_store.store.notifier._nodes.values()))
@@ -1039,7 +1041,8 @@ async def test_waiters_are_woken_when_the_subscription_is_lost_and_subscribe_aga
         await _waiting(store, KEY)  # on a new connection
         saved = record(time.time())
         await store.save(KEY, saved, "a")
-        assert (await waiting) == saved
+        assert (await waiting) is True
+        assert (await store.load(KEY)) == saved
         client.close()
     finally:
         await store.close()
@@ -1074,10 +1077,10 @@ async def test_the_cluster_spreads_origins_over_its_masters(redis_cluster_url: s
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_process_waiting_for_another_uses_the_record_the_save_told_without_claiming_again(
+async def test_a_process_waiting_for_another_is_told_of_the_save_and_reads_it_with_one_more_claim(
         redis_url: str) -> None:
-    """Two processes' store clients on one Redis: the one that waits gets the
-    fetcher's state from the save's message, with the one claim that found the lock."""
+    """Two processes' store clients on one Redis: the one that waits is told of the
+    fetcher's save and reads the state from the key, with one more claim."""
     from scrapy.utils.test import get_crawler
 
     from scrapy_rfc9309.access import Access, FetchOutcome, OriginState
@@ -1115,9 +1118,162 @@ async def test_a_process_waiting_for_another_uses_the_record_the_save_told_witho
         assert told.state.robots is not None and told.state.robots.body == body
         assert not told.state.robots.allowed("https://example.com/private/x", "bot")
         assert told.state.fetched_at == state.fetched_at
-        assert claims == ["fetcher", "waiter"]  # no claim after the message
+        assert claims == ["fetcher", "waiter", "waiter"]  # the message is a hint: the key is read
         assert waiter.crawler.stats.get_value("robotstxt/store_woken") == 1
         assert waiter.crawler.stats.get_value("robotstxt/store_wait") == 1
     finally:
         for client in clients:
             await deferred_from_coro(client.close())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_message_on_the_channel_is_a_hint_whatever_record_it_carries(redis_store: Any) -> None:
+    """Anyone allowed to publish on the channel (a client of another database
+    included: channels ignore databases) wakes the waiters, who read the key: the
+    record the message carries is never used."""
+    now = time.time()
+    assert (await redis_store.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
+    waiting = redis_store.wait_saved(KEY, 30)
+    await _waiting(redis_store, KEY)
+    store = redis_store.store
+    forged = record(now, body=b"User-agent: *\nAllow: /\n")
+    meta = forged.meta.encode()
+    message = (b"R%r\n%r\n%r\n%d\n" % (forged.fetched_at, forged.expires_at, forged.keep_until, len(meta))
+               + meta + forged.body)
+    command = "SPUBLISH" if store.cluster else "PUBLISH"
+    await deferred_from_coro(store._command(command, store.channel(KEY), message))
+    assert (await waiting) is True  # woken, nothing more
+    assert (await redis_store.claim(KEY, "b", now, 30)) == (Claim.BUSY, None)  # the holder still fetches
+    assert (await redis_store.load(KEY)) is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_channels_are_named_for_the_prefix_and_the_database(redis_url: str) -> None:
+    """Two fleets on two databases of one Redis, same prefix: a save in one does
+    not tell the waiters of the other."""
+    base = redis_url.rsplit("/", 1)[0]
+    zero, one = (Awaitable(RedisStore(f"{base}/{db}", prefix="t")) for db in (0, 1))
+    other_prefix = RedisStore(f"{base}/0", prefix="u")
+    assert zero.store.channel(KEY) == "t:db0:{https://example.com}:saved"
+    assert one.store.channel(KEY) == "t:db1:{https://example.com}:saved"
+    assert other_prefix.channel(KEY) == "u:db0:{https://example.com}:saved"
+    assert RedisStore("unix:///tmp/redis.sock?db=3", prefix="t").channel(KEY) == "t:db3:{https://example.com}:saved"
+    await zero.open()
+    await one.open()
+    try:
+        now = time.time()
+        assert (await zero.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
+        assert (await one.claim(KEY, "a", now, 30))[0] is Claim.ACQUIRED
+        waiting = zero.wait_saved(KEY, 30)
+        await _waiting(zero, KEY)
+        assert await one.save(KEY, record(now), "a")  # database 1's save, published on its channel
+        (node,) = zero.store.notifier._nodes.values()
+        await deferred_from_coro(node.ping())  # every message sent to the subscription before is read
+        assert not waiting.called
+        await zero.release(KEY, "a")
+        assert (await waiting) is True
+    finally:
+        await zero.close()
+        await one.close()
+
+
+def _documented_acl() -> list[str]:
+    """The ``ACL SETUSER`` rules docs/stores.md gives, for the default prefix on database 0."""
+    doc = (Path(__file__).parent.parent / "docs" / "stores.md").read_text()
+    (line,) = [line for line in doc.splitlines() if line.startswith("ACL SETUSER crawler ")]
+    return line.split()[3:]
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_store_works_under_exactly_the_documented_acl_user() -> None:
+    """A Redis 7 started for this test (channels denied to new users by default), a
+    user made with the rules docs/stores.md gives: claims, saves, waiting told by
+    the save, renewals and releases all work; without the channel rule, a save fails."""
+    from optional import require_redis_server
+    from servers import RedisServer
+
+    server = RedisServer(require_redis_server(), options=("--acl-pubsub-default", "resetchannels")).start()
+    admin = redis.Redis.from_url(server.url())
+    try:
+        rules = [rule.replace("CHANGE-ME", "s3cret") for rule in _documented_acl()]
+        assert admin.execute_command("ACL", "SETUSER", "crawler", *rules) == b"OK"
+        admin.execute_command("ACL", "SETUSER", "default", "off")  # nobody else
+        url = f"redis://crawler:s3cret@127.0.0.1:{server.port}/0"
+        fetcher, waiter = Awaitable(RedisStore(url)), Awaitable(RedisStore(url))
+        await fetcher.open()
+        await waiter.open()
+        try:
+            now = time.time()
+            assert (await fetcher.claim(KEY, "a", now, 30)) == (Claim.ACQUIRED, None)
+            assert await fetcher.renew(KEY, "a", 30)
+            assert (await waiter.claim(KEY, "b", now, 30)) == (Claim.BUSY, None)
+            waiting = waiter.wait_saved(KEY, 30)
+            channel = waiter.store.channel(KEY)
+            await until(lambda: dict(admin.pubsub_numsub(channel)).get(channel.encode()), "the waiter subscribed")
+            saved = record(now)
+            assert await fetcher.save(KEY, saved, "a")
+            assert (await waiting) is True
+            assert (await waiter.claim(KEY, "b", now, 30)) == (Claim.FRESH, saved)
+            assert (await waiter.load(KEY)) == saved
+            assert (await fetcher.claim("https://other.example", "a", now, 30))[0] is Claim.ACQUIRED
+            await fetcher.release("https://other.example", "a")
+        finally:
+            await fetcher.close()
+            await waiter.close()
+        # The same user without its channels: the save (its PUBLISH) is refused.
+        keys_only = [rule for rule in rules if not rule.startswith("&")]
+        admin.execute_command("ACL", "SETUSER", "crawler", "reset", *keys_only)
+        store = Awaitable(RedisStore(url))
+        await store.open()
+        try:
+            assert (await store.claim(KEY + ":2", "a", now, 30))[0] is Claim.ACQUIRED
+            with pytest.raises(redis.exceptions.ResponseError, match="publish"):
+                await store.save(KEY + ":2", record(now), "a")
+        finally:
+            await store.close()
+    finally:
+        admin.close()
+        server.close()
+
+
+def test_repeated_warnings_of_one_kind_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    from scrapy_rfc9309.store_client import RepeatedWarnings
+
+    now = [1000.0]
+    warnings = RepeatedWarnings(60.0, clock=lambda: now[0])
+    caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309.store_client")
+    for n in range(5):
+        warnings.log("held robots.txt", "robots.txt of %s: held", f"https://site{n}.example")
+        now[0] += 1
+    warnings.log("unavailable ConnectionError", "store down")  # another kind: its own warning
+    now[0] += 60
+    warnings.log("held robots.txt", "robots.txt of %s: held", "https://late.example")
+    levels = [(record.levelno, record.getMessage()) for record in caplog.records]
+    assert levels == [
+        (logging.WARNING, "robots.txt of https://site0.example: held"),
+        *[(logging.DEBUG, f"robots.txt of https://site{n}.example: held") for n in range(1, 5)],
+        (logging.WARNING, "store down"),
+        (logging.WARNING, "robots.txt of https://late.example: held (4 more like it in the last 65 s, logged at "
+                          "DEBUG)"),
+    ]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_crawl_giving_up_on_many_held_locks_warns_once(origins: Any, redis_url: str) -> None:
+    """Three origins whose locks another process holds past the longest wait: each is fetched
+    here, one warning says so, the others are at DEBUG."""
+    from crawl import run_crawl
+    from middleware_support import mw_settings, robots_hits
+
+    sites = [origins(f"127.0.0.{n + 1}") for n in range(3)]
+    client = redis.Redis.from_url(redis_url)
+    for site in sites:
+        site.robots("User-agent: *\nDisallow: /private\n")
+        client.set(f"robotstxt:{{{site.base}}}:lock", "a-stuck-process", px=120_000)
+    settings = mw_settings(ROBOTSTXT_STORE="redis", ROBOTSTXT_REDIS_URL=redis_url, ROBOTSTXT_STORE_LOCK_TTL=0.2,
+                           DOWNLOAD_TIMEOUT=0.2, ROBOTSTXT_MAX_REDIRECTS=0)
+    result = yield run_crawl([site.url("/public") for site in sites], settings)
+    client.close()
+    assert [len(robots_hits(site)) for site in sites] == [1, 1, 1]
+    held = [m for m in result.messages(logging.WARNING) if "another process has held its fetch lock" in m]
+    assert len(held) == 1, result.messages(logging.WARNING)

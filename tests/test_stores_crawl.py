@@ -250,6 +250,78 @@ def test_a_process_waits_for_the_fetch_of_another_and_is_woken_by_its_save(origi
 
 
 @pytest_twisted.inlineCallbacks
+def test_a_forged_save_message_from_another_database_is_not_believed(origins, redis_url):
+    """A client of database 1 publishes an ``Allow: /`` record on the channel the
+    crawl (database 0) waits on, then the fetcher saves the origin's real rules: the
+    crawl reads the key and the page they disallow is not crawled."""
+    from scrapy.utils.defer import deferred_from_coro
+
+    from scrapy_rfc9309.stores.redis import RedisStore
+
+    (site,) = _sites(origins, 1)
+    key = site.base
+    other = RedisStore(redis_url)  # the fetching process, in this reactor
+    yield deferred_from_coro(other.open())
+    claim, _ = yield deferred_from_coro(other.claim(key, "another-process", time.time(), 30))
+    assert claim is Claim.ACQUIRED
+    forger = _redis(redis_url.rsplit("/", 1)[0] + "/1")
+
+    async def forged_then_saved() -> None:
+        await channel_waited(other, other.channel(key))
+        now = time.time()
+        allow = record_of_another_process(site, b"User-agent: *\nAllow: /\n", now, now + 3600)
+        meta = allow.meta.encode()
+        message = (b"R%r\n%r\n%r\n%d\n" % (allow.fetched_at, allow.expires_at, allow.keep_until, len(meta))
+                   + meta + allow.body)
+        for channel in (other.channel(key), f"robotstxt:{{{key}}}:saved"):  # this version's name, and the old one
+            forger.publish(channel, message)
+        real = record_of_another_process(site, RULES.encode(), now, now + 3600)
+        assert await other.save(key, real, "another-process")
+
+    finishing = deferred_from_coro(forged_then_saved())
+    result = yield run_crawl([site.url("/public"), site.url("/private/1")], _settings("redis", redis_url))
+    yield finishing
+    yield deferred_from_coro(other.close())
+    forger.close()
+
+    assert robots_hits(site) == []  # the fetcher's save was read
+    assert [h.path for h in page_hits(site)] == ["/public"]
+    assert result.responses == [site.url("/public")]
+    assert result.error_types() == [RobotsTxtForbidden]
+    assert stat(result, "store_woken") >= 1 and stat(result, "store_hit") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_fleet_lock_is_taken_when_the_fetch_starts_not_when_it_is_queued(origins, redis_url):
+    """With one fetch place, the second origin's robots.txt waits in this process while the
+    first one's is fetched: its lock is not held meanwhile (another process of the fleet may
+    fetch it), and it is taken once its own fetch starts."""
+    from servers import Gate
+
+    first, second = _sites(origins, 2)
+    gate = Gate(text(RULES))
+    first["/robots.txt"] = gate
+    second_gate = Gate(text(RULES))
+    second["/robots.txt"] = second_gate
+    client = _redis(redis_url)
+    crawl = run_crawl([first.url("/public"), second.url("/public")],
+                      _settings("redis", redis_url, ROBOTSTXT_CONCURRENT_FETCHES=1))
+    yield deferred_from_coro(until(lambda: gate.waiting + second_gate.waiting == 1, "one fetch started"))
+    fetching, queued = (first, second) if gate.waiting else (second, first)
+    assert client.exists(f"robotstxt:{{{fetching.base}}}:lock") == 1
+    assert client.exists(f"robotstxt:{{{queued.base}}}:lock") == 0  # queued here: not locked for the fleet
+    (gate if fetching is first else second_gate).open()
+    yield deferred_from_coro(until(lambda: client.exists(f"robotstxt:{{{queued.base}}}:lock") == 1,
+                                   "the queued origin's lock, once its fetch starts"))
+    gate.open()
+    second_gate.open()
+    result = yield crawl
+    assert sorted(result.responses) == sorted([first.url("/public"), second.url("/public")])
+    assert stat(result, "fetch_queued") == 1 and stat(result, "store_saved") == 2
+    client.close()
+
+
+@pytest_twisted.inlineCallbacks
 def test_the_lock_of_a_fetcher_that_died_expires_and_another_fetches(origins, redis_url):
     (site,) = _sites(origins, 1)
     client = _redis(redis_url)

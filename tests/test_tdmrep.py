@@ -178,3 +178,85 @@ def test_a_state_and_its_stored_record() -> None:
     assert failed.expires_at == now + 10 + policy.retry_delay
     kept = decode(encode(failed, policy), policy, now + 11, TDMREP)
     assert kept.tdmrep is not None and kept.failures == 1 and kept.access is Access.UNREACHABLE
+
+
+@pytest.mark.parametrize("damage", [b"[" * 5000, b'{"a":' * 2000, b"[" * 33 + b"]" * 33])
+def test_a_file_nested_too_deep_is_read_up_to_that_point(damage: bytes) -> None:
+    from scrapy_rfc9309.tdmrep import MAX_DEPTH
+
+    body = b'[{"location": "/a", "tdm-reservation": 1}, ' + damage + b', {"location": "/b", "tdm-reservation": 1}]'
+    tdm = TdmRep(body, 1 << 20)
+    assert [e.location for e in tdm.entries] == ["/a"]  # the rules before the damage; none after
+    (problem,) = tdm.problems
+    assert f"nested deeper than {MAX_DEPTH} levels at char" in problem and "the 1 rules before it are used" in problem
+
+
+def test_nesting_within_the_bound_and_brackets_in_strings_are_read() -> None:
+    from scrapy_rfc9309.tdmrep import MAX_DEPTH
+
+    deep = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)  # with the array and the object: MAX_DEPTH
+    body = ('[{"location": "/a[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "tdm-reservation": 1, "x": ' + deep + "},"
+            ' {"location": "/b", "tdm-reservation": 0, "y": "' + "{" * 100 + '\\"[[["}]')
+    tdm = TdmRep(body.encode(), 1 << 20)
+    assert [e.location for e in tdm.entries] == ["/a" + "[" * 40, "/b"]
+    assert tdm.problems == []
+
+
+def test_too_deep_finds_the_first_bracket_past_the_limit() -> None:
+    from scrapy_rfc9309.bounded_json import too_deep
+
+    assert too_deep("[" * 3 + "]" * 3, 3) is None
+    assert too_deep("[" * 4 + "]" * 4, 3) == 3
+    assert too_deep('["[[[[", {"a": [[]]}]', 3) == 16  # brackets in a string do not count
+    assert too_deep('["]]]]", [[[]]]]', 3) == 11
+    assert too_deep("[[]" * 50, 3) == 7  # each unclosed level adds to the next ones
+    assert too_deep("[]" * 50, 3) is None
+    assert too_deep("[" * 10, 3) == 3  # unclosed
+
+
+def _first_match(rules: list[dict[str, object]], url: str) -> int | None:
+    """The reference: the first rule, in file order, whose location matches the URL's path."""
+    from scrapy_rfc9309.matcher import glob_match, glob_pieces
+    from scrapy_rfc9309.urlnorm import path_of
+
+    path = path_of(url)
+    for index, rule in enumerate(rules):
+        pieces, anchored, _, _ = glob_pieces(str(rule["location"]))
+        if glob_match(path, pieces, anchored):
+            return index
+    return None
+
+
+def test_the_indexed_match_is_the_first_rule_in_file_order() -> None:
+    import random
+
+    chooser = random.Random(9309)
+    parts = ["/", "a", "b", "/a", "/b", "*", "x", "%41", "é", "?q", "=", "$"]
+    for _ in range(300):
+        rules = []
+        for _ in range(chooser.randint(1, 12)):
+            location = "/" + "".join(chooser.choice(parts) for _ in range(chooser.randint(0, 4)))
+            location = location.replace("$", "") + ("$" if chooser.random() < 0.2 else "")
+            rules.append({"location": location, "tdm-reservation": chooser.randint(0, 1)})
+        tdm = TdmRep(json.dumps(rules).encode(), 1 << 20)
+        assert tdm.problems == []
+        for _ in range(20):
+            path = "/" + "".join(chooser.choice(parts[:-1]) for _ in range(chooser.randint(0, 6)))
+            url = "https://h" + path
+            entry = tdm.entry_for(url)
+            assert (None if entry is None else entry.index) == _first_match(rules, url), (rules, url)
+
+
+def test_wildcard_rules_past_the_bound_are_not_read() -> None:
+    from scrapy_rfc9309.tdmrep import MAX_WILDCARD_RULES
+
+    rules = [{"location": "/plain/", "tdm-reservation": 1}]
+    rules += [{"location": f"/*/w{n}/*x$", "tdm-reservation": 1} for n in range(10_000)]
+    tdm = TdmRep(json.dumps(rules).encode(), 1 << 22)
+    assert len(tdm.entries) == MAX_WILDCARD_RULES + 1
+    assert tdm.problems == [f"more than {MAX_WILDCARD_RULES} rules with wildcards: rule {MAX_WILDCARD_RULES + 1} and "
+                            f"the rest are not read; the {MAX_WILDCARD_RULES + 1} rules before it are used"]
+    last = MAX_WILDCARD_RULES - 1
+    assert tdm.entry_for(f"https://h/a/w{last}/x").index == last + 1  # type: ignore[union-attr]
+    assert tdm.entry_for(f"https://h/a/w{last + 1}/x") is None
+    assert tdm.entry_for("https://h/plain/w5/x").index == 0  # type: ignore[union-attr]

@@ -250,6 +250,27 @@ def test_invalid_json_keeps_the_rules_before_it_and_says_so(origins):
     assert tdm_state(result, site).access is Access.PARSED
 
 
+@pytest.mark.parametrize("damage", [b"[" * 5000, b'{"a":' * 2000 + b"1" + b"}" * 2000, b"[" * 100_000])
+@pytest_twisted.inlineCallbacks
+def test_a_file_nested_too_deep_keeps_the_rules_before_it_and_holds_nothing(origins, damage):
+    """Nesting Python's JSON reader would recurse into until RecursionError: the file
+    is read up to the level too deep, the origin is not held (enforced: a held origin's
+    requests would be dropped after ROBOTSTXT_MAX_WAIT), nothing is logged at ERROR."""
+    site = origins()
+    site.tdmrep(b'[{"location": "/reserved/", "tdm-reservation": 1}, ' + damage + b"]")
+    urls = [site.url("/reserved/a"), site.url("/open/a")]
+    result = yield crawl(urls, ROBOTSTXT_MAX_WAIT=3, **ENFORCE)
+
+    assert result.responses == [urls[1]]
+    assert [type(e) for e in result.errors_for(urls[0])] == [RobotsTxtTdmReserved]
+    [line] = [m for m in result.messages(logging.WARNING) if "nested deeper than" in m]
+    assert site.url(TDMREP) in line and "1 rules read" in line
+    assert result.messages(logging.ERROR) == []
+    assert stat(result, "tdmrep/invalid") == 1 and stat(result, "tdmrep/parsed") == 1
+    assert tdm_state(result, site).access is Access.PARSED
+    assert len(site.requests_for(TDMREP)) == 1
+
+
 @pytest_twisted.inlineCallbacks
 def test_a_huge_file_is_cut_at_the_size_limit(origins):
     site = origins()

@@ -335,6 +335,28 @@ def test_only_the_bounded_bytes_are_read():
     assert read_head_meta(body, "utf-8", len(body), _wanted).contents("robots") == ["noai"]
 
 
+@pytest.mark.parametrize(("bom", "encoding"), [(b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"),
+                                               (b"\xef\xbb\xbf", "utf-8")])
+@pytest.mark.parametrize("declared", [None, "iso-8859-1"])
+def test_a_byte_order_mark_names_the_encoding_whatever_the_header_says(bom, encoding, declared):
+    body = bom + '<head><meta name="robots" content="noai, né"></head><meta name="mybot" content="x">'.encode(encoding)
+    head = read_head_meta(body, declared, 65536, _wanted)
+    assert head.tags == (("robots", "noai, né"),) and head.complete
+    cut = read_head_meta(body, declared, 30, _wanted)  # max_bytes counts the bytes after the mark
+    assert cut.tags == () and not cut.complete
+
+
+def test_a_content_usage_of_more_members_than_the_bound_is_malformed():
+    from scrapy_rfc9309.sources import MAX_MEMBERS, Malformed, content_usage
+
+    within = ", ".join(["train-ai=n"] + [f"x{n}=y" for n in range(MAX_MEMBERS - 1)]).encode()
+    statement = content_usage([within])
+    assert statement is not None and statement.values["train-ai"] == "n" and len(statement.values) == MAX_MEMBERS
+    past = within + b", x-last=y"
+    with pytest.raises(Malformed, match=f"more than {MAX_MEMBERS} members"):
+        content_usage([past])
+
+
 def test_entities_and_encodings():
     body = '<head><meta name="robots" content="noindex&#44; nofollow"><meta name="mybot" content="né">'
     body = body.encode("latin-1")
@@ -534,6 +556,12 @@ _ROUGH_PIECES = st.one_of(_meta(), st.sampled_from(_ROUGH))
 
 
 def _as_the_scanner_reads(body: bytes, encoding: str, max_bytes: int) -> tuple[tuple[tuple[str, str], ...], bool]:
+    for bom, named in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        if body.startswith(bom):  # a byte order mark names the encoding, whatever the header says
+            complete = len(body) - len(bom) <= max_bytes
+            text = body[len(bom):len(bom) + max_bytes].decode(named, errors="replace")
+            tags, ended = _scan(text, _wanted, not complete, _wanted, [])
+            return tuple(tags), ended or complete
     end = _HEAD_END.search(body, 0, max_bytes)
     data = body[:end.start()] if end is not None else body[:max_bytes]
     complete = end is not None or len(body) <= max_bytes

@@ -174,6 +174,21 @@ def test_meta_tags_are_read_only_when_turned_on(origins):
     assert prefs.tdm_policy == "https://h/p.json"
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest_twisted.inlineCallbacks
+def test_a_page_in_utf_16_with_a_byte_order_mark_and_no_charset_has_its_meta_tags_read(origins, encoding):
+    a = origins()
+    bom = b"\xff\xfe" if encoding == "utf-16-le" else b"\xfe\xff"
+    html = '<!DOCTYPE html><html><head><title>t</title><meta name="robots" content="noai"></head><body></body></html>'
+    a["/p"] = Served([], content_type="text/html", body=bom + html.encode(encoding))
+
+    result = yield run_crawl(PrefSpider, META_ON, urls=[a.url("/p")])
+
+    prefs = prefs_of(result, a.url("/p"))
+    assert prefs.denies("train-ai")
+    assert prefs.sources_of("train-ai") == ('<meta name="robots">',)
+
+
 @pytest_twisted.inlineCallbacks
 def test_robotstxt_alone_names_its_line(origins):
     a = origins()
@@ -541,3 +556,39 @@ def test_robotstxt_rules_combine_with_the_header_and_a_malformed_one_is_reported
     assert result.stats["robotstxt/usage_malformed"] == 2
     warnings = [m for m in result.messages(logging.WARNING, "scrapy_rfc9309") if "line 3 (Content-Usage)" in m]
     assert len(warnings) == 1, warnings
+
+
+@pytest.mark.parametrize("where", ["X-Robots-Tag", "meta"])
+@pytest_twisted.inlineCallbacks
+def test_hostile_robots_directives_cost_bounded_memory_and_time(origins, tmp_path, where):
+    """300 responses, each with 10,000 robots directives of its own (X-Robots-Tag lines under
+    Twisted's line limit, or meta tags), against the same pages without them, each crawl in an
+    OS process of its own: the directives past the bound are ignored (malformed), nothing of
+    them is remembered, the peak RSS stays within a generous ceiling of the plain crawl's."""
+    from test_fleet import _crawl, _settings
+
+    hostile, plain = origins("127.0.0.1"), origins("127.0.0.2")
+    pages = 300
+    for n in range(pages):
+        directives = [f"r{n}d{i}" for i in range(10_000)]
+        if where == "X-Robots-Tag":
+            lines = [", ".join(directives[i:i + 1000]) for i in range(0, 10_000, 1000)]  # ~8 KiB a line
+            hostile[f"/p/{n}"] = Served([("X-Robots-Tag", line) for line in lines])
+        else:
+            head = "".join(f'<meta name="robots" content="{", ".join(directives[i:i + 1000])}">'
+                           for i in range(0, 10_000, 1000))
+            hostile[f"/p/{n}"] = Served([], head=head)
+        plain[f"/p/{n}"] = Served([])
+    settings = _settings(**META_ON, ROBOTSTXT_USAGE_META_MAX_BYTES=1 << 20, CONCURRENT_REQUESTS=8)
+    reports = []
+    for name, site in (("hostile", hostile), ("plain", plain)):
+        report = yield _crawl({"settings": settings, "urls": [site.url(f"/p/{n}") for n in range(pages)]},
+                              tmp_path, name)
+        assert len(report["responses"]) == pages
+        reports.append(report)
+    hostile_report, plain_report = reports
+    growth_mib = (hostile_report["maxrss_kib"] - plain_report["maxrss_kib"]) / 1024
+    assert growth_mib < 150, (growth_mib, hostile_report["maxrss_kib"], plain_report["maxrss_kib"])
+    # A generous ceiling on time: the cost is per response, never a stall of the crawl.
+    assert hostile_report["seconds"] < plain_report["seconds"] * 10 + 30
+    assert hostile_report["stats"].get("robotstxt/usage_malformed") == pages

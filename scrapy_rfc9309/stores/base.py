@@ -153,8 +153,10 @@ class AsyncStore:
         """Called after :meth:`claim` answered :attr:`Claim.BUSY`: wait until the
         holder of ``key``'s fetch lock saves a record or lets the lock go, for
         ``timeout`` seconds at most. Returns the record saved when the store's
-        message carries it (the caller uses it as a fresh claim's, claiming again
-        only when it has expired already); True when told without a record (or the
+        message carries it and the store vouches for it as for a claim's answer (the
+        caller uses it as a fresh claim's, claiming again only when it has expired
+        already: a message anyone else may send is no such record, the Redis store
+        never returns one); True when told without a record (or the
         lock is gone already): the caller claims again at once; False when
         ``timeout`` or the lock's expiry came first (it claims again then); and None
         when this store cannot tell: the caller polls, claiming again after 50 ms,

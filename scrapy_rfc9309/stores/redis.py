@@ -13,9 +13,12 @@ live on one node):
   (``ROBOTSTXT_STORE_LOCK_TTL``, renewed while the fetch runs), so a process that
   dies while fetching blocks the others for that long at most.
 
-- ``<prefix>:{<origin>}:saved``: a channel, told when the origin's record is saved
-  (the message carries the record) or its lock released, so that processes waiting
-  for the fetch go on at once instead of polling.
+- ``<prefix>:db<N>:{<origin>}:saved``: a channel (``N``, the database number of the
+  URL: Redis's channels are shared by every database, so the number keeps two fleets
+  on two databases apart), told when the origin's record is saved or its lock
+  released, so that processes waiting for the fetch go on at once instead of polling.
+  A message is only a hint: whatever it says, the waiter reads the key (claims
+  again), so a message published by anyone else can cost a claim, never a record.
 
 Waiting processes subscribe to the channel of each origin they wait for (one
 connection per Redis node, subscribed only while someone waits), then wait for a
@@ -58,7 +61,7 @@ from .base import AsyncStore, Claim
 try:
     from redis.exceptions import NoScriptError, ResponseError
 
-    from .redis_connection import Pipelined, connection_maker, set_up
+    from .redis_connection import Pipelined, connection_maker, database, set_up
 except ImportError:  # reported when the store is made, with a message naming the setting
     Pipelined = None  # type: ignore[assignment,misc]
 
@@ -118,9 +121,8 @@ return {0}
 # KEYS: state, lock, channel. ARGV: fetched_at, expires_at, keep_until, ms to keep it (0: it is past
 # its keep_until, not written), meta, body, owner or '', the publishing command ('PUBLISH',
 # 'SPUBLISH', or '' for none), now, CLOCK_TOLERANCE. Written unless the record kept was fetched later
-# and is readable and not dated ahead of now (see stores.base.replaces). The message carries the
-# record written ('R' fetched_at LF expires_at LF keep_until LF len(meta) LF meta body: see _told), so
-# that the waiters use it without claiming again; 'saved' when it was not written.
+# and is readable and not dated ahead of now (see stores.base.replaces). The message, 'saved', carries
+# nothing: the waiters read the key (a channel can be published on by any client of the server).
 _SAVE = _PRELUDE + """
 local write = tonumber(ARGV[4]) > 0
 local state = kind(KEYS[1])
@@ -141,14 +143,7 @@ end
 if ARGV[7] ~= '' and kind(KEYS[2]) == 'string' and redis.call('GET', KEYS[2]) == ARGV[7] then
   redis.call('DEL', KEYS[2])
 end
-if ARGV[8] ~= '' then
-  if write then
-    redis.call(ARGV[8], KEYS[3], 'R' .. ARGV[1] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3] .. '\\n' .. #ARGV[5] .. '\\n' ..
-               ARGV[5] .. ARGV[6])
-  else
-    redis.call(ARGV[8], KEYS[3], 'saved')
-  end
-end
+if ARGV[8] ~= '' then redis.call(ARGV[8], KEYS[3], 'saved') end
 if write then return 1 end
 return 0
 """
@@ -216,6 +211,8 @@ class RedisStore(AsyncStore):
         self.url = url
         self.prefix = prefix
         self.cluster = cluster
+        #: The database of the URL (a cluster has only 0): part of every channel's name.
+        self.db = 0 if cluster else database(url)
         #: The command that tells waiters (``PUBLISH``, ``SPUBLISH`` in a cluster), or "" (they poll).
         self.publish = "PUBLISH"
         self.notifier = _Notifier(self)
@@ -240,8 +237,9 @@ class RedisStore(AsyncStore):
         return f"{base}:state", f"{base}:lock"
 
     def channel(self, key: str) -> str:
-        """The channel told when the origin's record is saved or its lock released."""
-        return f"{self.prefix}:{{{key}}}:saved"
+        """The channel told when the origin's record is saved or its lock released:
+        named for the prefix and the database, which Redis's channels ignore."""
+        return f"{self.prefix}:db{self.db}:{{{key}}}:saved"
 
     async def open(self) -> None:
         if self.cluster:
@@ -336,6 +334,8 @@ class RedisStore(AsyncStore):
                  "the release script", (0, 1))
 
     async def wait_saved(self, key: str, timeout: float) -> Record | bool | None:
+        """True when told (whatever the message says: the caller claims again, reading
+        the key), False at the lock's expiry or ``timeout``, None when it cannot tell."""
         if not self.publish:
             return None
         return await self.notifier.wait(key, timeout)
@@ -351,18 +351,18 @@ class _Notifier:
         self._subscribe = "SSUBSCRIBE" if store.cluster else "SUBSCRIBE"
         self._unsubscribe = "SUNSUBSCRIBE" if store.cluster else "UNSUBSCRIBE"
         #: Waiters by channel; a channel is subscribed while it has some.
-        self._waiters: dict[str, set[asyncio.Future[Record | bool]]] = {}
+        self._waiters: dict[str, set[asyncio.Future[bool]]] = {}
         #: Subscriptions not yet confirmed by the server, by channel.
         self._confirming: dict[str, asyncio.Future[None]] = {}
         self._nodes: dict[str, _Node] = {}
         self._broken_until = 0.0
 
-    async def wait(self, key: str, timeout: float) -> Record | bool | None:
+    async def wait(self, key: str, timeout: float) -> bool | None:
         if time.monotonic() < self._broken_until:
             return None
         channel = self.store.channel(key)
         loop = asyncio.get_running_loop()
-        woken: asyncio.Future[Record | bool] = loop.create_future()
+        woken: asyncio.Future[bool] = loop.create_future()
         self._waiters.setdefault(channel, set()).add(woken)
         try:
             try:
@@ -433,19 +433,17 @@ class _Notifier:
         node = self.store.client.get_node_from_key(channel)
         return f"{node.host}:{node.port}"
 
-    def heard(self, kind: bytes, channel: str, data: Any = None) -> None:
-        """A message of the server: a subscription confirmed, or a channel told
-        (with the record saved, or without)."""
+    def heard(self, kind: bytes, channel: str) -> None:
+        """A message of the server: a subscription confirmed, or a channel told. What
+        a message carries is never read: any client may publish on any channel it
+        is allowed to, so a message only wakes the waiters, who read the key."""
         if kind in (b"subscribe", b"ssubscribe"):
             confirming = self._confirming.pop(channel, None)
             if confirming is not None and not confirming.done():
                 confirming.set_result(None)
         elif kind in (b"message", b"smessage"):
-            told: Record | bool = True
-            if isinstance(data, bytes) and data[:1] == b"R":
-                told = _told(data) or True
             for woken in self._waiters.get(channel, ()):
-                _settle(woken, told)
+                _settle(woken, True)
 
     def lost(self, node: _Node, exc: BaseException | None) -> None:
         """A connection failed: its waiters claim again (and subscribe anew)."""
@@ -525,9 +523,8 @@ class _Node:
                 elif isinstance(message, list) and len(message) >= 2:
                     kind, channel = message[0], message[1]
                     if isinstance(channel, bytes):
-                        data = message[2] if len(message) > 2 else None
                         self.notifier.heard(kind if isinstance(kind, bytes) else str(kind).encode(),
-                                            channel.decode("utf-8", "replace"), data)
+                                            channel.decode("utf-8", "replace"))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -566,19 +563,6 @@ def _node_url(url: str, name: str, cluster: bool) -> str:
 def _settle(woken: asyncio.Future[Any], value: Any) -> None:
     if not woken.done():
         woken.set_result(value)
-
-
-def _told(data: bytes) -> Record | None:
-    """The record a save's message carries (see ``_SAVE``), or None when it cannot be read."""
-    try:
-        fetched_at, expires_at, keep_until, meta_length, meta_and_body = data[1:].split(b"\n", 4)
-        size = int(meta_length)
-        if not 0 <= size <= len(meta_and_body):
-            return None
-        record = _record([fetched_at, expires_at, keep_until, meta_and_body[:size], meta_and_body[size:]])
-    except (ValueError, IndexError):
-        return None
-    return None if isinstance(record, Unreadable) else record
 
 
 def _record(fields: list[Any] | None) -> Record | None:

@@ -35,7 +35,7 @@ from redis.exceptions import AuthenticationError, AuthorizationError, ResponseEr
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["Pipelined", "connection_maker", "set_up"]
+__all__ = ["Pipelined", "connection_maker", "database", "set_up"]
 
 
 def _options(url: str, connect_timeout: float) -> dict[str, Any]:
@@ -47,6 +47,11 @@ def _options(url: str, connect_timeout: float) -> dict[str, Any]:
     if urlsplit(url).scheme.lower() != "unix":
         options["socket_keepalive"] = True  # TCP (and TLS): a peer gone silently is found
     return options
+
+
+def database(url: str) -> int:
+    """The database number ``url`` selects (its path or ``?db=``, as redis-py reads it; 0 by default)."""
+    return int(parse_url(url).get("db") or 0)
 
 
 def connection_maker(url: str, connect_timeout: float, *, with_db: bool = True) -> Callable[[], Connection]:
