@@ -90,10 +90,11 @@ def load_parsers() -> dict[str, Any]:
     class PurePythonParser(RobotParser):
         """Ours without the C accelerator."""
 
+        __slots__ = ()
+
         def __init__(self, robotstxt_body: bytes | str, spider: Any = None) -> None:
-            super().__init__(b"", spider)
-            self.robots = RobotsTxt(robotstxt_body, speedups=False)
-            self.allowed = self.robots.allowed  # type: ignore[method-assign]
+            RobotsTxt.__init__(self, robotstxt_body, speedups=False)
+            self.spider = spider
 
     return {PROTEGO: ProtegoRobotParser, OURS: RobotParser, PURE: PurePythonParser}
 

@@ -1079,7 +1079,30 @@ done:
 static PyMethodDef fast_methods[] = {
     {"best", (PyCFunction)fast_best, METH_O,
      "best(canonical_path) -> the index of the deciding rule, or -1 when no rule matches."},
+    {"best_index", (PyCFunction)fast_best, METH_O, "best_index(canonical_path) -> the same as best()."},
     {NULL, NULL, 0, NULL},
+};
+
+/* A matcher is its group's matcher as robotstxt.py uses one (the Matcher of
+ * matcher.py): ``allowed`` is the matcher itself, and it keeps no rule's text
+ * (``has_patterns``), so that a group needs no Python object around it. */
+static PyObject *
+fast_allowed(PyObject *self, void *Py_UNUSED(closure))
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *
+fast_has_patterns(PyObject *Py_UNUSED(self), void *Py_UNUSED(closure))
+{
+    Py_RETURN_FALSE;
+}
+
+static PyGetSetDef fast_getset[] = {
+    {"allowed", fast_allowed, NULL, "The matcher itself: allowed(url) decides a URL.", NULL},
+    {"has_patterns", fast_has_patterns, NULL, "False: the matcher keeps no rule's text.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject FastMatcherType = {
@@ -1093,6 +1116,7 @@ static PyTypeObject FastMatcherType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "One merged group's rules, decided in C.",
     .tp_methods = fast_methods,
+    .tp_getset = fast_getset,
     .tp_new = fast_new,
 };
 

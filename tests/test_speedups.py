@@ -89,12 +89,13 @@ def test_accelerated_agrees_with_pure_python() -> None:
 
 
 def test_matchers_are_freed() -> None:
-    """A dropped file frees its matchers: the accelerator holds no reference back
-    to its matcher (it has no GC support, so such a cycle would never be freed)."""
+    """A dropped file frees its groups and their matchers: the accelerator holds no
+    reference back to a group (it has no GC support, so such a cycle would never be
+    freed)."""
 
     def alive() -> int:
         gc.collect()
-        return sum(type(obj) in (matcher.Matcher, matcher.TextlessMatcher) for obj in gc.get_objects())
+        return sum(type(obj) in (matcher.Matcher, robotstxt._MergedGroup) for obj in gc.get_objects())
 
     before = alive()
     for _ in range(20):
