@@ -60,7 +60,7 @@ GOAL_PARSE = 3.0  # ours >= 3x Protego files/s, parse and first decision
 GOAL_DECIDE = 10.0  # ours >= 10x Protego decisions/s (steady state)
 GOAL_DECIDE_PURE = 3.0  # ours in pure Python >= 3x Protego decisions/s (steady state)
 GOAL_P99 = 1 / 5  # ours p99 <= 1/5 of Protego's
-GOAL_MEMORY = 1 / 4  # ours <= 1/4 of Protego's bytes per file kept after one decision
+GOAL_MEMORY = 1 / 10  # ours <= 1/10 of Protego's bytes per file kept after one decision
 HOSTILE_PARSE_MS = 50.0
 HOSTILE_PARSE_RATIO = 0.1  # ours <= 1/10 of Protego's parse time, same case, same run
 HOSTILE_DECIDE_MS = 5.0
