@@ -88,13 +88,19 @@ def load_parsers() -> dict[str, Any]:
     from scrapy_rfc9309 import RobotParser, RobotsTxt
 
     class PurePythonParser(RobotParser):
-        """Ours without the C accelerator."""
+        """Ours without the C accelerator (a RobotParser is the parsed file; in earlier
+        commits, which the previous release's runs import, it held one)."""
 
         __slots__ = ()
 
         def __init__(self, robotstxt_body: bytes | str, spider: Any = None) -> None:
-            RobotsTxt.__init__(self, robotstxt_body, speedups=False)
-            self.spider = spider
+            if isinstance(self, RobotsTxt):
+                RobotsTxt.__init__(self, robotstxt_body, speedups=False)
+                self.spider = spider
+            else:
+                super().__init__(b"", spider)
+                self.robots = RobotsTxt(robotstxt_body, speedups=False)  # type: ignore[misc]
+                self.allowed = self.robots.allowed  # type: ignore[method-assign]
 
     return {PROTEGO: ProtegoRobotParser, OURS: RobotParser, PURE: PurePythonParser}
 
