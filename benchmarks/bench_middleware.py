@@ -1537,10 +1537,15 @@ def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path) -> dict[
                         "settings": {**settings, **config_settings(config)}}
                 result = run_crawl(spec, workdir, f"origins-{config}-{rep}", timeout=ORIGINS_CRAWL_TIMEOUT)
                 grown = (result["rss_closed_kb"] - result["rss_opened_kb"]) * 1024
+                # Origins whose page was requested and answered (or refused by a middleware): all of
+                # them unless the crawl was cut short.
+                reached = result["ok"] + result["errors_n"]
                 print(f"  {LABELS[config]}: {result['ok']} pages, {result['errors_n']} errors, "
-                      f"{grown / origins:,.0f} B per origin over the crawl, {result['wall']:.0f} s", file=sys.stderr)
+                      f"{grown / max(reached, 1):,.0f} B per origin over the crawl, {result['wall']:.0f} s "
+                      f"({result.get('reason')})", file=sys.stderr)
                 runs[config].append({
                     "grown": grown,
+                    "reached": reached,
                     "ok": result["ok"],
                     "errors": result["errors_n"],
                     "wall": result["wall"],
@@ -1561,7 +1566,7 @@ def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path) -> dict[
     return {"origins": origins, "reps": reps, "corpus": str(corpus), "files": len(files), "runs": runs}
 
 
-ORIGINS_CRAWL_TIMEOUT = 900.0  # a broad-crawl memory run is killed after this many seconds
+ORIGINS_CRAWL_TIMEOUT = 3600.0  # a broad-crawl memory run is killed after this many seconds
 
 
 def report_origins(result: dict[str, Any]) -> str:
@@ -1571,7 +1576,8 @@ def report_origins(result: dict[str, Any]) -> str:
     off = runs[OFF]
 
     def extra(config: str) -> list[float]:
-        return [(run["grown"] - base["grown"]) / origins for run, base in zip(runs[config], off, strict=True)]
+        return [run["grown"] / run["reached"] - base["grown"] / base["reached"]
+                for run, base in zip(runs[config], off, strict=True)]
 
     def fmt(values: list[float]) -> str:
         return f"{statistics.median(values):,.0f} ({min(values):,.0f} to {max(values):,.0f})"
@@ -1589,7 +1595,7 @@ def report_origins(result: dict[str, Any]) -> str:
     for config, values in ((OFF, None), (OURS, ours), (BUILTIN, builtin)):
         config_runs = runs[config]
         lines.append(
-            f"| {LABELS[config]} | {fmt([run['grown'] / origins for run in config_runs])} | "
+            f"| {LABELS[config]} | {fmt([run['grown'] / run['reached'] for run in config_runs])} | "
             f"{'-' if values is None else fmt(values)} | "
             f"{' / '.join(str(run['ok']) for run in config_runs)} | "
             f"{' / '.join(str(run['robots_requests']) for run in config_runs) if config == OURS else '-'} |"
