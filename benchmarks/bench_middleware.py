@@ -1501,7 +1501,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path) -> dict[str, Any]:
+def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path,
+                  configs: tuple[str, ...] = (OFF, OURS, BUILTIN)) -> dict[str, Any]:
     """Crawl ``origins`` origins, one page each, with each configuration ``reps`` times in
     alternating order, and read the crawler's memory when its spider opens and closes."""
     files = sorted(str(path) for path in corpus.iterdir() if path.is_file())
@@ -1532,7 +1533,7 @@ def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path) -> dict[
         }
         for rep in range(reps):
             order = [OFF, OURS, BUILTIN] if rep % 2 == 0 else [BUILTIN, OURS, OFF]
-            for config in order:
+            for config in (config for config in order if config in configs):
                 spec = {"urls": urls, "chain": ORIGINS_CONCURRENCY, "rss_ends": True,
                         "settings": {**settings, **config_settings(config)}}
                 result = run_crawl(spec, workdir, f"origins-{config}-{rep}", timeout=ORIGINS_CRAWL_TIMEOUT)
@@ -1574,6 +1575,8 @@ def report_origins(result: dict[str, Any]) -> str:
     repetition; median (min to max) over the repetitions."""
     origins, runs = result["origins"], result["runs"]
     off = runs[OFF]
+    if not off or not runs[OURS] or not runs[BUILTIN]:
+        return "Memory over a broad crawl: " + json.dumps(runs)
 
     def extra(config: str) -> list[float]:
         return [run["grown"] / run["reached"] - base["grown"] / base["reached"]
@@ -1617,6 +1620,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only one benchmark (origins: the memory over a broad crawl, not run otherwise)")
     parser.add_argument("--origins", type=int, default=20000, help="origins in the memory benchmark (default 20000)")
     parser.add_argument("--origins-reps", type=int, default=3, help="repetitions of its three crawls (default 3)")
+    parser.add_argument("--origins-configs", default=f"{OFF},{OURS},{BUILTIN}",
+                        help="the memory benchmark's configurations, comma-separated (default all three)")
     parser.add_argument("--corpus", type=Path, default=ROOT / "benchmarks" / "corpus",
                         help="the robots.txt files its origins serve (default benchmarks/corpus)")
     parser.add_argument("--pages", type=int, help="pages in the CPU benchmark (default 3000, quick 500)")
@@ -1648,9 +1653,10 @@ def main(argv: list[str] | None = None) -> int:
         _RUN["package_root"] = str(snapshot)
         fingerprint = package_fingerprint(snapshot)
         if args.only == "origins":
-            print(f"(c) memory over a broad crawl: {args.origins} origins x 3 configurations x {args.origins_reps}",
-                  file=sys.stderr)
-            origins = bench_origins(args.origins, args.origins_reps, args.corpus, workdir)
+            configs = tuple(args.origins_configs.split(","))
+            print(f"(c) memory over a broad crawl: {args.origins} origins x {len(configs)} configurations x "
+                  f"{args.origins_reps}", file=sys.stderr)
+            origins = bench_origins(args.origins, args.origins_reps, args.corpus, workdir, configs)
         if args.only in (None, "cpu"):
             print(f"(a) CPU overhead: {pages} pages x {reps} repetitions x 4 configurations", file=sys.stderr)
             cpu = bench_cpu(pages, reps, workdir, args.pin)
