@@ -289,10 +289,17 @@ def crawl_main(spec_path: str, out_path: str) -> int:
             if following < len(urls):
                 yield scrapy.Request(urls[following], callback=self.parse, errback=self.failed, meta={"i": following})
 
-        def failed(self, failure: Any) -> None:
+        def failed(self, failure: Any) -> Any:
             counts["error"] += 1
             request = getattr(failure, "request", None)
             errors.append((time.time(), request.url if request is not None else "", type(failure.value).__name__))
+            # chain_on_error: a request refused (robots.txt) or failed yields the next one too, so
+            # that every URL of the chain is requested.
+            if spec.get("chain_on_error") and request is not None:
+                following = request.meta["i"] + chain
+                if following < len(urls):
+                    yield scrapy.Request(urls[following], callback=self.parse, errback=self.failed,
+                                         meta={"i": following})
 
     timings: dict[str, list[float]] = {}
     settings = spec["settings"]
@@ -1534,7 +1541,7 @@ def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path,
         for rep in range(reps):
             order = [OFF, OURS, BUILTIN] if rep % 2 == 0 else [BUILTIN, OURS, OFF]
             for config in (config for config in order if config in configs):
-                spec = {"urls": urls, "chain": ORIGINS_CONCURRENCY, "rss_ends": True,
+                spec = {"urls": urls, "chain": ORIGINS_CONCURRENCY, "rss_ends": True, "chain_on_error": True,
                         "settings": {**settings, **config_settings(config)}}
                 result = run_crawl(spec, workdir, f"origins-{config}-{rep}", timeout=ORIGINS_CRAWL_TIMEOUT)
                 grown = (result["rss_closed_kb"] - result["rss_opened_kb"]) * 1024
