@@ -24,12 +24,25 @@ subprocess (so that its CPU is not counted), all traffic on 127.0.0.0/8:
     The crawler also samples, every 50 ms, how many requests are in the
     downloader, waiting in the middleware and in the scheduler.
 
+(c) **Memory over a broad crawl** (``--only origins``). At least 20,000 origins,
+    ``http://o<i>.bench.test:<port>``, all answered by one server on 127.0.0.1 by
+    their Host (the crawl resolves every ``*.bench.test`` name to 127.0.0.1; every
+    response closes its connection, so that no origin keeps one): origin i serves
+    file i of a corpus of real robots.txt files (cycled) and one page, ``/p/<i>``,
+    which the crawl requests (64 at a time). The same crawl runs with
+    ``ROBOTSTXT_OBEY=False``, with this middleware (``ROBOTSTXT_CACHE_SIZE`` above
+    the number of origins, so that every origin's state is kept) and with Scrapy's
+    built-in middleware, in alternating order; the crawler's resident memory is read
+    when the spider opens and when it closes (after a garbage collection). The
+    growth over the ``ROBOTSTXT_OBEY=False`` crawl's, per origin, is what each
+    middleware keeps per origin (its parsed files and every other per-origin state).
 The report ends with a markdown summary for benchmarks/README.md. The package's commit and
 a hash of its sources are printed, with a warning if they changed during the run.
 
 Usage::
 
     python benchmarks/bench_middleware.py [--quick] [--json results.json]
+    python benchmarks/bench_middleware.py --only origins [--origins 20000] [--origins-reps 3] [--corpus DIR]
 
 The script always exits 0 unless it cannot run at all: it measures, it does
 not gate. Every subprocess has a hard time limit and every server stops by
@@ -40,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import platform
@@ -278,10 +292,17 @@ def crawl_main(spec_path: str, out_path: str) -> int:
             if following < len(urls):
                 yield scrapy.Request(urls[following], callback=self.parse, errback=self.failed, meta={"i": following})
 
-        def failed(self, failure: Any) -> None:
+        def failed(self, failure: Any) -> Any:
             counts["error"] += 1
             request = getattr(failure, "request", None)
             errors.append((time.time(), request.url if request is not None else "", type(failure.value).__name__))
+            # chain_on_error: a request refused (robots.txt) or failed yields the next one too, so
+            # that every URL of the chain is requested.
+            if spec.get("chain_on_error") and request is not None:
+                following = request.meta["i"] + chain
+                if following < len(urls):
+                    yield scrapy.Request(urls[following], callback=self.parse, errback=self.failed,
+                                         meta={"i": following})
 
     timings: dict[str, list[float]] = {}
     settings = spec["settings"]
@@ -297,8 +318,14 @@ def crawl_main(spec_path: str, out_path: str) -> int:
     def opened(spider: Any = None) -> None:
         marks["opened"] = time.time()
         usage["opened"] = resource.getrusage(resource.RUSAGE_SELF)
+        if spec.get("rss_ends"):
+            gc.collect()
+            marks["rss_opened_kb"] = _rss_kb()
 
     def closed(spider: Any = None, reason: str = "") -> None:
+        if spec.get("rss_ends"):
+            gc.collect()
+            marks["rss_closed_kb"] = _rss_kb()
         usage["closed"] = resource.getrusage(resource.RUSAGE_SELF)
         marks["closed"] = time.time()
         marks["reason"] = reason  # type: ignore[assignment]
@@ -333,6 +360,8 @@ def crawl_main(spec_path: str, out_path: str) -> int:
         "errors": errors,
         "samples": samples,
         "rss": rss,
+        "rss_opened_kb": marks.get("rss_opened_kb"),
+        "rss_closed_kb": marks.get("rss_closed_kb"),
         "package_file": getattr(sys.modules.get("scrapy_rfc9309"), "__file__", None),
         "timings": _timing_summary(timings, counts["ok"]),
         "stats": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in stats.items()},
@@ -629,7 +658,7 @@ class Server:
 _RUN: dict[str, str] = {}  # "package_root": the package snapshot the crawls import
 
 
-def run_crawl(spec: dict[str, Any], workdir: Path, tag: str) -> dict[str, Any]:
+def run_crawl(spec: dict[str, Any], workdir: Path, tag: str, timeout: float = CRAWL_TIMEOUT) -> dict[str, Any]:
     if "package_root" in _RUN:
         spec = {**spec, "package_root": _RUN["package_root"]}
     spec_path = workdir / f"crawl-{tag}.json"
@@ -645,7 +674,7 @@ def run_crawl(spec: dict[str, Any], workdir: Path, tag: str) -> dict[str, Any]:
         [sys.executable, str(SCRIPT), "--crawl", str(spec_path), str(out_path)],
         env=env,
         capture_output=True,
-        timeout=CRAWL_TIMEOUT,
+        timeout=timeout,
         check=False,
     )
     if proc.returncode != 0 or not out_path.exists():
@@ -1463,13 +1492,198 @@ def _strip(obj: Any) -> Any:
     return obj
 
 
+# ---- (c) memory over a broad crawl ------------------------------------------------------
+HOSTS_DOMAIN = ".bench.test"  # o<i>.bench.test: origin i, resolved to 127.0.0.1 by BenchResolver
+ORIGINS_CONCURRENCY = 64
+
+
+def serve_hosts_main(spec_path: str, ready_path: str) -> int:
+    """One HTTP server on 127.0.0.1 for every origin ``o<i>.bench.test``: robots.txt
+    file ``i % len(files)`` of the spec's corpus at ``/robots.txt``, a page
+    (:func:`_page`) at any other path; every response closes its connection. Prints
+    its port, and stops when the parent closes stdin (or after ``max_life`` s)."""
+    spec = json.loads(Path(spec_path).read_text())
+    from twisted.internet import reactor
+    from twisted.web import resource, server
+
+    files = [Path(path).read_bytes() for path in spec["files"]]
+
+    class Hosts(resource.Resource):
+        isLeaf = True
+
+        def render_GET(self, request: Any) -> bytes:
+            host = (request.getHeader(b"host") or b"").decode("latin-1").split(":")[0]
+            request.setHeader(b"connection", b"close")
+            request.channel.persistent = False
+            name = host[:-len(HOSTS_DOMAIN)] if host.endswith(HOSTS_DOMAIN) else ""
+            if not (name.startswith("o") and name[1:].isdigit()):
+                request.setResponseCode(404)
+                return b"unknown host"
+            if request.path == b"/robots.txt":
+                request.setHeader(b"content-type", b"text/plain")
+                return files[int(name[1:]) % len(files)]
+            request.setHeader(b"content-type", b"text/html; charset=utf-8")
+            return _page(request.path.decode("latin-1"))
+
+    port = reactor.listenTCP(0, server.Site(Hosts()), backlog=1024, interface="127.0.0.1")  # type: ignore[attr-defined]
+    print(json.dumps({"port": port.getHost().port}), flush=True)
+
+    def wait_stdin() -> None:
+        with contextlib.suppress(Exception):
+            sys.stdin.buffer.read()
+        reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
+
+    threading.Thread(target=wait_stdin, daemon=True).start()
+    reactor.callLater(float(spec.get("max_life", SERVER_MAX_LIFE)), reactor.stop)  # type: ignore[attr-defined]
+    reactor.run()  # type: ignore[attr-defined]
+    return 0
+
+
+def _bench_resolver() -> Any:
+    """Scrapy's resolver, with every ``*.bench.test`` name at 127.0.0.1 (and not cached)."""
+    from scrapy.resolver import CachingThreadedResolver
+    from twisted.internet import defer
+
+    class BenchResolver(CachingThreadedResolver):
+        def getHostByName(self, name: str, timeout: Any = ()) -> Any:
+            if name.endswith(HOSTS_DOMAIN):
+                return defer.succeed("127.0.0.1")
+            return super().getHostByName(name, timeout)
+
+    return BenchResolver
+
+
+def __getattr__(name: str) -> Any:
+    # DNS_RESOLVER = "__main__.BenchResolver" in a crawl subprocess; imported late so that Scrapy
+    # is imported after the package snapshot is put first on sys.path.
+    if name == "BenchResolver":
+        return _bench_resolver()
+    raise AttributeError(name)
+
+
+def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path,
+                  configs: tuple[str, ...] = (OFF, OURS, BUILTIN)) -> dict[str, Any]:
+    """Crawl ``origins`` origins, one page each, with each configuration ``reps`` times in
+    alternating order, and read the crawler's memory when its spider opens and closes."""
+    files = sorted(str(path) for path in corpus.iterdir() if path.is_file())
+    spec_path = workdir / "hosts.json"
+    spec_path.write_text(json.dumps({"files": files, "max_life": SERVER_MAX_LIFE * 3}))
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--serve-hosts", str(spec_path), "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    runs: dict[str, list[dict[str, Any]]] = {OFF: [], OURS: [], BUILTIN: []}
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        line = proc.stdout.readline() if ready else b""
+        if not line:
+            raise RuntimeError("the hosts server did not start")
+        port = json.loads(line)["port"]
+        urls = [f"http://o{i}{HOSTS_DOMAIN}:{port}/p/{i}" for i in range(origins)]
+        settings = {
+            **base_settings(),
+            "CONCURRENT_REQUESTS": ORIGINS_CONCURRENCY,
+            "CONCURRENT_ITEMS": 1,
+            "DOWNLOAD_TIMEOUT": 30,
+            "RETRY_ENABLED": False,
+            "REDIRECT_ENABLED": False,
+            "DNS_RESOLVER": "__main__.BenchResolver",
+            "TWISTED_DNS_RESOLVER": "__main__.BenchResolver",
+            "ROBOTSTXT_CACHE_SIZE": origins + 5000,
+            "CLOSESPIDER_TIMEOUT": ORIGINS_CRAWL_TIMEOUT - 60,
+        }
+        for rep in range(reps):
+            order = [OFF, OURS, BUILTIN] if rep % 2 == 0 else [BUILTIN, OURS, OFF]
+            for config in (config for config in order if config in configs):
+                spec = {"urls": urls, "chain": ORIGINS_CONCURRENCY, "rss_ends": True, "chain_on_error": True,
+                        "settings": {**settings, **config_settings(config)}}
+                result = run_crawl(spec, workdir, f"origins-{config}-{rep}", timeout=ORIGINS_CRAWL_TIMEOUT)
+                grown = (result["rss_closed_kb"] - result["rss_opened_kb"]) * 1024
+                # Origins whose page was requested and answered (or refused by a middleware): all of
+                # them unless the crawl was cut short.
+                reached = result["ok"] + result["errors_n"]
+                print(f"  {LABELS[config]}: {result['ok']} pages, {result['errors_n']} errors, "
+                      f"{grown / max(reached, 1):,.0f} B per origin over the crawl, {result['wall']:.0f} s "
+                      f"({result.get('reason')})", file=sys.stderr)
+                runs[config].append({
+                    "grown": grown,
+                    "reached": reached,
+                    "ok": result["ok"],
+                    "errors": result["errors_n"],
+                    "wall": result["wall"],
+                    "robots_requests": result["stats"].get("robotstxt/request_count", 0),
+                    "reason": result.get("reason"),
+                })
+    finally:
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    return {"origins": origins, "reps": reps, "corpus": str(corpus), "files": len(files), "runs": runs}
+
+
+ORIGINS_CRAWL_TIMEOUT = 3600.0  # a broad-crawl memory run is killed after this many seconds
+
+
+def report_origins(result: dict[str, Any]) -> str:
+    """Per origin, each middleware's growth over the ROBOTSTXT_OBEY=False crawl of the same
+    repetition; median (min to max) over the repetitions."""
+    origins, runs = result["origins"], result["runs"]
+    off = runs[OFF]
+    if not off or not runs[OURS] or not runs[BUILTIN]:
+        return "Memory over a broad crawl: " + json.dumps(runs)
+
+    def extra(config: str) -> list[float]:
+        return [run["grown"] / run["reached"] - base["grown"] / base["reached"]
+                for run, base in zip(runs[config], off, strict=True)]
+
+    def fmt(values: list[float]) -> str:
+        return f"{statistics.median(values):,.0f} ({min(values):,.0f} to {max(values):,.0f})"
+
+    ours, builtin = extra(OURS), extra(BUILTIN)
+    ratios = [o / b for o, b in zip(ours, builtin, strict=True) if b > 0]
+    lines = [
+        f"Memory over a broad crawl: {origins:,} origins, one page each, their robots.txt files from "
+        f"{result['files']} files of {result['corpus']} (cycled); {result['reps']} repetitions, median (min to max).",
+        "",
+        "| configuration | resident memory grown over the crawl, per origin (B) "
+        "| over ROBOTSTXT_OBEY=False, per origin (B) | pages | robots.txt requests |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for config, values in ((OFF, None), (OURS, ours), (BUILTIN, builtin)):
+        config_runs = runs[config]
+        lines.append(
+            f"| {LABELS[config]} | {fmt([run['grown'] / run['reached'] for run in config_runs])} | "
+            f"{'-' if values is None else fmt(values)} | "
+            f"{' / '.join(str(run['ok']) for run in config_runs)} | "
+            f"{' / '.join(str(run['robots_requests']) for run in config_runs) if config == OURS else '-'} |"
+        )
+    if ratios:
+        spread = f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}x to {max(ratios):.2f}x)"
+        lines += ["", f"scrapy-rfc9309 / Scrapy built-in, per origin over ROBOTSTXT_OBEY=False: **{spread}** "
+                      f"(each repetition's pair)."]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="a short run (fewer pages and repetitions)")
     parser.add_argument("--json", metavar="PATH", help="write all results to this JSON file")
-    parser.add_argument("--only", choices=("cpu", "broad"), help="run only one of the two benchmarks")
+    parser.add_argument("--only", choices=("cpu", "broad", "origins"),
+                        help="run only one benchmark (origins: the memory over a broad crawl, not run otherwise)")
+    parser.add_argument("--origins", type=int, default=20000, help="origins in the memory benchmark (default 20000)")
+    parser.add_argument("--origins-reps", type=int, default=3, help="repetitions of its three crawls (default 3)")
+    parser.add_argument("--origins-configs", default=f"{OFF},{OURS},{BUILTIN}",
+                        help="the memory benchmark's configurations, comma-separated (default all three)")
+    parser.add_argument("--corpus", type=Path, default=ROOT / "benchmarks" / "corpus",
+                        help="the robots.txt files its origins serve (default benchmarks/corpus)")
     parser.add_argument("--pages", type=int, help="pages in the CPU benchmark (default 3000, quick 500)")
     parser.add_argument("--reps", type=int, help="repetitions of each CPU configuration (default 7, quick 3)")
     parser.add_argument("--hook-runs", type=int, default=3,
@@ -1480,9 +1694,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pin", action="store_true", help="pin the crawler and the server to separate CPUs")
     parser.add_argument("--serve", nargs=2, metavar=("SPEC", "LOG"), help=argparse.SUPPRESS)
     parser.add_argument("--crawl", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve-hosts", nargs=2, metavar=("SPEC", "READY"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         return serve_main(*args.serve)
+    if args.serve_hosts:
+        return serve_hosts_main(*args.serve_hosts)
     if args.crawl:
         return crawl_main(*args.crawl)
 
@@ -1491,12 +1708,17 @@ def main(argv: list[str] | None = None) -> int:
     broad_pages = args.broad_pages or (15 if args.quick else 40)
     broad_reps = args.broad_reps or (1 if args.quick else 3)
     started = time.perf_counter()
-    cpu = broad = None
+    cpu = broad = origins = None
     with tempfile.TemporaryDirectory(prefix="bench-mw-") as tmp:
         workdir = Path(tmp)
         snapshot = snapshot_package(workdir)
         _RUN["package_root"] = str(snapshot)
         fingerprint = package_fingerprint(snapshot)
+        if args.only == "origins":
+            configs = tuple(args.origins_configs.split(","))
+            print(f"(c) memory over a broad crawl: {args.origins} origins x {len(configs)} configurations x "
+                  f"{args.origins_reps}", file=sys.stderr)
+            origins = bench_origins(args.origins, args.origins_reps, args.corpus, workdir, configs)
         if args.only in (None, "cpu"):
             print(f"(a) CPU overhead: {pages} pages x {reps} repetitions x 4 configurations", file=sys.stderr)
             cpu = bench_cpu(pages, reps, workdir, args.pin, args.hook_runs)
@@ -1515,7 +1737,10 @@ def main(argv: list[str] | None = None) -> int:
         out += [report_cpu(cpu), ""]
     if broad is not None:
         out += [report_broad(broad), ""]
-    out.append(summary_md(cpu, broad, fingerprint))
+    if origins is not None:
+        out += [report_origins(origins), "", f"(package {fingerprint})"]
+    else:
+        out.append(summary_md(cpu, broad, fingerprint))
     print("\n".join(out))
     elapsed = time.perf_counter() - started
     print(f"\n(total benchmark time {elapsed:.0f} s)", file=sys.stderr)
@@ -1523,6 +1748,7 @@ def main(argv: list[str] | None = None) -> int:
         results = {
             "cpu": cpu,
             "broad": broad,
+            "origins": origins,
             "elapsed_s": elapsed,
             "package": fingerprint,
             "package_at_end": fingerprint_end,

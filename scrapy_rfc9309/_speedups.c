@@ -67,8 +67,8 @@ typedef struct {
     Py_ssize_t n;
 } Str;
 
-/* A literal rule by canonical text, with the rule that decides for that text: 16
- * octets (a broad crawl keeps many). */
+/* While a matcher is built: a literal rule by canonical text, with the rule that
+ * decides for that text. */
 #define KEY_MAX_LENGTH (((Py_ssize_t)1 << 30) - 1)
 typedef struct {
     const char *s;
@@ -78,6 +78,7 @@ typedef struct {
     unsigned int special : 1; /* written with "$", "%" or non-ASCII (loses ties to a plain one) */
 } Key;
 
+/* While a matcher is built: a wildcard rule. */
 typedef struct {
     Py_ssize_t priority;
     Py_ssize_t npieces;
@@ -87,9 +88,17 @@ typedef struct {
     unsigned char anchored;
 } Wild;
 
+/* A built matcher's wildcard rule, 16 octets: its pieces are the texts first ..
+ * first + npieces - 1 after the keys'. */
 typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
+    uint32_t priority;
+    uint32_t flags; /* rule << 2 | allow << 1 | anchored */
+    uint32_t first;
+    uint32_t npieces;
+} Glob;
+
+/* What fast_new builds before the matcher is packed. */
+typedef struct {
     Py_ssize_t nkeys;
     Key *keys;              /* sorted by text, or the hash table's entries */
     int32_t *slots;         /* the hash table (indices into keys, -1 when free); NULL: keys are sorted */
@@ -99,11 +108,33 @@ typedef struct {
     Py_ssize_t nwild;
     Wild *wild;
     Str *pieces; /* every wildcard's pieces, in one block */
-    char *text;  /* the text of every key and piece, in one block */
+    Py_ssize_t npieces;
+} Build;
+
+/* A matcher keeps everything in one allocation, the object itself (a broad crawl
+ * keeps many): 8 octets a literal rule (its text's offset, its rule), 16 a
+ * wildcard rule and 4 a piece, the hash table of a large group, and the text of
+ * every key and piece, copied (it keeps no Python object of the rules). The text
+ * of key k is text[offs[k]:offs[k + 1]], that of piece p text[offs[nkeys + p]:
+ * offs[nkeys + p + 1]]. */
+typedef struct {
+    PyObject_VAR_HEAD
+    vectorcallfunc vectorcall;
+    uint32_t nkeys;
+    uint32_t nwild;
+    const uint32_t *offs;     /* [nkeys + npieces + 1] */
+    const uint32_t *key_rule; /* [nkeys]: rule << 1 | allow */
+    const Glob *wild;         /* [nwild], by priority */
+    const int32_t *slots;     /* the hash table (indices of keys, -1 when free); NULL: keys are sorted */
+    const unsigned char *has_len; /* hash table only: [maxlen + 1], whether some key has that length */
+    const char *text;
+    uint32_t maxlen;
+    int shift; /* slot of a hash: (hash * GOLDEN) >> shift */
     PyObject *path_of; /* url -> canonical path, for the URLs decoded in Python */
 } FastMatcher;
 
-static int own_text(FastMatcher *self, Py_ssize_t npieces);
+#define KEY_TEXT(self, k) ((self)->text + (self)->offs[k])
+#define KEY_LEN(self, k) ((Py_ssize_t)((self)->offs[(k) + 1] - (self)->offs[k]))
 
 /* ---- hashing: a polynomial modulo 2^61 - 1 over the text's 8-octet words (the
  * last one zero-padded), with a random base drawn at import, so that the hashes of
@@ -244,7 +275,7 @@ bisect_last(const FastMatcher *self, const char *text, Py_ssize_t n)
     Py_ssize_t lo = 0, hi = self->nkeys;
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (compare(text, n, self->keys[mid].s, self->keys[mid].n) < 0)
+        if (compare(text, n, KEY_TEXT(self, mid), KEY_LEN(self, mid)) < 0)
             hi = mid;
         else
             lo = mid + 1;
@@ -252,52 +283,53 @@ bisect_last(const FastMatcher *self, const char *text, Py_ssize_t n)
     return lo - 1;
 }
 
-HOT_INLINE const Key *
+/* The index of the longest key that prefixes the path, or -1. */
+HOT_INLINE Py_ssize_t
 longest_sorted(const FastMatcher *self, const char *path, Py_ssize_t n)
 {
     Py_ssize_t index = bisect_last(self, path, n);
     while (index >= 0) {
-        const Key *key = &self->keys[index];
-        if (key->n <= n && memcmp(key->s, path, (size_t)key->n) == 0)
-            return key;
-        Py_ssize_t common = 0, limit = key->n < n ? key->n : n;
-        while (common < limit && key->s[common] == path[common])
+        const char *s = KEY_TEXT(self, index);
+        Py_ssize_t kn = KEY_LEN(self, index);
+        if (kn <= n && memcmp(s, path, (size_t)kn) == 0)
+            return index;
+        Py_ssize_t common = 0, limit = kn < n ? kn : n;
+        while (common < limit && s[common] == path[common])
             common++;
         index = bisect_last(self, path, common);
     }
-    return NULL;
+    return -1;
 }
 
 static inline size_t
-slot_of(const FastMatcher *self, uint64_t h)
+slot_of(int shift, uint64_t h)
 {
-    return (size_t)((h * GOLDEN) >> self->shift);
+    return (size_t)((h * GOLDEN) >> shift);
 }
 
-static const Key *
+static Py_ssize_t
 probe(const FastMatcher *self, uint64_t h, const char *text, Py_ssize_t n)
 {
     size_t mask = ((size_t)1 << (64 - self->shift)) - 1;
-    for (size_t slot = slot_of(self, h);; slot = (slot + 1) & mask) {
+    for (size_t slot = slot_of(self->shift, h);; slot = (slot + 1) & mask) {
         int32_t index = self->slots[slot];
         if (index < 0)
-            return NULL;
-        const Key *key = &self->keys[index];
-        if (key->n == n && memcmp(key->s, text, (size_t)n) == 0)
-            return key;
+            return -1;
+        if (KEY_LEN(self, index) == n && memcmp(KEY_TEXT(self, index), text, (size_t)n) == 0)
+            return index;
     }
 }
 
-/* The longest key that prefixes the path: one pass over the path, one probe per
- * length that some key has (large groups only: kept out of the hot path). */
-COLD const Key *
+/* The longest key that prefixes the path (-1: none): one pass over the path, one
+ * probe per length that some key has (large groups only: kept out of the hot path). */
+COLD Py_ssize_t
 longest_hashed(const FastMatcher *self, const char *path, Py_ssize_t n)
 {
-    const Key *found = NULL, *key;
-    Py_ssize_t limit = n < self->maxlen ? n : self->maxlen;
+    Py_ssize_t found = -1, key;
+    Py_ssize_t limit = n < (Py_ssize_t)self->maxlen ? n : (Py_ssize_t)self->maxlen;
     uint64_t h = 0; /* the hash of path[:base] */
     for (Py_ssize_t base = 0;; base += 8) {
-        if (self->has_len[base] && (key = probe(self, h, path, base)) != NULL)
+        if (self->has_len[base] && (key = probe(self, h, path, base)) >= 0)
             found = key;
         Py_ssize_t rest = limit - base;
         if (rest <= 0)
@@ -305,7 +337,7 @@ longest_hashed(const FastMatcher *self, const char *path, Py_ssize_t n)
         uint64_t word = rest >= 8 ? load_word(path + base) : load_part(path + base, rest);
         for (Py_ssize_t part = 1; part < 8 && part <= rest; part++)
             if (self->has_len[base + part]
-                && (key = probe(self, hash_word(h, word & ((1ULL << (8 * part)) - 1)), path, base + part)) != NULL)
+                && (key = probe(self, hash_word(h, word & ((1ULL << (8 * part)) - 1)), path, base + part)) >= 0)
                 found = key;
         if (rest < 8)
             return found;
@@ -412,23 +444,27 @@ find(const char *hay, Py_ssize_t hn, Py_ssize_t from, Str needle)
 }
 
 HOT_INLINE int
-glob(const char *path, Py_ssize_t n, const Wild *w)
+glob(const FastMatcher *self, const char *path, Py_ssize_t n, const Glob *w)
 {
-    Str first = w->pieces[0];
+    const uint32_t *offs = self->offs + self->nkeys + w->first;
+    const char *text = self->text;
+    Str first = {text + offs[0], (Py_ssize_t)(offs[1] - offs[0])};
     if (first.n > n || memcmp(first.s, path, (size_t)first.n) != 0)
         return 0;
-    Py_ssize_t last = w->npieces - 1;
+    Py_ssize_t last = (Py_ssize_t)w->npieces - 1;
+    int anchored = w->flags & 1;
     if (last == 0)
-        return !w->anchored || n == first.n;
+        return !anchored || n == first.n;
     Py_ssize_t pos = first.n;
     for (Py_ssize_t i = 1; i < last; i++) {
-        pos = find(path, n, pos, w->pieces[i]);
+        Str piece = {text + offs[i], (Py_ssize_t)(offs[i + 1] - offs[i])};
+        pos = find(path, n, pos, piece);
         if (pos < 0)
             return 0;
-        pos += w->pieces[i].n;
+        pos += piece.n;
     }
-    Str tail = w->pieces[last];
-    if (w->anchored)
+    Str tail = {text + offs[last], (Py_ssize_t)(offs[last + 1] - offs[last])};
+    if (anchored)
         return n - tail.n >= pos && memcmp(path + n - tail.n, tail.s, (size_t)tail.n) == 0;
     return find(path, n, pos, tail) >= 0;
 }
@@ -439,19 +475,21 @@ decide(const FastMatcher *self, const char *path, Py_ssize_t n, int *allow_out)
 {
     Py_ssize_t best = -1, best_priority = -1;
     int allow = 1;
-    const Key *key = self->slots ? longest_hashed(self, path, n) : longest_sorted(self, path, n);
-    if (key) {
-        best = key->rule;
-        best_priority = key->n;
-        allow = key->allow;
+    Py_ssize_t key = self->slots ? longest_hashed(self, path, n) : longest_sorted(self, path, n);
+    if (key >= 0) {
+        best = (Py_ssize_t)(self->key_rule[key] >> 1);
+        best_priority = KEY_LEN(self, key);
+        allow = self->key_rule[key] & 1;
     }
-    for (Py_ssize_t k = 0; k < self->nwild; k++) {
-        const Wild *w = &self->wild[k];
-        if (w->priority < best_priority || (w->priority == best_priority && (allow || !w->allow)))
+    for (uint32_t k = 0; k < self->nwild; k++) {
+        const Glob *w = &self->wild[k];
+        int w_allow = (w->flags >> 1) & 1;
+        if ((Py_ssize_t)w->priority < best_priority
+            || ((Py_ssize_t)w->priority == best_priority && (allow || !w_allow)))
             break;
-        if (glob(path, n, w)) {
-            *allow_out = w->allow;
-            return w->rule;
+        if (glob(self, path, n, w)) {
+            *allow_out = w_allow;
+            return (Py_ssize_t)(w->flags >> 2);
         }
     }
     *allow_out = allow;
@@ -640,50 +678,54 @@ fast_best(FastMatcher *self, PyObject *path)
 static void
 fast_dealloc(FastMatcher *self)
 {
-    PyMem_Free(self->keys);
-    PyMem_Free(self->slots);
-    PyMem_Free(self->has_len);
-    PyMem_Free(self->wild);
-    PyMem_Free(self->pieces);
-    PyMem_Free(self->text);
     Py_XDECREF(self->path_of);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static void
+build_free(Build *b)
+{
+    PyMem_Free(b->keys);
+    PyMem_Free(b->slots);
+    PyMem_Free(b->has_len);
+    PyMem_Free(b->wild);
+    PyMem_Free(b->pieces);
+}
+
 /* Dedupe the keys in a hash table: one entry per text, the better rule kept. */
 static int
-build_hash(FastMatcher *self, Py_ssize_t nkeys)
+build_hash(Build *b, Py_ssize_t nkeys)
 {
     int bits = 1;
     while (((Py_ssize_t)1 << bits) < 2 * nkeys)
         bits++;
     size_t size = (size_t)1 << bits, mask = size - 1;
-    self->shift = 64 - bits;
-    self->slots = PyMem_Malloc(size * sizeof(int32_t));
+    b->shift = 64 - bits;
+    b->slots = PyMem_Malloc(size * sizeof(int32_t));
     Py_ssize_t maxlen = 0;
     for (Py_ssize_t k = 0; k < nkeys; k++)
-        if (self->keys[k].n > maxlen)
-            maxlen = self->keys[k].n;
-    self->has_len = PyMem_Calloc((size_t)maxlen + 1, 1);
-    if (!self->slots || !self->has_len) {
+        if (b->keys[k].n > maxlen)
+            maxlen = b->keys[k].n;
+    b->has_len = PyMem_Calloc((size_t)maxlen + 1, 1);
+    if (!b->slots || !b->has_len) {
         PyErr_NoMemory();
         return -1;
     }
-    self->maxlen = maxlen;
-    memset(self->slots, 0xFF, size * sizeof(int32_t));
+    b->maxlen = maxlen;
+    memset(b->slots, 0xFF, size * sizeof(int32_t));
     Py_ssize_t count = 0;
     for (Py_ssize_t k = 0; k < nkeys; k++) {
-        Key key = self->keys[k];
+        Key key = b->keys[k];
         uint64_t h = hash_text(key.s, key.n);
-        for (size_t slot = slot_of(self, h);; slot = (slot + 1) & mask) {
-            int32_t index = self->slots[slot];
+        for (size_t slot = slot_of(b->shift, h);; slot = (slot + 1) & mask) {
+            int32_t index = b->slots[slot];
             if (index < 0) {
-                self->slots[slot] = (int32_t)count;
-                self->keys[count++] = key;
-                self->has_len[key.n] = 1;
+                b->slots[slot] = (int32_t)count;
+                b->keys[count++] = key;
+                b->has_len[key.n] = 1;
                 break;
             }
-            Key *same = &self->keys[index];
+            Key *same = &b->keys[index];
             if (same->n == key.n && memcmp(same->s, key.s, (size_t)key.n) == 0) {
                 if (better(&key, same))
                     *same = key;
@@ -691,31 +733,31 @@ build_hash(FastMatcher *self, Py_ssize_t nkeys)
             }
         }
     }
-    self->nkeys = count;
+    b->nkeys = count;
     return 0;
 }
 
 /* Sort the keys by text, the better rule first among equal texts, and keep that one. */
 static void
-build_sorted(FastMatcher *self, Py_ssize_t nkeys)
+build_sorted(Build *b, Py_ssize_t nkeys)
 {
-    qsort(self->keys, (size_t)nkeys, sizeof(Key), key_order);
+    qsort(b->keys, (size_t)nkeys, sizeof(Key), key_order);
     Py_ssize_t count = 0;
     for (Py_ssize_t k = 0; k < nkeys; k++) {
-        Key *key = &self->keys[k];
-        if (count && key->n == self->keys[count - 1].n && memcmp(key->s, self->keys[count - 1].s, (size_t)key->n) == 0)
+        Key *key = &b->keys[k];
+        if (count && key->n == b->keys[count - 1].n && memcmp(key->s, b->keys[count - 1].s, (size_t)key->n) == 0)
             continue;
-        self->keys[count++] = *key;
+        b->keys[count++] = *key;
     }
-    self->nkeys = count;
+    b->nkeys = count;
 }
 
 /* Sort the wildcard rules by priority, then allow before disallow, then file order
  * (they come in file order): a stable radix sort, on the octets that differ. */
 static int
-sort_wild(FastMatcher *self)
+sort_wild(Build *b)
 {
-    Py_ssize_t n = self->nwild;
+    Py_ssize_t n = b->nwild;
     if (n < 2)
         return 0;
     struct item {
@@ -732,7 +774,7 @@ sort_wild(FastMatcher *self)
     struct item *from = items, *to = items + n;
     uint64_t all_or = 0, all_and = ~(uint64_t)0;
     for (Py_ssize_t k = 0; k < n; k++) {
-        const Wild *w = &self->wild[k];
+        const Wild *w = &b->wild[k];
         from[k].key = ~((uint64_t)w->priority << 1 | w->allow); /* ascending key: descending rank */
         from[k].index = k;
         all_or |= from[k].key;
@@ -753,11 +795,78 @@ sort_wild(FastMatcher *self)
         to = swap;
     }
     for (Py_ssize_t k = 0; k < n; k++)
-        sorted[k] = self->wild[from[k].index];
+        sorted[k] = b->wild[from[k].index];
     PyMem_Free(items);
-    PyMem_Free(self->wild);
-    self->wild = sorted;
+    PyMem_Free(b->wild);
+    b->wild = sorted;
     return 0;
+}
+
+/* The matcher of what was built: one object holding the tables and a copy of the
+ * text (see FastMatcher). */
+static FastMatcher *
+pack(PyTypeObject *type, const Build *b, PyObject *path_of)
+{
+    size_t text_size = 0;
+    for (Py_ssize_t k = 0; k < b->nkeys; k++)
+        text_size += (size_t)b->keys[k].n;
+    for (Py_ssize_t p = 0; p < b->npieces; p++)
+        text_size += (size_t)b->pieces[p].n;
+    size_t nslots = b->slots ? (size_t)1 << (64 - b->shift) : 0;
+    size_t noffs = (size_t)(b->nkeys + b->npieces + 1);
+    if (text_size > UINT32_MAX || noffs > UINT32_MAX || b->maxlen > (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "rules too large for FastMatcher");
+        return NULL;
+    }
+    /* The tables of 4-octet items first, then the lengths and the text. */
+    size_t size = (noffs + (size_t)b->nkeys + 4 * (size_t)b->nwild + nslots) * sizeof(uint32_t)
+                  + (b->has_len ? (size_t)b->maxlen + 1 : 0) + text_size;
+    FastMatcher *self = (FastMatcher *)type->tp_alloc(type, (Py_ssize_t)size);
+    if (self == NULL)
+        return NULL;
+    char *at = (char *)self + type->tp_basicsize;
+    uint32_t *offs = (uint32_t *)at, *key_rule = offs + noffs;
+    Glob *wild = (Glob *)(key_rule + b->nkeys);
+    int32_t *slots = (int32_t *)(wild + b->nwild);
+    unsigned char *has_len = (unsigned char *)(slots + nslots);
+    char *text = (char *)has_len + (b->has_len ? (size_t)b->maxlen + 1 : 0), *end = text;
+    for (Py_ssize_t k = 0; k < b->nkeys; k++) {
+        offs[k] = (uint32_t)(end - text);
+        key_rule[k] = (uint32_t)b->keys[k].rule << 1 | b->keys[k].allow;
+        memcpy(end, b->keys[k].s, (size_t)b->keys[k].n);
+        end += b->keys[k].n;
+    }
+    for (Py_ssize_t p = 0; p < b->npieces; p++) {
+        offs[b->nkeys + p] = (uint32_t)(end - text);
+        memcpy(end, b->pieces[p].s, (size_t)b->pieces[p].n);
+        end += b->pieces[p].n;
+    }
+    offs[noffs - 1] = (uint32_t)(end - text);
+    for (Py_ssize_t w = 0; w < b->nwild; w++) {
+        const Wild *from = &b->wild[w];
+        wild[w].priority = (uint32_t)from->priority;
+        wild[w].flags = (uint32_t)from->rule << 2 | (uint32_t)from->allow << 1 | from->anchored;
+        wild[w].first = (uint32_t)(from->pieces - b->pieces);
+        wild[w].npieces = (uint32_t)from->npieces;
+    }
+    if (b->slots) {
+        memcpy(slots, b->slots, nslots * sizeof(int32_t));
+        memcpy(has_len, b->has_len, (size_t)b->maxlen + 1);
+    }
+    self->vectorcall = fast_vectorcall;
+    self->nkeys = (uint32_t)b->nkeys;
+    self->nwild = (uint32_t)b->nwild;
+    self->offs = offs;
+    self->key_rule = key_rule;
+    self->wild = wild;
+    self->slots = b->slots ? slots : NULL;
+    self->has_len = b->slots ? has_len : NULL;
+    self->text = text;
+    self->maxlen = (uint32_t)b->maxlen;
+    self->shift = b->shift;
+    Py_INCREF(path_of);
+    self->path_of = path_of;
+    return self;
 }
 
 /* What a pattern's octets hold. */
@@ -790,24 +899,19 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
         return NULL;
     }
     FastMatcher *self = NULL;
+    Build build = {0}, *bd = &build;
     unsigned char *kinds = NULL;
     PyObject **forms = NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(patterns);
     if (view.itemsize != (Py_ssize_t)sizeof(unsigned int) || view.format == NULL || strcmp(view.format, "I") != 0
-        || view.len / view.itemsize != count || count >= INT32_MAX) {
+        || view.len / view.itemsize != count || count >= ((Py_ssize_t)1 << 30)) {
         PyErr_SetString(PyExc_ValueError, "one code (array of \"I\") per pattern");
         goto fail;
     }
     const unsigned int *codes = view.buf;
-    self = (FastMatcher *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        goto fail;
-    self->vectorcall = fast_vectorcall;
-    Py_INCREF(path_of);
-    self->path_of = path_of;
     kinds = PyMem_Malloc((size_t)(count ? count : 1));
-    self->keys = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Key));
-    if (!kinds || !self->keys) {
+    bd->keys = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Key));
+    if (!kinds || !bd->keys) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -834,7 +938,7 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
             goto fail;
         }
         if (!(found & (STAR | PERCENT)) && !(n && s[n - 1] == '$')) {
-            Key *key = &self->keys[nkeys++];
+            Key *key = &bd->keys[nkeys++];
             key->s = s;
             key->n = (unsigned int)n;
             key->rule = (int32_t)i;
@@ -873,7 +977,7 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
                 PyErr_SetString(PyExc_ValueError, "a pattern too long for FastMatcher");
                 goto fail;
             }
-            Key *key = &self->keys[nkeys++];
+            Key *key = &bd->keys[nkeys++];
             key->s = text.s;
             key->n = (unsigned int)text.n;
             key->rule = (int32_t)i;
@@ -891,14 +995,14 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
         }
     }
     if (nkeys < count) {
-        Key *keys = PyMem_Realloc(self->keys, (size_t)(nkeys ? nkeys : 1) * sizeof(Key));
+        Key *keys = PyMem_Realloc(bd->keys, (size_t)(nkeys ? nkeys : 1) * sizeof(Key));
         if (keys)
-            self->keys = keys;
+            bd->keys = keys;
     }
     if (nwild) {
-        self->wild = PyMem_Malloc((size_t)nwild * sizeof(Wild));
-        self->pieces = PyMem_Malloc((size_t)npieces * sizeof(Str));
-        if (!self->wild || !self->pieces) {
+        bd->wild = PyMem_Malloc((size_t)nwild * sizeof(Wild));
+        bd->pieces = PyMem_Malloc((size_t)npieces * sizeof(Str));
+        if (!bd->wild || !bd->pieces) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -908,10 +1012,10 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
         PyObject *pattern = PyTuple_GET_ITEM(patterns, i), *form = forms ? forms[i] : NULL;
         if (kinds[i] == LITERAL || kinds[i] == SKIP || (kinds[i] == CANONICAL && PyUnicode_Check(form)))
             continue;
-        Wild *wild = &self->wild[w++];
+        Wild *wild = &bd->wild[w++];
         wild->rule = (int32_t)i;
         wild->allow = codes[i] & 1;
-        wild->pieces = &self->pieces[p];
+        wild->pieces = &bd->pieces[p];
         if (form) {
             PyObject *pieces = PyTuple_GET_ITEM(form, 1);
             int anchored = PyObject_IsTrue(PyTuple_GET_ITEM(form, 2));
@@ -925,7 +1029,7 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
             wild->anchored = (unsigned char)anchored;
             wild->npieces = PyList_GET_SIZE(pieces);
             for (Py_ssize_t j = 0; j < wild->npieces; j++)
-                if (ascii_str(PyList_GET_ITEM(pieces, j), &self->pieces[p++]) < 0)
+                if (ascii_str(PyList_GET_ITEM(pieces, j), &bd->pieces[p++]) < 0)
                     goto fail;
             continue;
         }
@@ -939,28 +1043,29 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
         Py_ssize_t start = 0;
         for (Py_ssize_t c = 0; c <= n; c++) {
             if (c == n || s[c] == '*') {
-                self->pieces[p].s = s + start;
-                self->pieces[p++].n = c - start;
+                bd->pieces[p].s = s + start;
+                bd->pieces[p++].n = c - start;
                 start = c + 1;
             }
         }
-        wild->npieces = &self->pieces[p] - wild->pieces;
+        wild->npieces = &bd->pieces[p] - wild->pieces;
     }
-    self->nwild = nwild;
-    if (sort_wild(self) < 0)
+    bd->nwild = nwild;
+    bd->npieces = npieces;
+    if (sort_wild(bd) < 0)
         goto fail;
     if (nkeys > hash_above) {
-        if (build_hash(self, nkeys) < 0)
+        if (build_hash(bd, nkeys) < 0)
             goto fail;
     }
     else
-        build_sorted(self, nkeys);
-    if (own_text(self, npieces) < 0)
-        goto fail;
+        build_sorted(bd, nkeys);
+    self = pack(type, bd, path_of);
     goto done;
 fail:
     Py_CLEAR(self);
 done:
+    build_free(bd);
     if (forms)
         for (Py_ssize_t i = 0; i < count; i++)
             Py_XDECREF(forms[i]);
@@ -971,51 +1076,47 @@ done:
     return (PyObject *)self;
 }
 
-/* Copy the text of the keys and pieces into one block the matcher owns, so that
- * it keeps no Python object of the rules alive (a broad crawl keeps many). */
-static int
-own_text(FastMatcher *self, Py_ssize_t npieces)
-{
-    size_t size = 1;
-    for (Py_ssize_t k = 0; k < self->nkeys; k++)
-        size += (size_t)self->keys[k].n;
-    for (Py_ssize_t p = 0; p < npieces; p++)
-        size += (size_t)self->pieces[p].n;
-    char *text = PyMem_Malloc(size), *at = text;
-    if (text == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < self->nkeys; k++) {
-        memcpy(at, self->keys[k].s, (size_t)self->keys[k].n);
-        self->keys[k].s = at;
-        at += self->keys[k].n;
-    }
-    for (Py_ssize_t p = 0; p < npieces; p++) {
-        memcpy(at, self->pieces[p].s, (size_t)self->pieces[p].n);
-        self->pieces[p].s = at;
-        at += self->pieces[p].n;
-    }
-    self->text = text;
-    return 0;
-}
-
 static PyMethodDef fast_methods[] = {
     {"best", (PyCFunction)fast_best, METH_O,
      "best(canonical_path) -> the index of the deciding rule, or -1 when no rule matches."},
+    {"best_index", (PyCFunction)fast_best, METH_O, "best_index(canonical_path) -> the same as best()."},
     {NULL, NULL, 0, NULL},
+};
+
+/* A matcher is its group's matcher as robotstxt.py uses one (the Matcher of
+ * matcher.py): ``allowed`` is the matcher itself, and it keeps no rule's text
+ * (``has_patterns``), so that a group needs no Python object around it. */
+static PyObject *
+fast_allowed(PyObject *self, void *Py_UNUSED(closure))
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *
+fast_has_patterns(PyObject *Py_UNUSED(self), void *Py_UNUSED(closure))
+{
+    Py_RETURN_FALSE;
+}
+
+static PyGetSetDef fast_getset[] = {
+    {"allowed", fast_allowed, NULL, "The matcher itself: allowed(url) decides a URL.", NULL},
+    {"has_patterns", fast_has_patterns, NULL, "False: the matcher keeps no rule's text.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject FastMatcherType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "scrapy_rfc9309._speedups.FastMatcher",
     .tp_basicsize = sizeof(FastMatcher),
+    .tp_itemsize = 1,
     .tp_dealloc = (destructor)fast_dealloc,
     .tp_vectorcall_offset = offsetof(FastMatcher, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "One merged group's rules, decided in C.",
     .tp_methods = fast_methods,
+    .tp_getset = fast_getset,
     .tp_new = fast_new,
 };
 

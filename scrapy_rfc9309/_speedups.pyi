@@ -30,6 +30,17 @@ class FastMatcher:
     def best(self, canonical_path: str, /) -> int:
         """The index of the deciding rule, or -1 when no rule matches."""
 
+    def best_index(self, canonical_path: str, /) -> int:
+        """The same as ``best``: the name ``matcher.Matcher`` has."""
+
+    @property
+    def allowed(self) -> FastMatcher:
+        """The matcher itself (``allowed(url)``, as ``matcher.Matcher`` has it)."""
+
+    @property
+    def has_patterns(self) -> bool:
+        """False: the matcher keeps no rule's text (the caller reads the rule again)."""
+
 def scan_lines(text: str, keys: list[tuple[str, int]], /) -> list[tuple[int, str, int]]:
     """The known records of a robots.txt text: ``[(kind, value, line)]``. ``keys`` are
     ``(lowercase key, kind)`` pairs, longest first, at most 64."""

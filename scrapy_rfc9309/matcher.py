@@ -29,7 +29,7 @@ from typing import NamedTuple, Protocol
 
 from .urlnorm import canonical_path, path_of
 
-__all__ = ["Matcher", "Rule", "TextlessMatcher", "compile_pattern", "compile_rules", "glob_match", "glob_pieces",
+__all__ = ["Matcher", "Rule", "compile_pattern", "compile_rules", "glob_match", "glob_pieces",
            "piece_forms"]
 
 #: Above this many literal rules the pure-Python index probes a dict once per
@@ -176,11 +176,20 @@ def _glob_two_forms(path: str, pieces: Sequence[str | tuple[str, str]], anchored
 
 
 class _Accelerated(Protocol):
-    """A ``FastMatcher`` of the C accelerator."""
+    """A ``FastMatcher`` of the C accelerator: a group's matcher by itself (see
+    :func:`compile_rules`)."""
 
     def __call__(self, url: str | bytes, /) -> bool: ...
 
     def best(self, path: str, /) -> int: ...
+
+    def best_index(self, path: str, /) -> int: ...
+
+    @property
+    def allowed(self) -> Callable[[str | bytes], bool]: ...
+
+    @property
+    def has_patterns(self) -> bool: ...
 
 
 class _TwoForms(Exception):
@@ -230,7 +239,7 @@ class Matcher:
         "allowed",
     )
 
-    #: Whether :meth:`rule` can name a rule by itself (see :class:`TextlessMatcher`).
+    #: Whether :meth:`rule` can name a rule by itself (a ``FastMatcher`` cannot: see :func:`compile_rules`).
     has_patterns = True
 
     def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
@@ -406,28 +415,23 @@ def _accelerated(patterns: Sequence[str], codes: Sequence[int]) -> _Accelerated 
         return None
 
 
-class TextlessMatcher:
-    """A group's rules in the C accelerator alone: it keeps no text, index or line
-    of the rules (a broad crawl keeps many), so a verdict names the deciding rule
-    by its index; the caller reads the rule itself again (see
-    :meth:`RobotsTxt.verdict <scrapy_rfc9309.RobotsTxt.verdict>`)."""
-
-    __slots__ = ("allowed",)
-    has_patterns = False
-
-    def __init__(self, accelerated: _Accelerated) -> None:
-        self.allowed: _Accelerated = accelerated
-
-    def best_index(self, path: str) -> int:
-        """Index of the deciding rule for a canonical path, or -1."""
-        return self.allowed.best(path)
-
-
 def compile_rules(patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
-                  special: Sequence[int] | None = None) -> Matcher | TextlessMatcher:
-    """The matcher of a group's rules: the C accelerator's alone when it takes them
-    (see :class:`TextlessMatcher`), else a :class:`Matcher`."""
+                  special: Sequence[int] | None = None) -> Matcher | _Accelerated:
+    """The matcher of a group's rules: the C accelerator's ``FastMatcher`` alone when
+    it takes them, else a :class:`Matcher`; one shared matcher for every group
+    without rules (a broad crawl keeps many).
+
+    A ``FastMatcher`` keeps no text, index or line of the rules as written (a broad
+    crawl keeps many): ``has_patterns`` is false, and a verdict names the deciding
+    rule by its index, the caller reading the rule itself again (see
+    :meth:`RobotsTxt.verdict <scrapy_rfc9309.RobotsTxt.verdict>`)."""
+    if not patterns:
+        return _NO_RULES
     accelerated = _accelerated(patterns, codes) if speedups else None
     if accelerated is not None:
-        return TextlessMatcher(accelerated)
+        return accelerated
     return Matcher(patterns, codes, False, special)
+
+
+#: The matcher of every group without rules.
+_NO_RULES = Matcher((), array("I"), False)

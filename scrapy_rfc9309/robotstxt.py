@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from .agent import product_token
-from .matcher import Rule, compile_rules
+from .matcher import Matcher, Rule, compile_rules
 from .parser import (
     DEFAULT_MAX_BYTES,
     GROUP_RECORDS,
@@ -122,6 +122,22 @@ class _MergedGroup:
         self.crawl_delay: float | None = max(delays) if delays else None
 
 
+#: The merged groups without rules or records, by token (see :func:`_empty_group`).
+_EMPTY_GROUPS: dict[str, _MergedGroup] = {}
+
+
+def _empty_group(token: str) -> _MergedGroup:
+    """The merged group of ``token`` without rules or records: one shared by every
+    file (it holds nothing of a file; many have no group for an agent, or an empty
+    one), for the tokens of the first few dozen such groups asked for."""
+    merged = _EMPTY_GROUPS.get(token)
+    if merged is None:
+        merged = _MergedGroup(token, [])
+        if len(_EMPTY_GROUPS) < _MAX_MEMO:
+            _EMPTY_GROUPS[token] = merged
+    return merged
+
+
 def _applies(record: tuple[int, str, int, bool, bool], token: str) -> bool:
     """Whether a group record applies to the token that selected its group: a
     Crawl-delay only when its block names the token (``*`` for the global group)."""
@@ -131,9 +147,9 @@ def _applies(record: tuple[int, str, int, bool, bool], token: str) -> bool:
     return names_star if token == "*" else names_token
 
 
-#: The merged group whose rules were read last, and its patterns and codes (see
-#: :meth:`RobotsTxt._rules_of`).
-_last_rules: tuple[_MergedGroup, list[str], array[int]] | None = None
+#: The file and merged group whose rules were read last, and its patterns and codes
+#: (see :meth:`RobotsTxt._rules_of`).
+_last_rules: tuple[RobotsTxt, _MergedGroup, list[str], array[int]] | None = None
 #: Stands for "no agent asked yet" (``None`` is an agent: it names no token).
 _NO_AGENT = object()
 
@@ -268,8 +284,10 @@ class RobotsTxt:
                 merged = last  # a token without groups of its own: "*"'s apply
             elif memo is not None and key in memo:
                 merged = memo[key]
-            else:
+            elif any(group[0] or group[3] for group in selected):
                 merged = _MergedGroup(key, selected, self._speedups)
+            else:
+                merged = _empty_group(key)
             if not self._compressed and len(self._source) >= COMPRESS_FROM:
                 self._compact()
         if last is not None:
@@ -322,24 +340,24 @@ class RobotsTxt:
         index = matcher.best_index(path)
         if index < 0:
             return None
-        if matcher.has_patterns:
-            return matcher.rule(index)  # type: ignore[union-attr]
+        if isinstance(matcher, Matcher):
+            return matcher.rule(index)
         patterns, codes = self._rules_of(merged)
         return Rule(bool(codes[index] & 1), patterns[index], codes[index] >> 1)
 
     def _rules_of(self, merged: _MergedGroup) -> tuple[list[str], array[int]]:
         """The patterns and codes of a merged group whose matcher keeps no text
-        (see :class:`~scrapy_rfc9309.matcher.TextlessMatcher`), read again from the
-        file (the last group's are remembered: a verdict is asked for each URL a
-        group forbids, often for several in a row)."""
+        (see :func:`~scrapy_rfc9309.matcher.compile_rules`), read again from the
+        file (the last file's last group's are remembered: a verdict is asked for
+        each URL a group forbids, often for several in a row)."""
         global _last_rules
         last = _last_rules
-        if last is not None and last[0] is merged:
-            return last[1], last[2]
+        if last is not None and last[0] is self and last[1] is merged:
+            return last[2], last[3]
         _key, groups = select(self._text(), merged.token, self._speedups)
         patterns = [pattern for group in groups for pattern in group[0]]
         codes = array("I", b"".join(group[1] for group in groups))
-        _last_rules = (merged, patterns, codes)
+        _last_rules = (self, merged, patterns, codes)
         return patterns, codes
 
     # -- other records --------------------------------------------------------------

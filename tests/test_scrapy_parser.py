@@ -52,6 +52,20 @@ def test_from_crawler_without_a_crawler(parser: RobotParser) -> None:
     assert isinstance(parser.robots, RobotsTxt)
 
 
+def test_is_the_parsed_file_itself(parser: RobotParser) -> None:
+    """A parser is kept per cached origin: it is the file (no wrapper object, no
+    bound method per parser), and a parser of an already parsed file shares its
+    bytes and built groups."""
+    assert isinstance(parser, RobotsTxt) and parser.robots is parser
+    assert type(parser).allowed is RobotsTxt.allowed and not hasattr(parser, "__dict__")
+    robots = parse(BODY)
+    assert not robots.allowed(URL + "/no-scrapy/x", SCRAPY_UA)
+    wrapped = RobotParser.from_robots(robots, "spider")
+    assert wrapped.spider == "spider" and wrapped._group is robots._group and wrapped.body == robots.body
+    assert not wrapped.allowed(URL + "/no-scrapy/x", SCRAPY_UA) and wrapped.allowed(URL + "/private/", SCRAPY_UA)
+    assert wrapped.crawl_delay(SCRAPY_UA) == 7.5 and wrapped.sitemaps == robots.sitemaps
+
+
 def test_from_crawler_keeps_the_spider() -> None:
     spider = object()
     parser = RobotParser.from_crawler(SimpleNamespace(spider=spider), BODY)  # type: ignore[arg-type]
