@@ -116,6 +116,7 @@ def test_config_defaults_are_the_table_defaults():
     policy = config.policy
     read = {
         "ROBOTSTXT_USER_AGENT": config.user_agent,
+        "ROBOTSTXT_PURPOSE_TOKENS": list(config.purpose_tokens),
         "ROBOTSTXT_MAX_SIZE": config.max_size,
         "ROBOTSTXT_MAX_REDIRECTS": policy.max_redirects,
         "ROBOTSTXT_CACHE_TTL": policy.ttl,
