@@ -15,6 +15,7 @@ from middleware_support import page_hits, text
 from reactorless import command_options
 from scrapy import Request
 from servers import ThreadedOrigin
+from test_command import field
 
 from scrapy_rfc9309.audit import audit
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError
@@ -66,12 +67,6 @@ def _command(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
 
 
-def _field(output: str, name: str) -> str:
-    for line in output.splitlines():
-        if line.startswith(f"{name}:"):
-            return line.split(":", 1)[1].strip()
-    raise AssertionError(f"no {name!r} line in:\n{output}")
-
 
 def test_the_command_judges_with_the_purpose_tokens(tmp_path):
     with ThreadedOrigin() as server:
@@ -82,10 +77,10 @@ def test_the_command_judges_with_the_purpose_tokens(tmp_path):
         without = _command(tmp_path, server.url("/articles/1"))
 
     assert refused.returncode == 1, refused.stderr
-    assert _field(refused.stdout, "Purpose") == "gptbot, ccbot (their groups must allow it too)"
-    assert _field(refused.stdout, "Verdict") == (
+    assert field(refused.stdout, "Purpose") == "gptbot, ccbot (their groups must allow it too)"
+    assert field(refused.stdout, "Verdict") == (
         "disallowed (Disallow: /articles/, line 5, in the group of purpose token 'gptbot')")
     assert by_setting.returncode == 1
-    assert _field(by_setting.stdout, "Verdict").endswith("in the group of purpose token 'ccbot')")
-    assert allowed.returncode == 0 and _field(allowed.stdout, "Verdict") == "allowed (Allow: /, line 2)"
+    assert field(by_setting.stdout, "Verdict").endswith("in the group of purpose token 'ccbot')")
+    assert allowed.returncode == 0 and field(allowed.stdout, "Verdict") == "allowed (Allow: /, line 2)"
     assert without.returncode == 0 and "Purpose:" not in without.stdout

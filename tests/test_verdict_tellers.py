@@ -23,6 +23,7 @@ import pytest_twisted
 from crawl import ListSpider, run_crawl
 from reactorless import command_options
 from servers import ThreadedOrigin
+from test_command import field
 
 from scrapy_rfc9309.exceptions import (
     RobotsTxtForbidden,
@@ -79,12 +80,6 @@ def _command(tmp_path: Path, url: str) -> subprocess.CompletedProcess[str]:
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
 
 
-def _field(output: str, name: str) -> str:
-    for line in output.splitlines():
-        if line.startswith(f"{name}:"):
-            return line.split(":", 1)[1].strip()
-    raise AssertionError(f"no {name!r} line in:\n{output}")
-
 
 def _ledger_verdicts(directory: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
@@ -127,7 +122,7 @@ def test_the_crawl_and_the_command_tell_the_same_verdict(servers, tmp_path):
     for (_, _, kind, error), address in zip(CASES, urls, strict=True):
         judgement = verdicts[address]
         command = _command(tmp_path, address)
-        printed = _field(command.stdout, "Verdict")
+        printed = field(command.stdout, "Verdict")
         assert judgement.kind is kind, (address, judgement)
         assert recorded[address][0] == kind.value  # the ledger's first record of the URL
         assert printed == str(judgement), (address, command.stdout, command.stderr)
