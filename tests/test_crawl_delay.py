@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import pytest_twisted
 from crawl import run_crawl
+from scrapy.settings import default_settings
 from servers import Delay, Origin
 
 MW_LOGGER = "scrapy_rfc9309"
@@ -32,6 +33,14 @@ SETTINGS: dict[str, Any] = {
 
 def settings(**overrides: Any) -> dict[str, Any]:
     return {**SETTINGS, **overrides}
+
+
+def _jitter(jitter: float) -> dict[str, Any]:
+    """The setting of the download delay's jitter: ``DOWNLOAD_DELAY_JITTER`` (Scrapy 2.19), or before
+    it ``RANDOMIZE_DOWNLOAD_DELAY`` (no jitter or ±50 %), which 2.19 deprecates."""
+    if hasattr(default_settings, "DOWNLOAD_DELAY_JITTER"):
+        return {"DOWNLOAD_DELAY_JITTER": jitter}
+    return {"RANDOMIZE_DOWNLOAD_DELAY": bool(jitter)}
 
 
 def page_times(origin: Origin) -> list[float]:
@@ -154,7 +163,7 @@ def test_a_larger_download_delay_wins_over_the_crawl_delay(origins, jitter, shor
     a.robots("User-agent: *\nCrawl-delay: 0.3\n")
     overrides: dict[str, Any] = {"ROBOTSTXT_CRAWL_DELAY": True, "DOWNLOAD_DELAY": 0.8}
     if jitter is not None:
-        overrides["DOWNLOAD_DELAY_JITTER"] = jitter
+        overrides.update(_jitter(jitter))
 
     result = yield run_crawl(urls(a, PAGES[:2]), settings(**overrides))
 
