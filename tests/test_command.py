@@ -335,7 +335,7 @@ def test_fetch_mode_connection_refused_is_unreachable(tmp_path):
     assert run.returncode == 1, run.stderr
     assert "Access:     unreachable (status -" in run.stdout
     verdict = field(run.stdout, "Verdict")
-    assert verdict.startswith("held (robots.txt unreachable (") and "refused" in verdict, verdict
+    assert verdict.startswith("held (robots.txt unreachable (") and "refused" in verdict.lower(), verdict
     assert verdict.endswith("): complete disallow until a fetch succeeds)")
     assert "ROBOTSTXT_MAX_WAIT" not in run.stdout  # the verdict and the state, not crawl advice
 
