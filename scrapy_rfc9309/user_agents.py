@@ -8,8 +8,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy.http.headers import Headers
-
 from ._compat import header_values
 from .agent import agent_note, product_token
 from .bounded import BoundedDict
@@ -82,9 +80,7 @@ class UserAgents(Reporting):
         User-Agent header, ``USER_AGENT``."""
         if self.configured:
             return self.configured
-        headers = request.headers
-        values = dict.get(headers, b"User-Agent") if type(headers) is Headers else headers.getlist(b"User-Agent")
-        agent: str | bytes = values[-1] if values else self.default
+        agent: str | bytes = self._header(request) or self.default
         if agent not in self.seen:
             self._log(agent, "a request's User-Agent header")
         return agent
