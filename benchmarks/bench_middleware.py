@@ -392,7 +392,7 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
 
     from scrapy_rfc9309.fetch import RobotsFetcher
     from scrapy_rfc9309.middleware import RobotsTxtMiddleware as Ours
-    from scrapy_rfc9309.response_usage import UsageMiddleware as Usage
+    from scrapy_rfc9309.usage.middleware import UsageMiddleware as Usage
 
     clock = time.perf_counter
     # What reading the thread's CPU clock costs inside a timed window (a system call: some µs on a

@@ -44,15 +44,15 @@ def matcher_in_use() -> str:
 if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsTxtMiddleware
-    from .nofollow import NofollowMiddleware
-    from .response_usage import UsageMiddleware
     from .scrapy_parser import RobotParser
     from .sitemap import SitemapSpider
+    from .usage.middleware import UsageMiddleware
+    from .usage.nofollow import NofollowMiddleware
 
 # The Scrapy layer is imported lazily, so that the core works without Scrapy.
 _LAZY = {
     "RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon", "SitemapSpider": "sitemap",
-    "NofollowMiddleware": "nofollow", "UsageMiddleware": "response_usage",
+    "NofollowMiddleware": "usage.nofollow", "UsageMiddleware": "usage.middleware",
 }
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from . import _compat
 from .config import DEFAULTS
 from .middleware import RobotsTxtMiddleware
-from .response_usage import UsageMiddleware
+from .usage.middleware import UsageMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -38,7 +38,7 @@ from .origin import Origin
 from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt, parse
 from .tdmrep import TdmRep
-from .usage import UsagePreference
+from .usage.robotstxt_records import UsagePreference
 
 __all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "ORPHAN", "UNSEALED", "Audit", "LedgerError",
            "OriginReport", "Problem", "RunReport", "audit", "format_text"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from .agent import product_token
 from .robotstxt import RobotsTxt
-from .usage import RECORDS, read_statement, split_rule
-from .vocab import canonical
+from .usage.robotstxt_records import RECORDS, read_statement, split_rule
+from .usage.vocabulary import canonical
 
 __all__ = ["AgentChange", "RobotsChange", "diff"]
 

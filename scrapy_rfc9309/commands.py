@@ -47,7 +47,7 @@ from .config import Config
 from .judgement import Enforced, Judgement, Kind, judge
 from .middleware import RobotsTxtMiddleware
 from .origin import Origin
-from .response_usage import UsageMiddleware
+from .usage.middleware import UsageMiddleware
 
 __all__ = ["ALLOWED", "DISALLOWED", "NO_VERDICT", "USAGE_ERROR", "RobotstxtCommand", "exit_status",
            "explain", "explain_tdmrep", "run_audit", "url_problem"]

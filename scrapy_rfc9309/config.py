@@ -21,7 +21,7 @@ from .access import DAY, Policy
 from .exceptions import RobotsTxtConfigError
 from .parser import DEFAULT_MAX_BYTES
 from .tdmrep import reserves
-from .vocab import canonical, known_labels
+from .usage.vocabulary import canonical, known_labels
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings

@@ -77,7 +77,7 @@ class RobotsTxtUsageDenied(_Judged):
 
 class RobotsTxtUsageDeniedByResponse(RobotsTxtUsageDenied):
     """A downloaded response not passed to the spider because its usage preferences
-    (``preference``: a :class:`scrapy_rfc9309.preferences.Preferences`, the response's
+    (``preference``: a :class:`scrapy_rfc9309.usage.preferences.Preferences`, the response's
     headers and meta tags combined with robots.txt and tdmrep.json) say ``n`` for
     ``category``, listed in ``ROBOTSTXT_USAGE_DENY``; ``sources`` says where the ``n``
     comes from (``"Content-Usage header"``, ``'<meta name="robots">'``, ...)."""

@@ -23,7 +23,7 @@ from .urlnorm import path_of
 if TYPE_CHECKING:
     from .matcher import Rule
     from .tdmrep import TdmEntry
-    from .usage import UsagePreference
+    from .usage.robotstxt_records import UsagePreference
 
 __all__ = [
     "DROP_REASONS",

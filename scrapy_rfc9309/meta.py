@@ -24,7 +24,7 @@ PURPOSE_META = "robotstxt_purpose_tokens"
 #: Set to the robots.txt usage preference (``Content-Usage`` / ``Content-Signal``) that
 #: applies to the request (a :class:`~scrapy_rfc9309.usage.UsagePreference`).
 USAGE_META = "robotstxt_usage"
-#: Set on a response's request to its :class:`~scrapy_rfc9309.preferences.Preferences`
+#: Set on a response's request to its :class:`~scrapy_rfc9309.usage.preferences.Preferences`
 #: (every source combined), when some source states one.
 PREFERENCES_META = "robotstxt_preferences"
 #: With ``ROBOTSTXT_TDMREP`` on, set to the rule of the origin's tdmrep.json that applies

@@ -27,7 +27,7 @@ from .parser import (
     select,
 )
 from .urlnorm import escape_undecodable, path_of, utf8_octets
-from .usage import UsagePreference, applicable
+from .usage.robotstxt_records import UsagePreference, applicable
 
 __all__ = ["RobotsTxt", "Verdict", "parse"]
 

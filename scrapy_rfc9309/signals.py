@@ -35,7 +35,7 @@ robotstxt_content_usage = object()
 #: ``tdm-reservation``/``tdm-policy`` and ``X-Robots-Tag`` headers, and with
 #: ``ROBOTSTXT_USAGE_META`` the head's meta tags), before it is judged, with
 #: ``request``, ``response`` and ``preferences`` (a
-#: :class:`scrapy_rfc9309.preferences.Preferences`).
+#: :class:`scrapy_rfc9309.usage.preferences.Preferences`).
 robotstxt_usage_preferences = object()
 
 #: Sent for every verdict on a request, as the middleware acts on it (before an allowed

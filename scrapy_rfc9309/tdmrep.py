@@ -37,7 +37,7 @@ from typing import Any
 from .bounded_json import too_deep
 from .matcher import glob_match, glob_pieces
 from .urlnorm import path_of
-from .vocab import TDM_CATEGORY, labels_for
+from .usage.vocabulary import TDM_CATEGORY, labels_for
 
 __all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "MAX_WILDCARD_RULES", "RESERVED_CATEGORIES", "TDMREP_PATH", "TdmEntry",
            "TdmRep", "reserves"]
@@ -46,7 +46,7 @@ __all__ = ["MAX_DEPTH", "MAX_PROBLEMS", "MAX_WILDCARD_RULES", "RESERVED_CATEGORI
 TDMREP_PATH = "/.well-known/tdmrep.json"
 #: The usage categories that a TDM reservation denies: ``ROBOTSTXT_USAGE_DENY``
 #: listing one of them drops the requests of reserved URLs. The vocabulary's
-#: :data:`~scrapy_rfc9309.vocab.TDM_CATEGORY` (``train-ai``, the one category of the
+#: :data:`~scrapy_rfc9309.usage.vocabulary.TDM_CATEGORY` (``train-ai``, the one category of the
 #: current AIPREF draft that text and data mining covers) under each of its labels
 #: (``ai-train`` is Content-Signal's): the same category the response side reads a
 #: reservation as.

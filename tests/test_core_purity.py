@@ -10,8 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "robotstxt", "access", "record", "origin", "vocab",
-        "preferences", "sources", "html_head", "tdmrep", "documents", "ledger_format", "audit", "judgement",
+CORE = ["parser", "matcher", "urlnorm", "agent", "usage", "usage.robotstxt_records", "robotstxt", "access", "record",
+        "origin", "usage.vocabulary", "usage.preferences", "usage.response_sources", "usage.html_head",
+        "tdmrep", "documents", "ledger_format", "audit", "judgement",
         "meta", "bounded", "changes"]
 
 SCRIPT = """

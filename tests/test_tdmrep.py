@@ -143,8 +143,8 @@ def test_a_reservation_denies_the_same_categories_before_download_and_on_the_res
     """The tdmrep.json rule that drops a request before download and the statement the
     response side reads from it name the same category: one ROBOTSTXT_USAGE_DENY entry
     applies to both."""
-    from scrapy_rfc9309.preferences import build
-    from scrapy_rfc9309.sources import tdmrep_statement
+    from scrapy_rfc9309.usage.preferences import build
+    from scrapy_rfc9309.usage.response_sources import tdmrep_statement
 
     entry = TdmEntry(True, None, "/", 0, "https://example.com/.well-known/tdmrep.json")
     preferences = build([tdmrep_statement(entry)])

@@ -1,6 +1,6 @@
-"""The pure readers of the response-side usage sources (``scrapy_rfc9309.sources``,
-``scrapy_rfc9309.html_head``), the vocabulary (``scrapy_rfc9309.vocab``) and their
-combination per response (``scrapy_rfc9309.preferences``)."""
+"""The pure readers of the response-side usage sources (``scrapy_rfc9309.usage.response_sources``,
+``scrapy_rfc9309.usage.html_head``), the vocabulary (``scrapy_rfc9309.usage.vocabulary``) and their
+combination per response (``scrapy_rfc9309.usage.preferences``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309.html_head import _HEAD_END, MAX_TAGS, _scan, read_head_meta
-from scrapy_rfc9309.preferences import (
+from scrapy_rfc9309.usage import applicable
+from scrapy_rfc9309.usage.html_head import _HEAD_END, MAX_TAGS, _scan, read_head_meta
+from scrapy_rfc9309.usage.preferences import (
     CONTENT_USAGE_HEADER,
     ROBOTS_HEADER,
     TDM_HEADER,
@@ -21,7 +22,7 @@ from scrapy_rfc9309.preferences import (
     Statement,
     build,
 )
-from scrapy_rfc9309.sources import (
+from scrapy_rfc9309.usage.response_sources import (
     MAX_FIELD_BYTES,
     Malformed,
     content_usage,
@@ -32,8 +33,7 @@ from scrapy_rfc9309.sources import (
     tdm_statement,
     tdmrep_statement,
 )
-from scrapy_rfc9309.usage import applicable
-from scrapy_rfc9309.vocab import CATEGORIES, canonical, combine
+from scrapy_rfc9309.usage.vocabulary import CATEGORIES, canonical, combine
 
 # --------------------------------------------------------------------------- vocab
 
@@ -347,7 +347,7 @@ def test_a_byte_order_mark_names_the_encoding_whatever_the_header_says(bom, enco
 
 
 def test_a_content_usage_of_more_members_than_the_bound_is_malformed():
-    from scrapy_rfc9309.sources import MAX_MEMBERS, Malformed, content_usage
+    from scrapy_rfc9309.usage.response_sources import MAX_MEMBERS, Malformed, content_usage
 
     within = ", ".join(["train-ai=n"] + [f"x{n}=y" for n in range(MAX_MEMBERS - 1)]).encode()
     statement = content_usage([within])

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from .config import flag
-from .meta import PREFERENCES_META
-from .reporting import Reporting
+from ..config import flag
+from ..meta import PREFERENCES_META
+from ..reporting import Reporting
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -1,5 +1,5 @@
 """Read each place a site states usage preferences in into a
-:class:`~scrapy_rfc9309.preferences.Statement`. Pure Python.
+:class:`~scrapy_rfc9309.usage.preferences.Statement`. Pure Python.
 
 * ``Content-Usage`` header (draft-ietf-aipref-attach): a Structured Field Dictionary
   (RFC 9651, parsed by ``http_sf``) read as the AIPREF vocabulary says: a key's value
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import http_sf
 
-from .agent import token_of_line
+from ..agent import token_of_line
 from .preferences import (
     CONTENT_USAGE_HEADER,
     ROBOTS_HEADER,
@@ -36,10 +36,10 @@ from .preferences import (
     Statement,
     TdmRepMatch,
 )
-from .vocab import ALLOW, DISALLOW, TDM_CATEGORY, canonical
+from .vocabulary import ALLOW, DISALLOW, TDM_CATEGORY, canonical
 
 if TYPE_CHECKING:
-    from .usage import UsagePreference
+    from .robotstxt_records import UsagePreference
 
 __all__ = [
     "MAX_FIELD_BYTES",

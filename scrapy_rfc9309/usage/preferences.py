@@ -2,16 +2,16 @@
 about it, and the preference per category they combine to.
 
 The places (sources) are robots.txt (``Content-Usage``/``Content-Signal`` records,
-:mod:`scrapy_rfc9309.usage`), the origin's TDMRep ``tdmrep.json`` (a match set in
+:mod:`scrapy_rfc9309.usage.robotstxt_records`), the origin's TDMRep ``tdmrep.json`` (a match set in
 request meta by the part that fetches it), and the response itself: the
 ``Content-Usage`` header, the TDMRep ``tdm-reservation``/``tdm-policy`` headers and
 ``<meta>`` tags, and ``X-Robots-Tag`` headers and ``<meta name="robots">`` /
-``<meta name="AGENT">`` tags (:mod:`scrapy_rfc9309.sources` reads each one).
+``<meta name="AGENT">`` tags (:mod:`scrapy_rfc9309.usage.response_sources` reads each one).
 
 Each source gives a :class:`Statement`. TDMRep's three techniques first resolve among
 themselves as the TDMRep report says (the header supersedes tdmrep.json, the meta tag
 supersedes both, a technique that says nothing resets nothing); the statements then
-combine per category as the AIPREF vocabulary says (:func:`scrapy_rfc9309.vocab.combine`:
+combine per category as the AIPREF vocabulary says (:func:`scrapy_rfc9309.usage.vocabulary.combine`:
 any ``n`` wins, then any ``y``). Pure Python.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .vocab import DISALLOW, canonical, combine
+from .vocabulary import DISALLOW, canonical, combine
 
 __all__ = ["Preferences", "Statement", "TdmRepMatch", "build"]
 

@@ -1,6 +1,6 @@
 """The AIPREF vocabulary (draft-ietf-aipref-vocab) and its rule for combining
 statements of preference: the one place both robots.txt's ``Content-Usage`` and the
-response-side sources (:mod:`scrapy_rfc9309.preferences`) read categories through.
+response-side sources (:mod:`scrapy_rfc9309.usage.preferences`) read categories through.
 
 The latest draft defines two categories, ``train-ai`` (AI model training) and
 ``search``, that tile the space of uses: none nests inside another, so a category's

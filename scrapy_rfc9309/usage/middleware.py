@@ -1,9 +1,9 @@
 """``scrapy_rfc9309.UsageMiddleware``: the usage preferences of each downloaded
 response. It takes the header values and (when ``ROBOTSTXT_USAGE_META`` is on) the
 head of an HTML body out of the Scrapy response, has the pure modules read them
-(:mod:`scrapy_rfc9309.sources`, :mod:`scrapy_rfc9309.html_head`) and combine them
+(:mod:`scrapy_rfc9309.usage.response_sources`, :mod:`scrapy_rfc9309.usage.html_head`) and combine them
 with the robots.txt and tdmrep.json preferences of its request
-(:mod:`scrapy_rfc9309.preferences`), puts the answer in the response's meta, and
+(:mod:`scrapy_rfc9309.usage.preferences`), puts the answer in the response's meta, and
 drops a response whose preferences deny a category of ``ROBOTSTXT_USAGE_DENY``;
 counts and logs what could not be read."""
 
@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 from w3lib.encoding import http_content_type_encoding
 
-from . import _compat
-from . import signals as rfc_signals
-from ._compat import header_values
-from .bounded import BoundedDict
-from .config import Config
-from .enforcement import Enforcement
-from .exceptions import RobotsTxtUsageDeniedByResponse
+from .. import _compat
+from .. import signals as rfc_signals
+from .._compat import header_values
+from ..bounded import BoundedDict
+from ..config import Config
+from ..enforcement import Enforcement
+from ..exceptions import RobotsTxtUsageDeniedByResponse
+from ..meta import FETCH_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
+from ..origin import HttpOrigins
+from ..reporting import Reporting
 from .html_head import HeadMeta, read_head_meta
-from .meta import FETCH_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
-from .origin import HttpOrigins
 from .preferences import Preferences, Statement, TdmRepMatch, build
-from .reporting import Reporting
-from .sources import (
+from .response_sources import (
     MAX_FIELD_BYTES,
     Malformed,
     content_usage,
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.http.headers import Headers
 
-    from .config import Config
-    from .usage import UsagePreference
+    from ..config import Config
+    from .robotstxt_records import UsagePreference
 
 __all__ = ["PREFERENCES_META", "TDMREP_META", "ResponseUsage", "UsageMiddleware"]
 
@@ -236,7 +236,7 @@ class ResponseUsage(Reporting):
 
 def _bounded(values: list[str]) -> list[str]:
     """``values`` (the lines of a header, or the contents of meta tags), unless together they are
-    longer than :data:`~scrapy_rfc9309.sources.MAX_FIELD_BYTES`, as a ``Content-Usage`` may not be."""
+    longer than :data:`~scrapy_rfc9309.usage.response_sources.MAX_FIELD_BYTES`, as a ``Content-Usage`` may not be."""
     size = sum(len(value) for value in values)
     if size > MAX_FIELD_BYTES:
         raise Malformed(f"longer than {MAX_FIELD_BYTES} bytes ({size})")

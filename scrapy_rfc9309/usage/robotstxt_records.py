@@ -21,7 +21,7 @@ the same Dictionary with the Tokens ``yes`` and ``no`` (any case) for ``y`` and 
 
 All rules of the longest matching path (of both records) are statements about the
 URL: they combine per category as the vocabulary's combining rule says (any ``n``
-wins, then any ``y``; :func:`scrapy_rfc9309.vocab.combine`), unlike Allow/Disallow,
+wins, then any ``y``; :func:`scrapy_rfc9309.usage.vocabulary.combine`), unlike Allow/Disallow,
 where a tie allows. Pure Python.
 """
 
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import http_sf
 
-from .matcher import glob_match, glob_pieces
-from .vocab import ALLOW, DISALLOW, canonical, combine
+from ..matcher import glob_match, glob_pieces
+from .vocabulary import ALLOW, DISALLOW, canonical, combine
 
 __all__ = ["UsagePreference", "UsageRule", "applicable", "read_statement", "split_rule"]
 
