@@ -51,9 +51,9 @@ class Tracer:
         from scrapy import signals
 
         import scrapy_rfc9309.fetch as fetch
-        import scrapy_rfc9309.origin_states as origin_states
         import scrapy_rfc9309.store_client as store_client
         import scrapy_rfc9309.stores.redis as redis_store
+        import scrapy_rfc9309.waiting as waiting
 
         tracer = cls(crawler.settings.get(TRACE_DIR_SETTING))
         note = tracer.events.append
@@ -86,17 +86,17 @@ class Tracer:
             note((time.time(), "fetched", str(origin)))
             return outcome
 
-        settle = origin_states.OriginStates._settle
+        settle = waiting.Waiting._settle
 
-        def settle_traced(self: Any, origin: Any, state: Any) -> None:
+        def settle_traced(self: Any, state: Any, origin: Any) -> None:
             note((time.time(), "released", str(origin)))
-            settle(self, origin, state)
+            settle(self, state, origin)
 
         redis_store._Notifier.heard = heard_traced  # type: ignore[method-assign]
         redis_store.RedisStore._run = run_traced  # type: ignore[method-assign]
         store_client.StoreClient.obtain = obtain_traced  # type: ignore[method-assign]
         fetch.RobotsFetcher.fetch = fetch_traced  # type: ignore[method-assign]
-        origin_states.OriginStates._settle = settle_traced  # type: ignore[method-assign]
+        waiting.Waiting._settle = settle_traced  # type: ignore[method-assign]
         crawler.signals.connect(tracer.closed, signal=signals.spider_closed)
         crawler.signals.connect(tracer.received, signal=signals.response_received)
         return tracer

@@ -25,9 +25,6 @@ from scrapy.http.headers import Headers
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
-# re-exported for middleware/origin_states until the integrator's change lands
-from .loop import Timer, call_later, looping_call
-
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.core.downloader import Downloader, Slot
@@ -40,10 +37,8 @@ __all__ = [
     "BUILTIN_MIDDLEWARE",
     "ROBOTS_PARSED",
     "SCRAPY_VERSION",
-    "Timer",
     "builtin_middleware_enabled",
     "caching_resolver",
-    "call_later",
     "cannot_request_errors",
     "close_spider",
     "direct_http_handler",
@@ -54,7 +49,6 @@ __all__ = [
     "engine_closing",
     "existing_slot",
     "keep_slot_setting",
-    "looping_call",
     "missing",
     "network_errors",
     "no_host_errors",

@@ -16,11 +16,12 @@ import os
 import re
 import time
 import zlib
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from .bounded import BoundedDict
 from .ledger_format import (
     FORMAT,
     GENESIS,
@@ -285,7 +286,7 @@ class _Auditor:
         self.file_hashes: dict[tuple[str, str], str] = {}
         #: The digests the records name (a run may name a version another directory of the fleet holds).
         self.named: set[str] = set()
-        self.parsed: OrderedDict[str, RobotsTxt] = OrderedDict()
+        self.parsed: BoundedDict[str, RobotsTxt] = BoundedDict(_PARSED_CACHE)
 
     def problem(self, file: str, line: int | None, kind: str, message: str) -> None:
         self.result.add(Problem(file, line, kind, message))
@@ -329,14 +330,9 @@ class _Auditor:
     def robots(self, digest: str, info: VersionInfo) -> RobotsTxt:
         """The version parsed again (kept for the next verdicts)."""
         robots = self.parsed.get(digest)
-        if robots is not None:
-            self.parsed.move_to_end(digest)
-            return robots
-        _, body = _read_version(info.path)
-        robots = parse(body, max(DEFAULT_MAX_BYTES, len(body)), url=info.final_url)
-        self.parsed[digest] = robots
-        if len(self.parsed) > _PARSED_CACHE:
-            self.parsed.popitem(last=False)
+        if robots is None:
+            _, body = _read_version(info.path)
+            robots = self.parsed[digest] = parse(body, max(DEFAULT_MAX_BYTES, len(body)), url=info.final_url)
         return robots
 
     def tdmrep(self, digest: str, info: VersionInfo) -> TdmRep:

@@ -1,4 +1,4 @@
-"""The per-origin documents whose lifecycle :mod:`.origin_states` runs: robots.txt
+"""The per-origin documents whose lifecycle :mod:`.state_cache` and :mod:`.waiting` run: robots.txt
 (RFC 9309) and the TDMRep ``/.well-known/tdmrep.json``.
 
 Both are fetched once per origin at a time, cached for the same lifetime, bounded

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from .config import Config
     from .origin import Origin
-    from .origin_states import OriginStates
+    from .waiting import Waiting
 
 __all__ = ["DROP_STATS", "Enforcement", "Tally", "Teller"]
 
@@ -287,7 +287,7 @@ class Enforcement(Reporting):
         for teller in self.tellers:
             await teller.close()
 
-    def summarize(self, lifecycles: list[OriginStates]) -> None:
+    def summarize(self, lifecycles: list[Waiting]) -> None:
         """Log the close summary: per document, the origins given up and the requests
         dropped or handed back (a WARNING, when there are some); every verdict counted (INFO)."""
         tally = self.tally

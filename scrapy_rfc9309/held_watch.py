@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from . import _compat
+from .loop import Timer, looping_call
 from .reporting import Reporting
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from .access import Policy
-    from .origin_states import OriginStates
+    from .waiting import Waiting
 
 __all__ = ["HeldWatch"]
 
@@ -46,7 +47,7 @@ NAMED = 3
 class HeldWatch(Reporting):
     """Watches the requests held by ``lifecycles`` (one per document) for one crawl."""
 
-    def __init__(self, crawler: Crawler, lifecycles: Sequence[OriginStates], policy: Policy, max_wait_idle: float,
+    def __init__(self, crawler: Crawler, lifecycles: Sequence[Waiting], policy: Policy, max_wait_idle: float,
                  clock: Callable[[], float] = time.time) -> None:
         self.crawler = crawler
         self.lifecycles = tuple(lifecycles)
@@ -58,12 +59,12 @@ class HeldWatch(Reporting):
         self.idle_since: float | None = None
         self._logged_at: float | None = None
         self._held_since: float | None = None
-        self._timer: _compat.Timer | None = None
+        self._timer: Timer | None = None
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     def _opened(self, spider: Any = None) -> None:
-        self._timer = _compat.looping_call(TICK, self.tick)
+        self._timer = looping_call(TICK, self.tick)
 
     def _closed(self, spider: Any = None) -> None:
         if self._timer is not None:
@@ -98,7 +99,7 @@ class HeldWatch(Reporting):
             self._logged_at = now
             logger.info("%s", self.progress(held, now), extra=self._log_extra)
 
-    def progress(self, held: list[tuple[OriginStates, Any, int, Any]], now: float) -> str:
+    def progress(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> str:
         """The progress line: how many requests are held, for which origins, why,
         when each is fetched next, and when they are given up."""
         held = sorted(held, key=lambda entry: -entry[2])
@@ -115,7 +116,7 @@ class HeldWatch(Reporting):
                      "crawl (ROBOTSTXT_MAX_WAIT_IDLE)")
         return line
 
-    def _give_up(self, held: list[tuple[OriginStates, Any, int, Any]], now: float) -> None:
+    def _give_up(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> None:
         count = sum(entry[2] for entry in held)
         persists = _compat.scheduler_persists(self.crawler.engine)
         fate = "handed back to the scheduler for the next run" if persists else "dropped"

@@ -2,9 +2,11 @@
 way RFC 9309 says.
 
 Data flows one way: request -> origin -> document states -> verdict -> action. The
-origin's states come from :class:`~scrapy_rfc9309.origin_states.OriginStates`
-(cache, store, single-flight fetch, waiting, retries), one per document (robots.txt,
-and tdmrep.json with ``ROBOTSTXT_TDMREP``); :func:`~scrapy_rfc9309.judgement.judge`
+origin's states come from a :class:`~scrapy_rfc9309.state_cache.StateCache` (cache,
+store, single-flight fetch) and its requests wait in a
+:class:`~scrapy_rfc9309.waiting.Waiting` (parked or in the downloader, retries,
+deadlines), one pair per document (robots.txt, and tdmrep.json with
+``ROBOTSTXT_TDMREP``); :func:`~scrapy_rfc9309.judgement.judge`
 makes the verdict, a :class:`~scrapy_rfc9309.judgement.Judgement`; the
 :class:`~scrapy_rfc9309.enforcement.Enforcement` acts on it and tells its tellers.
 This class only gets the states and judges.
@@ -42,11 +44,12 @@ from .meta import (
     USAGE_META,
 )
 from .origin import HttpOrigins, Origin
-from .origin_states import Closing, OriginStates
 from .reporting import Reporting
+from .state_cache import Closing, StateCache
 from .store_client import StoreClient
 from .stores import store_class
 from .user_agents import InvalidAgentMeta
+from .waiting import Waiting, WaitingRoom
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -101,15 +104,18 @@ class RobotsTxtMiddleware(Reporting):
             settled = self.ledger.settled
         self.fetcher = RobotsFetcher(crawler, self.policy, config.max_size,
                                      warmup.route_seen if warmup is not None else None)
-        self.states = OriginStates(crawler, config, self.fetcher, store, warmup, self._origin_of,
-                                   on_settled=settled, on_held=self._parked_held,
-                                   news=ChangeNews(crawler, self.agents.seen, self.agents.default))
+        robots = StateCache(crawler, config, self.fetcher, store=store, warmup=warmup, on_settled=settled,
+                            news=ChangeNews(crawler, self.agents.seen, self.agents.default))
+        room = WaitingRoom(crawler, config, self._origin_of, robots.holds_now, self._parked_held)
+        #: The requests waiting for their robots.txt (its states: ``states.states``).
+        self.states = Waiting(crawler, config, robots, room)
         #: The usage categories listed in ROBOTSTXT_USAGE_DENY that a TDM reservation denies.
         self.tdm_deny = self.enforcement.enforced.tdm_deny
         #: The tdmrep.json states (ROBOTSTXT_TDMREP): an unreachable file holds requests when reservations
         #: are enforced, as an unreachable robots.txt does; otherwise they go on, with nothing known.
-        self.tdm = (OriginStates(crawler, config, self.fetcher, store, None, self._origin_of, document=TDMREP,
-                                 holds=bool(self.tdm_deny), peer=self.states, on_settled=settled)
+        self.tdm = (Waiting(crawler, config, StateCache(crawler, config, self.fetcher, document=TDMREP,
+                                                        holds=bool(self.tdm_deny), store=store, on_settled=settled),
+                            room)
                     if config.tdmrep else None)
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
@@ -231,7 +237,7 @@ class RobotsTxtMiddleware(Reporting):
                                                                   document, persists, closing.reason))
         return self._judge(request, origin, agent, robots, tdm_state, time.time())
 
-    async def _known(self, states: OriginStates, request: Request, origin: Origin, agent: str | bytes,
+    async def _known(self, states: Waiting, request: Request, origin: Origin, agent: str | bytes,
                      robots: OriginState | None) -> OriginState:
         """The state of ``states``' document once it no longer holds ``request``. A
         request it holds is told once (``held``); one that waiting no longer helps is
@@ -308,7 +314,7 @@ class RobotsTxtMiddleware(Reporting):
         ``url``, fetched as :meth:`fetch_state` fetches the robots.txt; otherwise None."""
         return None if self.tdm is None else await self._fetched(self.tdm, url)
 
-    async def _fetched(self, states: OriginStates, url: str) -> OriginState | None:
+    async def _fetched(self, states: Waiting, url: str) -> OriginState | None:
         origin = self._origin_of(url)
         if origin is None:
             return None
@@ -333,7 +339,7 @@ class RobotsTxtMiddleware(Reporting):
         self.states.close()
         if self.tdm is not None:
             self.tdm.close()
-        if self.states.store is not None:
-            await self.states.store.close()  # after the saves still running
+        if self.states.states.store is not None:
+            await self.states.states.store.close()  # after the saves still running
         self.enforcement.summarize([states for states in (self.states, self.tdm) if states is not None])
         await self.enforcement.close()

@@ -156,13 +156,6 @@ def test_header_values_is_getlist_for_a_normalized_name():
 # ------------------------------------------------------------------ the event loop (scrapy_rfc9309.loop)
 
 
-def test_compat_re_exports_the_loop_helpers_it_gave():
-    from scrapy_rfc9309 import loop
-
-    assert (_compat.Timer, _compat.call_later, _compat.looping_call) == (loop.Timer, loop.call_later,
-                                                                         loop.looping_call)
-
-
 @pytest_twisted.inlineCallbacks
 def test_timers_sleeps_and_timeouts_run_on_the_crawls_loop():
     """In either run mode (the asyncio reactor, or its loop alone), in a coroutine run as Scrapy runs
