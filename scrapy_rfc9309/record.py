@@ -19,8 +19,8 @@ from . import bounded_json
 from .access import Access, Cause, FetchOutcome, OriginState, Policy, validator
 from .documents import ROBOTS_TXT, Document
 
-__all__ = ["CLOCK_TOLERANCE", "FORMAT", "MAX_META_CHARS", "MAX_META_DEPTH", "Record", "RecordError", "Unreadable",
-           "dated_ahead", "decode", "encode"]
+__all__ = ["CLOCK_TOLERANCE", "FORMAT", "MAX_META_BYTES", "MAX_META_CHARS", "MAX_META_DEPTH", "Record", "RecordError",
+           "Unreadable", "dated_ahead", "decode", "encode"]
 
 #: Version of the metadata layout. A reader ignores fields it does not know (the
 #: validators ``etag`` and ``lm`` of the copy's fetch are optional ones) and
@@ -34,6 +34,8 @@ FORMAT = 1
 #: access to the store): its length in characters, and its nesting (the package writes 3
 #: levels). Past either, the record is unreadable (:class:`RecordError`): a missing record.
 MAX_META_CHARS = 65_536
+#: The most bytes those characters take in UTF-8: a store sends no longer metadata.
+MAX_META_BYTES = 4 * MAX_META_CHARS
 MAX_META_DEPTH = 8
 
 #: Seconds a record's fetch time may lie ahead of the reader's clock (the clocks of a

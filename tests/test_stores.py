@@ -234,6 +234,29 @@ async def test_a_redis_lock_of_another_type_is_no_lock(redis_url: str) -> None:
     await store.close()
 
 
+@pytest_twisted.ensureDeferred
+async def test_redis_sends_no_more_of_a_record_than_this_process_reads(redis_url: str) -> None:
+    """A record written larger than any process writes (by anyone with access to the store) costs the
+    reader nothing: its body arrives cut to ``ROBOTSTXT_MAX_SIZE``, its too long metadata not at all."""
+    store = Awaitable(RedisStore(redis_url, prefix="t", max_body=600_000))
+    await store.open()
+    client = redis.Redis.from_url(redis_url)
+    now = time.time()
+    await store.save(KEY, record(now))
+    client.hset(store.keys(KEY)[0], "body", b"Disallow: /\n" * 1_000_000)  # 12 MB
+    loaded = await store.load(KEY)
+    assert loaded is not None and len(loaded.body) == 600_000 and loaded.body.startswith(b"Disallow: /\n")
+    claim, kept = await store.claim(KEY, "a", now, 30)
+    assert claim is Claim.FRESH and len(kept.body) == 600_000
+    meta = b'{"v": 1, "x": "' + b"a" * 2_000_000 + b'"}'
+    client.hset(store.keys(KEY)[0], "meta", meta)
+    for kept in (await store.load(KEY), (await store.claim(KEY, "b", now, 30))[1]):
+        assert isinstance(kept, Unreadable)
+        assert kept.reason == f"the key is a record with {len(meta)} bytes of metadata (at most 262144 are read)"
+    client.close()
+    await store.close()
+
+
 def test_a_disk_lock_of_a_process_whose_clock_is_ahead_is_held_for_the_lock_ttl_at_most(tmp_path: Path) -> None:
     store = DiskStore(str(tmp_path))
     now = time.time()
@@ -428,6 +451,11 @@ class _Settings(dict):
 
         return Settings(dict(self)).getbool(name, default)
 
+    def getint(self, name: str, default: int = 0) -> int:
+        from scrapy.settings import Settings
+
+        return Settings(dict(self)).getint(name, default)
+
 
 class _Crawler:
     def __init__(self, **settings: Any) -> None:
@@ -597,7 +625,7 @@ async def test_a_cluster_that_lost_its_scripts_is_sent_them_again(redis_cluster_
         def loaded(node: Any, *wanted: str) -> list[bool]:
             return list(client.get_redis_connection(node).script_exists(*wanted))
 
-        assert all(loaded(node, *shas) == [True] * 4 for node in primaries)
+        assert all(loaded(node, *shas) == [True] * len(shas) for node in primaries)
         for node in primaries:  # as after a restart of every master
             client.get_redis_connection(node).script_flush()
         now = time.time()

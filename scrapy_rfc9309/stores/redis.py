@@ -55,11 +55,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..config import flag
 from ..exceptions import RobotsTxtConfigError
-from ..record import CLOCK_TOLERANCE, Record, Unreadable
+from ..parser import DEFAULT_MAX_BYTES
+from ..record import CLOCK_TOLERANCE, MAX_META_BYTES, Record, Unreadable
 from .base import AsyncStore, Claim
 
 try:
-    from redis.exceptions import NoScriptError, ResponseError
+    from redis.exceptions import NoScriptError
 
     from .redis_connection import Pipelined, connection_maker, database, set_up
 except ImportError:  # reported when the store is made, with a message naming the setting
@@ -89,21 +90,34 @@ local function number(value)
   return nil
 end
 local function kind(key) return redis.call('TYPE', key)['ok'] end
+-- The fields as the client may read them: a body cut to its limit, or why they are not sent (metadata
+-- past its limit), so that a record written larger than any process writes costs the client nothing.
+local function bounded(fields, meta_max, body_max)
+  if type(fields[4]) == 'string' and #fields[4] > meta_max then
+    return 'a record with ' .. #fields[4] .. ' bytes of metadata (at most ' .. meta_max .. ' are read)'
+  end
+  if type(fields[5]) == 'string' and #fields[5] > body_max then fields[5] = string.sub(fields[5], 1, body_max) end
+  return fields
+end
 """
-# KEYS: state, lock. ARGV: now, owner, lock ttl (ms), fetched_after (or ''), CLOCK_TOLERANCE.
-# Answers {1, fields} (fresh), {2, fields} (lock taken; the fields kept, or nil when there is no
-# record, or why the key cannot be read), {0} (busy). A key of another type is no record, and a
-# lock key of another type no lock; a lock without an expiry is given the lock ttl.
+# KEYS: state, lock. ARGV: now, owner, lock ttl (ms), fetched_after (or ''), CLOCK_TOLERANCE, the
+# metadata's and the body's limits in bytes. Answers {1, fields} (fresh), {2, fields} (lock taken; the
+# fields kept, or nil when there is no record, or why the key cannot be read), {0} (busy). A key of
+# another type is no record, and a lock key of another type no lock; a lock without an expiry is given
+# the lock ttl.
 _CLAIM = _PRELUDE + """
 local now = tonumber(ARGV[1])
 local fields = false
 local state = kind(KEYS[1])
 if state == 'hash' then
-  fields = redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta', 'body')
-  local fetched, expires, after = number(fields[1]), number(fields[2]), tonumber(ARGV[4])
-  if fetched and expires and expires > now and fetched <= now + tonumber(ARGV[5])
-     and (not after or fetched > after) then
-    return {1, fields}
+  fields = bounded(redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta', 'body'),
+                   tonumber(ARGV[6]), tonumber(ARGV[7]))
+  if type(fields) == 'table' then
+    local fetched, expires, after = number(fields[1]), number(fields[2]), tonumber(ARGV[4])
+    if fetched and expires and expires > now and fetched <= now + tonumber(ARGV[5])
+       and (not after or fetched > after) then
+      return {1, fields}
+    end
   end
 elseif state ~= 'none' then
   fields = 'a Redis ' .. state .. ', not a hash'
@@ -117,6 +131,16 @@ if redis.call('GET', KEYS[2]) == ARGV[2] then
 end
 if redis.call('PTTL', KEYS[2]) == -1 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
 return {0}
+"""
+# KEYS: state. ARGV: the metadata's and the body's limits in bytes. Answers {fields} (nil fields when
+# there is no record), or why the key cannot be read.
+_LOAD = _PRELUDE + """
+local state = kind(KEYS[1])
+if state ~= 'hash' and state ~= 'none' then return 'a Redis ' .. state .. ', not a hash' end
+local fields = bounded(redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta', 'body'),
+                       tonumber(ARGV[1]), tonumber(ARGV[2]))
+if type(fields) == 'table' then return {fields} end
+return fields
 """
 # KEYS: state, lock, channel. ARGV: fetched_at, expires_at, keep_until, ms to keep it (0: it is past
 # its keep_until, not written), meta, body, owner or '', the publishing command ('PUBLISH',
@@ -179,14 +203,14 @@ class _Script:
 
 
 _SCRIPTS = {name: _Script(source) for name, source in
-            (("claim", _CLAIM), ("save", _SAVE), ("renew", _RENEW), ("release", _RELEASE))}
+            (("claim", _CLAIM), ("load", _LOAD), ("save", _SAVE), ("renew", _RENEW), ("release", _RELEASE))}
 
 
 class RedisStore(AsyncStore):
     """Origin states in Redis (or a Redis Cluster), shared by a fleet."""
 
     def __init__(self, url: str = DEFAULT_URL, prefix: str = "robotstxt", setting: str = "ROBOTSTXT_REDIS_URL",
-                 cluster: bool = False) -> None:
+                 cluster: bool = False, max_body: int = DEFAULT_MAX_BYTES) -> None:
         if Pipelined is None:
             raise RobotsTxtConfigError(
                 "ROBOTSTXT_STORE = 'redis' needs the redis package: pip install 'scrapy-rfc9309[redis]'"
@@ -211,6 +235,10 @@ class RedisStore(AsyncStore):
         self.url = url
         self.prefix = prefix
         self.cluster = cluster
+        #: The most of a record this process reads: its metadata (a longer one is unreadable, unsent) and its
+        #: body (cut; ``ROBOTSTXT_MAX_SIZE``, as a file fetched here is). Other processes write the store.
+        self.max_meta = MAX_META_BYTES
+        self.max_body = max(max_body, DEFAULT_MAX_BYTES)
         #: The database of the URL (a cluster has only 0): part of every channel's name.
         self.db = 0 if cluster else database(url)
         #: The command that tells waiters (``PUBLISH``, ``SPUBLISH`` in a cluster), or "" (they poll).
@@ -229,7 +257,8 @@ class RedisStore(AsyncStore):
         prefix = settings.get("ROBOTSTXT_REDIS_PREFIX") or "robotstxt"
         if not isinstance(prefix, str):
             raise RobotsTxtConfigError(f"ROBOTSTXT_REDIS_PREFIX must be a string, got {prefix!r}")
-        return cls(url, prefix, setting, flag(settings, "ROBOTSTXT_REDIS_CLUSTER"))
+        max_size = settings.getint("ROBOTSTXT_MAX_SIZE", DEFAULT_MAX_BYTES)
+        return cls(url, prefix, setting, flag(settings, "ROBOTSTXT_REDIS_CLUSTER"), max_size)
 
     def keys(self, key: str) -> tuple[str, str]:
         """The state and lock keys of an origin."""
@@ -286,15 +315,13 @@ class RedisStore(AsyncStore):
         return _integer(await self._command("PTTL", self.keys(key)[1]), "PTTL", (-2, None))
 
     async def load(self, key: str) -> Record | None:
-        try:
-            fields = await self._command("HMGET", self.keys(key)[0], *_FIELDS)
-        except ResponseError as exc:
-            if str(exc).startswith("WRONGTYPE"):
-                return Unreadable.because("the key is not a hash")
-            raise
-        if not (isinstance(fields, list) and len(fields) == len(_FIELDS)):
-            raise UnexpectedReply(f"Redis answered {fields!r:.100} to HMGET")
-        return _record(fields)
+        answer = await self._run("load", [self.keys(key)[0]], [self.max_meta, self.max_body])
+        if isinstance(answer, bytes):
+            return Unreadable.because(f"the key is {answer.decode(errors='replace')}")
+        if not (isinstance(answer, list) and len(answer) == 1 and isinstance(answer[0], list)
+                and len(answer[0]) == len(_FIELDS)):
+            raise UnexpectedReply(f"Redis answered {answer!r:.100} to the load script")
+        return _record(answer[0])
 
     async def save(self, key: str, record: Record, owner: str | None = None) -> bool:
         now = time.time()
@@ -310,7 +337,8 @@ class RedisStore(AsyncStore):
                     fetched_after: float | None = None) -> tuple[Claim, Record | None]:
         ttl_ms = max(1, math.ceil(lock_ttl * 1000))
         after = "" if fetched_after is None else repr(fetched_after)
-        answer = await self._run("claim", self.keys(key), [repr(now), owner, ttl_ms, after, repr(CLOCK_TOLERANCE)])
+        answer = await self._run("claim", self.keys(key), [repr(now), owner, ttl_ms, after, repr(CLOCK_TOLERANCE),
+                                                           self.max_meta, self.max_body])
         if isinstance(answer, list) and answer[:1] == [0] and len(answer) == 1:
             return Claim.BUSY, None
         if isinstance(answer, list) and len(answer) == 2 and answer[0] in (1, 2):
