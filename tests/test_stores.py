@@ -257,6 +257,28 @@ async def test_redis_sends_no_more_of_a_record_than_this_process_reads(redis_url
     await store.close()
 
 
+def test_the_disk_store_reads_no_more_of_a_row_than_this_process_reads(tmp_path: Path) -> None:
+    """A row written larger than any process writes costs the reader nothing: its body read cut to
+    ``ROBOTSTXT_MAX_SIZE``, its too long metadata not read; an empty body stays a body."""
+    store = DiskStore(str(tmp_path), max_body=600_000)
+    now = time.time()
+    store.save(KEY, record(now, body=b""))
+    assert store.load(KEY).body == b""
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE states SET body = ? WHERE origin = ?", (b"Disallow: /\n" * 1_000_000, KEY))
+    loaded = store.load(KEY)
+    assert len(loaded.body) == 600_000 and loaded.body.startswith(b"Disallow: /\n")
+    claim, kept = store.claim(KEY, "a", now, 30)
+    assert claim is Claim.FRESH and len(kept.body) == 600_000
+    meta = '{"v": 1, "x": "' + "é" * 1_000_000 + '"}'
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE states SET meta = ? WHERE origin = ?", (meta, KEY))
+    for kept in (store.load(KEY), store.claim(KEY, "b", now, 30)[1]):
+        assert isinstance(kept, Unreadable)
+        assert kept.reason == (f"a row with {len(meta.encode())} bytes of metadata (at most 262144 are read)")
+    store.close()
+
+
 def test_a_disk_lock_of_a_process_whose_clock_is_ahead_is_held_for_the_lock_ttl_at_most(tmp_path: Path) -> None:
     store = DiskStore(str(tmp_path))
     now = time.time()

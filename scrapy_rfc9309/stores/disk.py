@@ -29,7 +29,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..exceptions import RobotsTxtConfigError
-from ..record import CLOCK_TOLERANCE, Record, Unreadable
+from ..parser import DEFAULT_MAX_BYTES
+from ..record import CLOCK_TOLERANCE, MAX_META_BYTES, Record, Unreadable
 from .base import Claim, Store, fresh, replaces
 
 __all__ = ["DiskStore"]
@@ -88,8 +89,11 @@ class DiskStore(Store):
 
     in_reactor = True
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, max_body: int = DEFAULT_MAX_BYTES) -> None:
         self.directory = directory
+        #: The most of a record this process reads: its body (cut; ``ROBOTSTXT_MAX_SIZE``, as a file
+        #: fetched here is) and its metadata (a longer one is unreadable, never read).
+        self.max_body = max(max_body, DEFAULT_MAX_BYTES)
         self.path = os.path.join(directory, FILENAME)
         self._db: sqlite3.Connection | None = None
         self._inode: int | None = None
@@ -120,7 +124,7 @@ class DiskStore(Store):
         if not os.access(directory, os.W_OK | os.X_OK) and not os.access(os.path.join(directory, FILENAME), os.R_OK):
             # A file there that can be read is used read-only; without one there is nothing to use.
             raise RobotsTxtConfigError(f"ROBOTSTXT_STORE_PATH {directory!r} is not a writable directory")
-        return cls(directory)
+        return cls(directory, crawler.settings.getint("ROBOTSTXT_MAX_SIZE", DEFAULT_MAX_BYTES))
 
     # -- the connection -------------------------------------------------------------
     def open(self) -> None:
@@ -237,14 +241,14 @@ class DiskStore(Store):
 
     # -- the Store interface ----------------------------------------------------------
     def load(self, key: str) -> Record | None:
-        return self._run(lambda db: _load(db, key))
+        return self._run(lambda db: _load(db, key, self.max_body))
 
     def save(self, key: str, record: Record, owner: str | None = None) -> bool:
         def save(db: sqlite3.Connection) -> bool:
             if self.read_only:
                 return False
             with self._transaction():
-                written = replaces(record, _load(db, key), time.time())
+                written = replaces(record, _load(db, key, self.max_body), time.time())
                 if written:
                     db.execute(
                         "INSERT OR REPLACE INTO states (origin, fetched_at, expires_at, keep_until, meta, body)"
@@ -265,11 +269,11 @@ class DiskStore(Store):
               fetched_after: float | None = None) -> tuple[Claim, Record | None]:
         def claim(db: sqlite3.Connection) -> tuple[Claim, Record | None]:
             if self.read_only:  # no lock can be taken: fetch
-                record = _load(db, key)
+                record = _load(db, key, self.max_body)
                 return (Claim.FRESH if record is not None and fresh(record, now, fetched_after) else Claim.ACQUIRED,
                         record)
             with self._transaction():
-                record = _load(db, key)
+                record = _load(db, key, self.max_body)
                 if record is not None and fresh(record, now, fetched_after):
                     return Claim.FRESH, record
                 lock = db.execute("SELECT owner, until FROM locks WHERE origin = ?", (key,)).fetchone()
@@ -302,13 +306,20 @@ class DiskStore(Store):
         return int(self._run(lambda db: db.execute("SELECT COUNT(*) FROM states").fetchone()[0]))
 
 
-def _load(db: sqlite3.Connection, key: str) -> Record | None:
-    row = db.execute(
-        "SELECT fetched_at, expires_at, keep_until, meta, body FROM states WHERE origin = ?", (key,)
+def _load(db: sqlite3.Connection, key: str, max_body: int) -> Record | None:
+    """The origin's record, read no further than ``max_body`` bytes of its body and
+    :data:`~scrapy_rfc9309.record.MAX_META_BYTES` of its metadata (a longer one is not read)."""
+    found = db.execute(
+        "SELECT fetched_at, expires_at, keep_until, CASE WHEN length(CAST(meta AS BLOB)) <= ? THEN meta END,"
+        " CASE WHEN typeof(body) = 'blob' AND length(body) > ? THEN substr(body, 1, ?) ELSE body END,"
+        " length(CAST(meta AS BLOB)) FROM states WHERE origin = ?", (MAX_META_BYTES, max_body, max_body, key)
     ).fetchone()
-    if row is None:
+    if found is None:
         return None
+    *row, meta_bytes = found
     fetched_at, expires_at, keep_until, meta, body = row
+    if meta is None and isinstance(meta_bytes, int) and meta_bytes > MAX_META_BYTES:
+        return Unreadable.because(f"a row with {meta_bytes} bytes of metadata (at most {MAX_META_BYTES} are read)")
     if not (_finite(fetched_at) and _finite(expires_at) and _finite(keep_until) and isinstance(meta, str)
             and isinstance(body, bytes)):
         return Unreadable.because("a row of the wrong types: " + ", ".join(
