@@ -380,9 +380,18 @@ class _Auditor:
         except OSError as exc:
             self.problem(path, None, CORRUPT, f"cannot be read: {exc}")
             return where
+        rest_of_long_line = False
         for number, raw in enumerate(lines, 1):
+            if rest_of_long_line:  # the rest of a line over MAX_LINE_BYTES, reported once
+                rest_of_long_line = not raw.endswith(b"\n")
+                continue
             if len(raw) > MAX_LINE_BYTES or not raw.endswith(b"\n"):
-                self.problem(path, number, CORRUPT, "a line cut short, or over 1 MiB")
+                rest_of_long_line = len(raw) > MAX_LINE_BYTES
+                if number == len(lines) and len(raw) <= MAX_LINE_BYTES:  # what a process killed as it wrote leaves
+                    self.problem(path, number, UNSEALED, "the manifest's last line was cut short by an interrupted "
+                                 "write (a process killed as it wrote it)")
+                else:
+                    self.problem(path, number, CORRUPT, "a line cut short, or over 1 MiB")
                 previous = chain(previous, raw.rstrip(b"\n"))
                 continue
             line = raw[:-1]

@@ -770,6 +770,23 @@ def test_a_manifest_line_edited(tmp_path: Path) -> None:
     assert has(result, path, 4, CORRUPT, f"run {RUN2} ended at segment 3")
 
 
+def test_a_manifest_line_cut_by_a_killed_process_is_unsealed_elsewhere_corrupt(tmp_path: Path) -> None:
+    """The last line without its end (a process killed as it wrote it) is what ``unsealed`` means:
+    ``--allow-unsealed`` accepts it. A last line longer than any written is damage."""
+    directory, _, _ = three_runs(tmp_path)
+    path = directory / MANIFEST
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"k":"start","run":"20260921T1230')
+    result = audit([directory])
+    assert result.kinds == {UNSEALED: 1}, format_text(result)
+    assert has(result, path, 7, UNSEALED, "the manifest's last line was cut short")
+    assert result.exit_status() == 1 and result.exit_status(allow_unsealed=True) == 0
+    path.write_bytes(whole + b"x" * (2 << 20))  # no process writes a line over 1 MiB
+    result = audit([directory])
+    assert has(result, path, 7, CORRUPT, "a line cut short, or over 1 MiB")
+    assert UNSEALED not in result.kinds, format_text(result)
+
+
 def test_the_newest_run_deleted_is_found_only_against_an_anchor(tmp_path: Path) -> None:
     """What the chain cannot show: the newest run removed with its manifest lines. The head
     exported at its end, kept outside, shows it."""
