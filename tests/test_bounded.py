@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_rfc9309 import html_head
 from scrapy_rfc9309.bounded import BoundedDict
+from scrapy_rfc9309.usage import html_head
 
 
 def size(key: str, value: bytes) -> int:
