@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -69,6 +69,9 @@ MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 class RobotsTxtMiddleware(Reporting):
     """Downloader middleware enforcing robots.txt per RFC 9309."""
 
+    #: Set (to :meth:`_responded`) when a teller reads responses: the hook is not called otherwise.
+    process_response: Callable[[Request, Response, Any], Response]
+
     def __init__(self, crawler: Crawler) -> None:
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
@@ -114,6 +117,8 @@ class RobotsTxtMiddleware(Reporting):
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
                                     self.policy, config.max_wait_idle)
+        if self.enforcement.response_tellers:  # without any, Scrapy has no process_response to call
+            self.process_response = self._responded
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -174,6 +179,8 @@ class RobotsTxtMiddleware(Reporting):
         robots = self.states.cached(origin, now)
         if robots is not None:
             enforcement = self.enforcement
+            if tdm is None and not special and enforcement.allows(url, origin, agent, robots):
+                return None  # a bare allowed verdict, the most frequent: nothing else to do
             tdm_state = None
             if tdm is not None:
                 tdm_state = tdm.cached(origin, now)
@@ -259,12 +266,10 @@ class RobotsTxtMiddleware(Reporting):
             self._inc(f"{states.document.stat}released")
         return state
 
-    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
-        """Tell the response tellers (the ledger) of the response of a judged request,
-        before it goes to the spider."""
+    def _responded(self, request: Request, response: Response, spider: Any = None) -> Response:
+        """``process_response`` with a response teller (the ledger): tell it of the
+        response of a judged request, before it goes to the spider."""
         enforcement = self.enforcement
-        if not enforcement.response_tellers:
-            return response
         meta = request.meta
         if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
