@@ -506,6 +506,7 @@ def _timing_summary(timings: dict[str, list[float]], pages: int) -> dict[str, An
     for name, values in timings.items():
         own = [v for v in values if not (name == "process_request" and v > _WAITED)]
         median = statistics.median(own) if own else 0.0
+        own_sorted = sorted(own)
         # A call that waited for the robots.txt is counted at the median of those that did not.
         spent = sum(own) + median * (len(values) - len(own))
         total += spent
@@ -513,6 +514,8 @@ def _timing_summary(timings: dict[str, list[float]], pages: int) -> dict[str, An
             "calls": len(values),
             "waited_calls": len(values) - len(own),
             "median_us": 1e6 * median if own else None,
+            "p90_us": 1e6 * own_sorted[int(0.9 * (len(own_sorted) - 1))] if own else None,
+            "top1pct_ms": 1e3 * sum(own_sorted[len(own_sorted) - max(1, len(own_sorted) // 100):]) if own else 0.0,
             "total_ms": 1e3 * spent,
         }
     out["total_us_per_page"] = 1e6 * total / pages if pages else None

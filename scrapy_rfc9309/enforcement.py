@@ -198,14 +198,16 @@ class Enforcement(Reporting):
         self.response_tellers += (teller,)
         self.explain = self.explain or teller.explains
 
-    def allows(self, url: str, origin: Origin, agent: str | bytes, robots: OriginState) -> bool:
+    def allows(self, url: str, origin: Origin, agent: str | bytes,
+               robots: OriginState) -> Callable[[str], bool] | None:
         """Whether a request for ``url`` by ``agent`` (none named in its meta) is allowed
         with nothing to act on but the count of allowed verdicts (counted here): its
-        verdict would be a bare ``ALLOWED`` that no teller reads (see
-        :func:`~.judgement.allowing`, remembered per origin). False: :meth:`act` on
-        :func:`~.judgement.judge`'s verdict (always, while a teller reads allowed ones)."""
+        verdict would be a bare ``ALLOWED`` that no teller reads. Returns the test that
+        said so (:func:`~.judgement.allowing`, remembered per origin), or None:
+        :meth:`act` on :func:`~.judgement.judge`'s verdict (always, while a teller reads
+        allowed ones)."""
         if self.allowed_tellers or self.explain:
-            return False
+            return None
         known = self._allowing.get(origin)
         if known is None or known[0] is not robots or known[1] != agent:
             if len(self._allowing) >= _MAX_ALLOWING:
@@ -213,9 +215,14 @@ class Enforcement(Reporting):
             known = self._allowing[origin] = (robots, agent, allowing(robots, agent, self.enforced))
         test = known[2]
         if test is None or not test(url):
-            return False
+            return None
         self.tally.allowed += 1
-        return True
+        return test
+
+    def count_allowed(self, count: int) -> None:
+        """Count ``count`` allowed verdicts that :meth:`allows` would have given (answered
+        by the shortcuts, see :mod:`.shortcuts`)."""
+        self.tally.allowed += count
 
     def act(self, request: Request, origin: Origin, judgement: Judgement) -> Request | None:
         """Do what ``judgement`` says with ``request``: set its meta keys, count its

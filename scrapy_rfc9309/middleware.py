@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.http.headers import Headers
 
 from . import ACCELERATED, _compat, matcher_in_use
 from .change_news import ChangeNews
@@ -44,6 +45,7 @@ from .meta import (
 from .origin import HttpOrigins, Origin
 from .origin_states import Closing, OriginStates
 from .reporting import Reporting
+from .shortcuts import Shortcuts, has_header
 from .store_client import StoreClient
 from .stores import store_class
 from .user_agents import InvalidAgentMeta
@@ -114,6 +116,8 @@ class RobotsTxtMiddleware(Reporting):
         self.tdm = (OriginStates(crawler, config, self.fetcher, store, None, self._origin_of, document=TDMREP,
                                  holds=bool(self.tdm_deny), peer=self.states, on_settled=settled)
                     if config.tdmrep else None)
+        #: The per-origin shortcuts of the most frequent verdict (see shortcuts).
+        self.shortcuts = Shortcuts(self.states, self.enforcement, self.agents)
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
                                     self.policy, config.max_wait_idle)
@@ -138,13 +142,23 @@ class RobotsTxtMiddleware(Reporting):
         fresh is judged at once; otherwise a coroutine waits for their fetch (Scrapy
         awaits what ``process_request`` returns)."""
         meta = request.meta
+        url = request.url
         special = not _KEYS.isdisjoint(meta)  # most requests carry none of the plugin's meta keys
-        if special:
+        if not special:  # the shortcut of the origin, if it has one (see shortcuts): inline, for speed
+            end = url.find("/", url.find("//") + 2)
+            shortcut = self.shortcuts.get(url if end < 0 else url[:end])
+            if (shortcut is not None and shortcut[0] and time.time() < shortcut[1]
+                    and shortcut[2] == self.states.cache.version
+                    and (shortcut[3] or (type(headers := request.headers) is Headers
+                                         and not has_header(headers, b"User-Agent")))
+                    and shortcut[4](url)):
+                shortcut[0] -= 1  # counted when it is refreshed
+                return None
+        else:
             if KEEPER_META in meta:
                 return self.states.parking.keeper()
             if FETCH_META in meta:
                 return None
-        url = request.url
         if url.startswith(("data:", "file:")):
             return None
         origin = self._origin_of(url)
@@ -179,7 +193,8 @@ class RobotsTxtMiddleware(Reporting):
         robots = self.states.cached(origin, now)
         if robots is not None:
             enforcement = self.enforcement
-            if tdm is None and not special and enforcement.allows(url, origin, agent, robots):
+            if tdm is None and not special and (test := enforcement.allows(url, origin, agent, robots)):
+                self.shortcuts.remember(url, agent, robots, test)
                 return None  # a bare allowed verdict, the most frequent: nothing else to do
             tdm_state = None
             if tdm is not None:
@@ -335,6 +350,7 @@ class RobotsTxtMiddleware(Reporting):
             raise DontCloseSpider
 
     async def _spider_closed(self, spider: Any = None) -> None:
+        self.shortcuts.flush()
         self.states.close()
         if self.tdm is not None:
             self.tdm.close()

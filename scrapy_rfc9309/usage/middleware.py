@@ -294,6 +294,8 @@ class UsageMiddleware(Reporting):
         self.usage_deny = config.usage_deny
         #: Whether only the headers are read (``ROBOTSTXT_USAGE_META`` off, the default).
         self.headers_only = not config.usage_meta
+        #: The names of the usage headers, as Scrapy's ``Headers`` stores them.
+        self.usage_headers = self.reader.keys[Headers][1]
         self._origin_of = HttpOrigins()
 
     @classmethod
@@ -305,9 +307,9 @@ class UsageMiddleware(Reporting):
         robots.txt and tdmrep.json ones; raise for one that denies a category of
         ``ROBOTSTXT_USAGE_DENY``."""
         meta = request.meta
-        if self.headers_only and _READ_META.isdisjoint(meta):  # the most frequent response states nothing:
-            known = self.reader.keys.get(type(response.headers))  # no usage header, no robots.txt or TDM one
-            if known is not None and known[1].isdisjoint(response.headers):
+        # The most frequent response states nothing: no usage header, no robots.txt or TDM preference.
+        if self.headers_only and _READ_META.isdisjoint(meta) and type(headers := response.headers) is Headers:
+            if self.usage_headers.isdisjoint(headers):
                 return response
         elif FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
