@@ -1121,7 +1121,7 @@ def report_cpu(cpu: dict[str, Any]) -> str:
         rows = []
         for config, timings in self_time.items():
             for name, t in timings.items():
-                if name == "total_us_per_page":
+                if name == "total_us_per_page" or not t["calls"]:  # a hook Scrapy did not call
                     continue
                 rows.append(
                     [

@@ -7,7 +7,8 @@ origin's states come from :class:`~scrapy_rfc9309.origin_states.OriginStates`
 and tdmrep.json with ``ROBOTSTXT_TDMREP``); :func:`~scrapy_rfc9309.judgement.judge`
 makes the verdict, a :class:`~scrapy_rfc9309.judgement.Judgement`; the
 :class:`~scrapy_rfc9309.enforcement.Enforcement` acts on it and tells its tellers.
-This class only gets the states and judges.
+This class only gets the states and judges; the most frequent verdict, a bare
+allowed one, it answers per origin (:mod:`~scrapy_rfc9309.shortcuts`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .origin import HttpOrigins, Origin
 from .origin_states import Closing, OriginStates
 from .reporting import Reporting
 from .shortcuts import Shortcuts, has_header
+from .state_queries import StateQueries
 from .store_client import StoreClient
 from .stores import store_class
 from .user_agents import InvalidAgentMeta
@@ -68,7 +70,7 @@ _KEYS = frozenset({KEEPER_META, FETCH_META, "dont_obey_robotstxt", USAGE_META, P
 MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
 
-class RobotsTxtMiddleware(Reporting):
+class RobotsTxtMiddleware(Reporting, StateQueries):
     """Downloader middleware enforcing robots.txt per RFC 9309."""
 
     #: Set (to :meth:`_responded`) when a teller reads responses: the hook is not called otherwise.
@@ -130,11 +132,6 @@ class RobotsTxtMiddleware(Reporting):
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    @property
-    def cache(self) -> Any:
-        """The in-memory cache of origin states (a :class:`~scrapy_rfc9309.stores.MemoryStore`)."""
-        return self.states.cache
-
     # -- the downloader hooks -------------------------------------------------------------
     def process_request(self, request: Request,
                         spider: Any = None) -> Request | Coroutine[Any, Any, Request | None] | None:
@@ -145,10 +142,10 @@ class RobotsTxtMiddleware(Reporting):
         url = request.url
         special = not _KEYS.isdisjoint(meta)  # most requests carry none of the plugin's meta keys
         if not special:  # the shortcut of the origin, if it has one (see shortcuts): inline, for speed
-            end = url.find("/", url.find("//") + 2)
+            end = url.find("/", 8)  # the end of scheme://authority (key_of)
             shortcut = self.shortcuts.get(url if end < 0 else url[:end])
             if (shortcut is not None and shortcut[0] and time.time() < shortcut[1]
-                    and shortcut[2] == self.states.cache.version
+                    and shortcut[2] == shortcut[5].version
                     and (shortcut[3] or (type(headers := request.headers) is Headers
                                          and not has_header(headers, b"User-Agent")))
                     and shortcut[4](url)):
@@ -305,43 +302,6 @@ class RobotsTxtMiddleware(Reporting):
         if judgement is None or judgement.kind is not Kind.HELD:
             judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
         self.enforcement.tell(request, origin, judgement)
-
-    def user_agent_for(self, request: Request) -> str | bytes:
-        """The string whose product token is obeyed for ``request`` (see :class:`~.user_agents.UserAgents`)."""
-        return self.agents.of(request)
-
-    # -- public API -----------------------------------------------------------------------
-    def state_for(self, url: str) -> OriginState | None:
-        """The cached state of the origin of ``url`` (no fetch), or None."""
-        origin = Origin.from_url(url)
-        return None if origin is None else self.states.cache.get(origin)
-
-    async def fetch_state(self, url: str) -> OriginState | None:
-        """The state of the origin of ``url``, fetching its robots.txt through the
-        engine (once, shared with the requests waiting for it) when it is not
-        cached or expired. None for a URL without an http(s) origin, or when the
-        spider closes meanwhile."""
-        return await self._fetched(self.states, url)
-
-    async def fetch_tdmrep_state(self, url: str) -> OriginState | None:
-        """With ``ROBOTSTXT_TDMREP`` on, the tdmrep.json state of the origin of
-        ``url``, fetched as :meth:`fetch_state` fetches the robots.txt; otherwise None."""
-        return None if self.tdm is None else await self._fetched(self.tdm, url)
-
-    async def _fetched(self, states: OriginStates, url: str) -> OriginState | None:
-        origin = self._origin_of(url)
-        if origin is None:
-            return None
-        try:
-            return await states.current(origin, Request(states.document.url(origin), dont_filter=True))
-        except Closing:
-            return None
-
-    def sitemaps_for(self, url: str) -> list[str]:
-        """Sitemap URLs of the cached robots.txt of the origin of ``url``."""
-        state = self.state_for(url)
-        robots = None if state is None else state.robots
-        return [] if robots is None else list(robots.sitemaps)
 
     # -- the crawl's end -------------------------------------------------------------------
     def _spider_idle(self, spider: Any = None) -> None:

@@ -40,20 +40,21 @@ REMAINING = 0
 
 
 def key_of(url: str) -> str:
-    """The ``scheme://authority`` text of ``url``, as ``process_request`` computes it (and
-    :class:`~.origin.HttpOrigins` memoises origins by)."""
-    end = url.find("/", url.find("//") + 2)
+    """The ``scheme://authority`` text of an http(s) ``url`` with a host, as ``process_request``
+    computes it: up to the first ``/`` after ``http://`` and one character (the host's first) or after
+    ``https://``. A shortcut is kept only for a text that names one origin (see :meth:`Shortcuts.remember`)."""
+    end = url.find("/", 8)
     return url if end < 0 else url[:end]
 
 
 class Shortcuts(dict[str, list[Any]]):
     """The shortcuts of one crawl, by the ``scheme://authority`` text of their origin
     (only for a text that names one origin: see :class:`~.origin.HttpOrigins`).
-    A shortcut is ``[remaining, expires_at, cache_version, any_headers, test]``: the
-    requests it answers before a refresh, when its state expires, the
-    :attr:`.MemoryStore.version` it was made at, whether it applies whatever the
-    request's headers (``ROBOTSTXT_USER_AGENT`` is set; else only to a request without a
-    ``User-Agent`` header, whose agent is ``USER_AGENT``), the matcher's test."""
+    A shortcut is ``[remaining, expires_at, cache_version, any_headers, test, cache]``:
+    the requests it answers before a refresh, when its state expires, the
+    :attr:`.MemoryStore.version` of ``cache`` it was made at, whether it applies whatever
+    the request's headers (``ROBOTSTXT_USER_AGENT`` is set; else only to a request without
+    a ``User-Agent`` header, whose agent is ``USER_AGENT``), the matcher's test."""
 
     def __init__(self, states: OriginStates, enforcement: Enforcement, agents: UserAgents) -> None:
         super().__init__()
@@ -66,8 +67,8 @@ class Shortcuts(dict[str, list[Any]]):
         """After :meth:`.Enforcement.allows` allowed a request for ``url`` of the crawl's
         own agent with ``test``: (re)make the shortcut of its origin, counting what the old one answered."""
         key = key_of(url)
-        if "?" in key or "#" in key or ";" in key:  # not one origin's text (HttpOrigins does not memoise it)
-            return
+        if "?" in key or "#" in key or ";" in key or not key.startswith(("http://", "https://")):
+            return  # not one origin's text (HttpOrigins does not memoise it either)
         configured = self.agents.configured
         if agent != (configured or self.agents.default):
             return
@@ -77,7 +78,8 @@ class Shortcuts(dict[str, list[Any]]):
         elif len(self) >= MAX_SHORTCUTS:
             self.flush()
             self.clear()
-        self[key] = [REFRESH, robots.expires_at, self.states.cache.version, bool(configured), test]
+        cache = self.states.cache
+        self[key] = [REFRESH, robots.expires_at, cache.version, bool(configured), test, cache]
 
     def flush(self) -> None:
         """Count what the shortcuts answered (before the close summary and the stats are written)."""
