@@ -1,8 +1,10 @@
-"""The shortcut for a bare allowed verdict (``Enforcement.allows``), in real crawls with the add-on:
-taken where nothing reads more than the count (the close summary still counts every request), and
-bypassed for ``judge`` where an allowed verdict carries something (a usage preference set in the
-request's meta) or a teller reads every verdict (a ``robotstxt_verdict`` receiver gets each one, with
-the rule that allowed it)."""
+"""The shortcuts for a bare allowed verdict (``Enforcement.allows``, ``scrapy_rfc9309.shortcuts``).
+In real crawls with the add-on: taken where nothing reads more than the count (the close summary still
+counts every request), and bypassed for ``judge`` where an allowed verdict carries something (a usage
+preference set in the request's meta) or a teller reads every verdict (a ``robotstxt_verdict``
+receiver gets each one, with the rule that allowed it). On a middleware whose states are put in its
+cache: what ends a shortcut (another agent, a state put in the cache, its state's expiry), and what it
+makes up (the count, the cache's least-recently-used order)."""
 
 from __future__ import annotations
 
