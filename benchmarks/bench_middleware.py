@@ -409,7 +409,12 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
         return max(0.0, tick() - started - overhead)
 
     def add(name: str, started: float) -> None:
-        timings.setdefault(name, []).append(clock() - started)
+        spent = clock() - started  # before anything allocates: a collection it set off would be counted
+        timings.setdefault(name, []).append(spent)
+
+    # The lists the CPU times go to, made before any timed window: an allocation inside one may set
+    # off a garbage collection, which would be counted as the hook's time.
+    request_times = timings.setdefault("process_request", [])
 
     # Ours is timed in place (its classes' hooks wrapped in this subprocess), so that the add-on,
     # which enables RobotsTxtMiddleware and UsageMiddleware itself, runs them as a user's crawl does.
@@ -427,7 +432,8 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
             raise
         if result is None:
             if cpu:
-                timings.setdefault("process_request", []).append(cpu_since(t_cpu))
+                spent = cpu_since(t_cpu)
+                request_times.append(spent)
             else:
                 add("process_request", t)
             return None
@@ -441,6 +447,8 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
         return waiting()
 
     def timed_response(name: str, original: Any) -> Any:
+        times = timings.setdefault(name, [])
+
         def timed(self: Any, request: Any, response: Any, spider: Any = None) -> Any:
             # CPU time of this thread: it never waits, and on a loaded machine wall time counts the
             # moments the process was descheduled.
@@ -448,12 +456,14 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
             try:
                 return original(self, request, response)
             finally:
-                timings.setdefault(name, []).append(cpu_since(t))
+                spent = cpu_since(t)
+                times.append(spent)
 
         return timed
 
     Ours.process_request = timed_request  # type: ignore[method-assign]
-    Ours.process_response = timed_response("process_response", Ours.process_response)  # type: ignore[method-assign]
+    # Scrapy calls RobotsTxtMiddleware.process_response only when a teller reads responses (the ledger).
+    Ours._responded = timed_response("process_response", Ours._responded)  # type: ignore[method-assign]
     Usage.process_response = timed_response(  # type: ignore[method-assign]
         "UsageMiddleware.process_response", Usage.process_response)
 
@@ -477,9 +487,9 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
             try:
                 return await super().process_request(request)
             finally:
+                spent = cpu_since(t_cpu)
                 wall = clock() - t
-                timings.setdefault("process_request", []).append(
-                    cpu_since(t_cpu) if cpu and wall <= _WAITED else wall)
+                request_times.append(spent if cpu and wall <= _WAITED else wall)
 
     settings = dict(settings)
     middlewares = dict(settings.get("DOWNLOADER_MIDDLEWARES") or {})
@@ -496,6 +506,7 @@ def _timing_summary(timings: dict[str, list[float]], pages: int) -> dict[str, An
     for name, values in timings.items():
         own = [v for v in values if not (name == "process_request" and v > _WAITED)]
         median = statistics.median(own) if own else 0.0
+        own_sorted = sorted(own)
         # A call that waited for the robots.txt is counted at the median of those that did not.
         spent = sum(own) + median * (len(values) - len(own))
         total += spent
@@ -503,6 +514,8 @@ def _timing_summary(timings: dict[str, list[float]], pages: int) -> dict[str, An
             "calls": len(values),
             "waited_calls": len(values) - len(own),
             "median_us": 1e6 * median if own else None,
+            "p90_us": 1e6 * own_sorted[int(0.9 * (len(own_sorted) - 1))] if own else None,
+            "top1pct_ms": 1e3 * sum(own_sorted[len(own_sorted) - max(1, len(own_sorted) // 100):]) if own else 0.0,
             "total_ms": 1e3 * spent,
         }
     out["total_us_per_page"] = 1e6 * total / pages if pages else None
@@ -1108,7 +1121,7 @@ def report_cpu(cpu: dict[str, Any]) -> str:
         rows = []
         for config, timings in self_time.items():
             for name, t in timings.items():
-                if name == "total_us_per_page":
+                if name == "total_us_per_page" or not t["calls"]:  # a hook Scrapy did not call
                     continue
                 rows.append(
                     [

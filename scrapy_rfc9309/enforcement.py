@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import signals
@@ -22,7 +23,7 @@ from .exceptions import (
     RobotsTxtUnreachable,
     RobotsTxtUsageDenied,
 )
-from .judgement import DROP_REASONS, Enforced, Judgement, Kind
+from .judgement import DROP_REASONS, Enforced, Judgement, Kind, allowing
 from .meta import AGENT_META, TDMREP_META, USAGE_META
 from .reporting import Reporting
 from .user_agents import UserAgents
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
+    from .access import OriginState
     from .config import Config
     from .origin import Origin
     from .waiting import Waiting
@@ -144,6 +146,9 @@ class Tally:
         return ", ".join(parts)
 
 
+#: Origins whose :func:`~.judgement.allowing` function is remembered at most (then forgotten all at once).
+_MAX_ALLOWING = 1024
+
 _BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, Enforcement] = weakref.WeakKeyDictionary()
 
 
@@ -165,6 +170,8 @@ class Enforcement(Reporting):
         #: Whether an allowed request's rule is resolved (a teller needs it).
         self.explain = False
         self._meta_errors_logged: set[type] = set()
+        #: Per origin: the robots.txt state and agent its :func:`~.judgement.allowing` function is for.
+        self._allowing: dict[Origin, tuple[OriginState, str | bytes, Callable[[str], bool] | None]] = {}
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
 
     def _opened(self, spider: Any = None) -> None:
@@ -190,6 +197,32 @@ class Enforcement(Reporting):
         self.allowed_tellers += (teller,)
         self.response_tellers += (teller,)
         self.explain = self.explain or teller.explains
+
+    def allows(self, url: str, origin: Origin, agent: str | bytes,
+               robots: OriginState) -> Callable[[str], bool] | None:
+        """Whether a request for ``url`` by ``agent`` (none named in its meta) is allowed
+        with nothing to act on but the count of allowed verdicts (counted here): its
+        verdict would be a bare ``ALLOWED`` that no teller reads. Returns the test that
+        said so (:func:`~.judgement.allowing`, remembered per origin), or None:
+        :meth:`act` on :func:`~.judgement.judge`'s verdict (always, while a teller reads
+        allowed ones)."""
+        if self.allowed_tellers or self.explain:
+            return None
+        known = self._allowing.get(origin)
+        if known is None or known[0] is not robots or known[1] != agent:
+            if len(self._allowing) >= _MAX_ALLOWING:
+                self._allowing.clear()
+            known = self._allowing[origin] = (robots, agent, allowing(robots, agent, self.enforced))
+        test = known[2]
+        if test is None or not test(url):
+            return None
+        self.tally.allowed += 1
+        return test
+
+    def count_allowed(self, count: int) -> None:
+        """Count ``count`` allowed verdicts that :meth:`allows` would have given (answered
+        by the shortcuts, see :mod:`.shortcuts`)."""
+        self.tally.allowed += count
 
     def act(self, request: Request, origin: Origin, judgement: Judgement) -> Request | None:
         """Do what ``judgement`` says with ``request``: set its meta keys, count its

@@ -11,6 +11,7 @@ Pure Python: no Scrapy, no I/O, the clock passed in.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -30,6 +31,7 @@ __all__ = [
     "Enforced",
     "Judgement",
     "Kind",
+    "allowing",
     "at_close",
     "holding",
     "invalid_meta",
@@ -269,6 +271,28 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay, tdm_known=True)
 
 
+def allowing(robots: OriginState, agent: str | bytes, enforced: Enforced) -> Callable[[str], bool] | None:
+    """:func:`judge` specialised to one robots.txt state and one agent, for the
+    common request: one of ``enforced``'s own product tokens (no ``purposes`` of its
+    own), judged without ``explain`` and without a tdmrep.json. A function of the URL,
+    True where :func:`judge` gives a bare ``Judgement(Kind.ALLOWED, url, token, robots)``
+    (nothing but the kind to act on or tell), False where :func:`judge` must be asked
+    (a refused request; its verdict names its rule); None when it must always be
+    asked: the state may hold requests, or an allowed verdict carries more (a usage
+    preference, a Crawl-delay, a tdmrep.json rule, a purpose token's group)."""
+    if robots.access is Access.UNREACHABLE or enforced.tdmrep or enforced.purpose_tokens:
+        return None
+    parsed = robots.robots
+    if parsed is None:
+        return _everything
+    if parsed.has_usage(agent) or (enforced.crawl_delay and parsed.crawl_delay(agent) is not None):
+        return None
+    return parsed.allower(agent)
+
+
+def _everything(url: str) -> bool:
+    """What :func:`allowing` gives for a state without rules: every URL allowed."""
+    return True
 
 
 def not_judged(url: str, token: str) -> Judgement:

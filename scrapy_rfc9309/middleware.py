@@ -9,24 +9,25 @@ deadlines), one pair per document (robots.txt, and tdmrep.json with
 ``ROBOTSTXT_TDMREP``); :func:`~scrapy_rfc9309.judgement.judge`
 makes the verdict, a :class:`~scrapy_rfc9309.judgement.Judgement`; the
 :class:`~scrapy_rfc9309.enforcement.Enforcement` acts on it and tells its tellers.
-This class only gets the states and judges.
+This class only gets the states and judges; the most frequent verdict, a bare
+allowed one, it answers per origin (:mod:`~scrapy_rfc9309.shortcuts`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.http.headers import Headers
 
 from . import ACCELERATED, _compat, matcher_in_use
 from .change_news import ChangeNews
 from .config import Config, purpose_tokens, usage_line
 from .dns_warmup import DnsWarmup
-from .documents import TDMREP
 from .enforcement import Enforcement
 from .exceptions import RobotsTxtConfigError
 from .fetch import RobotsFetcher
@@ -45,11 +46,13 @@ from .meta import (
 )
 from .origin import HttpOrigins, Origin
 from .reporting import Reporting
-from .state_cache import Closing, StateCache
+from .shortcuts import Shortcuts, has_header
+from .state_cache import Closing
+from .state_queries import StateQueries
 from .store_client import StoreClient
 from .stores import store_class
 from .user_agents import InvalidAgentMeta
-from .waiting import Waiting, WaitingRoom
+from .waiting import Waiting, for_crawl
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -69,8 +72,11 @@ _KEYS = frozenset({KEEPER_META, FETCH_META, "dont_obey_robotstxt", USAGE_META, P
 MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
 
 
-class RobotsTxtMiddleware(Reporting):
+class RobotsTxtMiddleware(Reporting, StateQueries):
     """Downloader middleware enforcing robots.txt per RFC 9309."""
+
+    #: Set (to :meth:`_responded`) when a teller reads responses: the hook is not called otherwise.
+    process_response: Callable[[Request, Response, Any], Response]
 
     def __init__(self, crawler: Crawler) -> None:
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
@@ -104,33 +110,27 @@ class RobotsTxtMiddleware(Reporting):
             settled = self.ledger.settled
         self.fetcher = RobotsFetcher(crawler, self.policy, config.max_size,
                                      warmup.route_seen if warmup is not None else None)
-        robots = StateCache(crawler, config, self.fetcher, store=store, warmup=warmup, on_settled=settled,
-                            news=ChangeNews(crawler, self.agents.seen, self.agents.default))
-        room = WaitingRoom(crawler, config, self._origin_of, robots.holds_now, self._parked_held)
-        #: The requests waiting for their robots.txt (its states: ``states.states``).
-        self.states = Waiting(crawler, config, robots, room)
         #: The usage categories listed in ROBOTSTXT_USAGE_DENY that a TDM reservation denies.
         self.tdm_deny = self.enforcement.enforced.tdm_deny
-        #: The tdmrep.json states (ROBOTSTXT_TDMREP): an unreachable file holds requests when reservations
-        #: are enforced, as an unreachable robots.txt does; otherwise they go on, with nothing known.
-        self.tdm = (Waiting(crawler, config, StateCache(crawler, config, self.fetcher, document=TDMREP,
-                                                        holds=bool(self.tdm_deny), store=store, on_settled=settled),
-                            room)
-                    if config.tdmrep else None)
+        #: The requests waiting for their robots.txt (its states: ``states.states``) and, with
+        #: ROBOTSTXT_TDMREP, for their tdmrep.json (held while it is unreachable only when reservations
+        #: are enforced, as an unreachable robots.txt holds them; otherwise they go on, nothing known).
+        self.states, self.tdm = for_crawl(crawler, config, self.fetcher, self._origin_of, store=store, warmup=warmup,
+                                          on_settled=settled, on_held=self._parked_held, tdm_holds=bool(self.tdm_deny),
+                                          news=ChangeNews(crawler, self.agents.seen, self.agents.default))
+        #: The per-origin shortcuts of the most frequent verdict (see shortcuts).
+        self.shortcuts = Shortcuts(self.states.states, self.enforcement, self.agents)
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
                                     self.policy, config.max_wait_idle)
+        if self.enforcement.response_tellers:  # without any, Scrapy has no process_response to call
+            self.process_response = self._responded
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
-
-    @property
-    def cache(self) -> Any:
-        """The in-memory cache of origin states (a :class:`~scrapy_rfc9309.stores.MemoryStore`)."""
-        return self.states.cache
 
     # -- the downloader hooks -------------------------------------------------------------
     def process_request(self, request: Request,
@@ -139,13 +139,23 @@ class RobotsTxtMiddleware(Reporting):
         fresh is judged at once; otherwise a coroutine waits for their fetch (Scrapy
         awaits what ``process_request`` returns)."""
         meta = request.meta
+        url = request.url
         special = not _KEYS.isdisjoint(meta)  # most requests carry none of the plugin's meta keys
-        if special:
+        if not special:  # the shortcut of the origin, if it has one (see shortcuts): inline, for speed
+            end = url.find("/", 8)  # the end of scheme://authority (key_of)
+            shortcut = self.shortcuts.get(url if end < 0 else url[:end])
+            if (shortcut is not None and shortcut[0] and time.time() < shortcut[1]
+                    and shortcut[2] == shortcut[5].version
+                    and (shortcut[3] or (type(headers := request.headers) is Headers
+                                         and not has_header(headers, b"User-Agent")))
+                    and shortcut[4](url)):
+                shortcut[0] -= 1  # counted when it is refreshed
+                return None
+        else:
             if KEEPER_META in meta:
                 return self.states.parking.keeper()
             if FETCH_META in meta:
                 return None
-        url = request.url
         if url.startswith(("data:", "file:")):
             return None
         origin = self._origin_of(url)
@@ -180,27 +190,27 @@ class RobotsTxtMiddleware(Reporting):
         robots = self.states.cached(origin, now)
         if robots is not None:
             enforcement = self.enforcement
+            if tdm is None and not special and (test := enforcement.allows(url, origin, agent, robots)):
+                self.shortcuts.remember(url, agent, robots, test)
+                return None  # a bare allowed verdict, the most frequent: nothing else to do
             tdm_state = None
             if tdm is not None:
                 tdm_state = tdm.cached(origin, now)
                 if tdm_state is None:
                     self._judge_robots(request, origin, agent, robots)
                     return tdm.park(origin, request) or self._waiting(request, origin, agent, robots)
-            return enforcement.act(request, origin, judge(url, agent, self.agents.token(agent), robots, now,
-                                                     enforcement.enforced, tdm_state, explain=enforcement.explain,
-                                                     purposes=self._purposes(meta) if special else None))
+            return enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, now))
         if tdm is not None:
             tdm.prefetch(origin, request)  # fetched beside the robots.txt, not after it
         # Scrapy schedules a returned request: it is parked on the way (see parking).
         return self.states.park(origin, request) or self._waiting(request, origin, agent, None)
 
-    def _judge(self, request: Request, origin: Origin, agent: str | bytes, robots: OriginState,
-               tdm: OriginState | None, now: float) -> Request | None:
-        """Judge ``request`` by the states at hand and act on the verdict."""
+    def _verdict(self, request: Request, agent: str | bytes, robots: OriginState, tdm: OriginState | None,
+                 now: float) -> Judgement:
+        """The verdict on ``request`` by the states at hand."""
         enforcement = self.enforcement
-        judgement = judge(request.url, agent, self.agents.token(agent), robots, now, enforcement.enforced, tdm,
-                          explain=enforcement.explain, purposes=self._purposes(request.meta))
-        return enforcement.act(request, origin, judgement)
+        return judge(request.url, agent, self.agents.token(agent), robots, now, enforcement.enforced, tdm,
+                     explain=enforcement.explain, purposes=self._purposes(request.meta))
 
     def _purposes(self, meta: dict[str, Any]) -> tuple[str, ...] | None:
         """The request's ``robotstxt_purpose_tokens`` (None: ``ROBOTSTXT_PURPOSE_TOKENS``)."""
@@ -209,9 +219,7 @@ class RobotsTxtMiddleware(Reporting):
 
     def _judge_robots(self, request: Request, origin: Origin, agent: str | bytes, robots: OriginState) -> None:
         """Act on a request the robots.txt refuses before it waits for the tdmrep.json."""
-        enforced = self.enforcement.enforced
-        judgement = judge(request.url, agent, self.agents.token(agent), robots, time.time(), enforced,
-                          purposes=self._purposes(request.meta))
+        judgement = self._verdict(request, agent, robots, None, time.time())
         if not judgement.kind.passes:
             self.enforcement.act(request, origin, judgement)
 
@@ -235,13 +243,13 @@ class RobotsTxtMiddleware(Reporting):
             persists = _compat.scheduler_persists(self.crawler.engine)
             return self.enforcement.act(request, origin, at_close(request.url, self.agents.token_of(request),
                                                                   document, persists, closing.reason))
-        return self._judge(request, origin, agent, robots, tdm_state, time.time())
+        return self.enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, time.time()))
 
     async def _known(self, states: Waiting, request: Request, origin: Origin, agent: str | bytes,
                      robots: OriginState | None) -> OriginState:
         """The state of ``states``' document once it no longer holds ``request``. A
         request it holds is told once (``held``); one that waiting no longer helps is
-        dropped (:meth:`_judge` raises). ``robots``: the robots.txt state, when
+        dropped (acting on it raises). ``robots``: the robots.txt state, when
         ``states`` is another document's. Raises :class:`Closing`."""
         held = False
         state = await states.current(origin, request)
@@ -265,12 +273,10 @@ class RobotsTxtMiddleware(Reporting):
             self._inc(f"{states.document.stat}released")
         return state
 
-    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
-        """Tell the response tellers (the ledger) of the response of a judged request,
-        before it goes to the spider."""
+    def _responded(self, request: Request, response: Response, spider: Any = None) -> Response:
+        """``process_response`` with a response teller (the ledger): tell it of the
+        response of a judged request, before it goes to the spider."""
         enforcement = self.enforcement
-        if not enforcement.response_tellers:
-            return response
         meta = request.meta
         if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
@@ -292,43 +298,6 @@ class RobotsTxtMiddleware(Reporting):
             judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
         self.enforcement.tell(request, origin, judgement)
 
-    def user_agent_for(self, request: Request) -> str | bytes:
-        """The string whose product token is obeyed for ``request`` (see :class:`~.user_agents.UserAgents`)."""
-        return self.agents.of(request)
-
-    # -- public API -----------------------------------------------------------------------
-    def state_for(self, url: str) -> OriginState | None:
-        """The cached state of the origin of ``url`` (no fetch), or None."""
-        origin = Origin.from_url(url)
-        return None if origin is None else self.states.cache.get(origin)
-
-    async def fetch_state(self, url: str) -> OriginState | None:
-        """The state of the origin of ``url``, fetching its robots.txt through the
-        engine (once, shared with the requests waiting for it) when it is not
-        cached or expired. None for a URL without an http(s) origin, or when the
-        spider closes meanwhile."""
-        return await self._fetched(self.states, url)
-
-    async def fetch_tdmrep_state(self, url: str) -> OriginState | None:
-        """With ``ROBOTSTXT_TDMREP`` on, the tdmrep.json state of the origin of
-        ``url``, fetched as :meth:`fetch_state` fetches the robots.txt; otherwise None."""
-        return None if self.tdm is None else await self._fetched(self.tdm, url)
-
-    async def _fetched(self, states: Waiting, url: str) -> OriginState | None:
-        origin = self._origin_of(url)
-        if origin is None:
-            return None
-        try:
-            return await states.current(origin, Request(states.document.url(origin), dont_filter=True))
-        except Closing:
-            return None
-
-    def sitemaps_for(self, url: str) -> list[str]:
-        """Sitemap URLs of the cached robots.txt of the origin of ``url``."""
-        state = self.state_for(url)
-        robots = None if state is None else state.robots
-        return [] if robots is None else list(robots.sitemaps)
-
     # -- the crawl's end -------------------------------------------------------------------
     def _spider_idle(self, spider: Any = None) -> None:
         waiting = self.states.waiting + (self.tdm.waiting if self.tdm is not None else 0)
@@ -336,6 +305,7 @@ class RobotsTxtMiddleware(Reporting):
             raise DontCloseSpider
 
     async def _spider_closed(self, spider: Any = None) -> None:
+        self.shortcuts.flush()
         self.states.close()
         if self.tdm is not None:
             self.tdm.close()

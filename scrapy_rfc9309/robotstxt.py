@@ -309,6 +309,11 @@ class RobotsTxt:
             return self._allowed(url)
         return self._group_for(user_agent).matcher.allowed(url)
 
+    def allower(self, user_agent: str | bytes | None) -> Callable[[str | bytes], bool]:
+        """:meth:`allowed` for one agent, as a function of the URL (for a caller that
+        asks about many URLs for the same agent)."""
+        return self._group_for(user_agent).matcher.allowed
+
     def verdict(self, url: str | bytes, user_agent: str | bytes | None) -> Verdict:
         """The decision for ``url`` with the rule that made it."""
         if not isinstance(url, str):

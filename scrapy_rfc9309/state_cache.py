@@ -430,6 +430,13 @@ class StateCache(Reporting):
         return f"origins given up: {origins}. Requests dropped: {requests or 'none'}{back}"
 
     # -- stats --------------------------------------------------------------------------
+    def hits(self, count: int) -> None:
+        """Count ``count`` requests judged by a state found cached, as :meth:`cached` counts
+        each (for the shortcuts, see :mod:`~scrapy_rfc9309.shortcuts`)."""
+        self._cache_hits += count
+        if self._cache_hits >= 1000:
+            self._flush_stats()
+
     def _hit(self) -> None:
         self._cache_hits += 1  # written to the stats now and then (see _flush_stats)
         if self._cache_hits >= 1000:

@@ -23,29 +23,52 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from . import _compat
 from .access import Access
+from .documents import TDMREP
 from .loop import Timer, call_later, looping_call
 from .parking import Parking
 from .reporting import Reporting
-from .state_cache import Closing
+from .state_cache import Closing, StateCache
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from scrapy import Request
     from scrapy.crawler import Crawler
 
     from .access import OriginState
+    from .change_news import ChangeNews
+    from .changes import RobotsChange
     from .config import Config
+    from .dns_warmup import DnsWarmup
+    from .documents import Document
+    from .fetch import RobotsFetcher
     from .origin import Origin
-    from .state_cache import StateCache
+    from .store_client import StoreClient
 
-__all__ = ["Closing", "Waiting", "WaitingRoom"]
+__all__ = ["Closing", "Waiting", "WaitingRoom", "for_crawl"]
 
 logger = logging.getLogger(__name__)
 
 #: Waiters woken per loop turn: a release of thousands must not stall other origins.
 WAKE_BATCH = 200
 _CLOSE_POLL = 0.2
+
+
+def for_crawl(crawler: Crawler, config: Config, fetcher: RobotsFetcher, origin_of: Callable[[str], Origin | None], *,
+              store: StoreClient | None, warmup: DnsWarmup | None,
+              on_settled: Callable[[Origin, OriginState, Document, str, RobotsChange | None], Awaitable[None]] | None,
+              on_held: Callable[[Request, Origin], None], tdm_holds: bool,
+              news: ChangeNews | None) -> tuple[Waiting, Waiting | None]:
+    """The waiting requests of a crawl's documents, in one room: robots.txt's, and with
+    ``ROBOTSTXT_TDMREP`` tdmrep.json's (whose unreachable file holds its requests when
+    ``tdm_holds``), each with its :class:`~.state_cache.StateCache`. ``on_held``: told
+    of a request parked while robots.txt holds it."""
+    robots = StateCache(crawler, config, fetcher, store=store, warmup=warmup, on_settled=on_settled, news=news)
+    room = WaitingRoom(crawler, config, origin_of, robots.holds_now, on_held)
+    tdm = (Waiting(crawler, config, StateCache(crawler, config, fetcher, document=TDMREP, holds=tdm_holds, store=store,
+                                               on_settled=on_settled), room)
+           if config.tdmrep else None)
+    return Waiting(crawler, config, robots, room), tdm
 
 
 class WaitingRoom:

@@ -36,6 +36,9 @@ class MemoryStore:
         #: Origins evicted while their (reachable) state was fresh, oldest first.
         self._evicted_fresh: OrderedDict[Origin, None] = OrderedDict()
         self.evictions = 0
+        #: Changes with every state put (and evicted): what a state found here before is still here
+        #: while it is the same (see :mod:`~scrapy_rfc9309.shortcuts`).
+        self.version = 0
 
     def get(self, origin: Origin) -> OriginState | None:
         """The origin's state, or, for an unreachable origin evicted meanwhile, its
@@ -47,6 +50,7 @@ class MemoryStore:
         return self._backoffs.get(origin) if self._backoffs else None
 
     def put(self, origin: Origin, state: OriginState) -> None:
+        self.version += 1
         self._states[origin] = state
         self._states.move_to_end(origin)
         if self._backoffs:

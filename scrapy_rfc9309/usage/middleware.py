@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
+from scrapy.http.headers import Headers
 from w3lib.encoding import http_content_type_encoding
 
 from .. import _compat
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.http.headers import Headers
 
     from ..config import Config
     from .robotstxt_records import UsagePreference
@@ -55,6 +55,8 @@ logger = logging.getLogger(__name__)
 
 #: The response headers read, in the order :meth:`ResponseUsage._fields` gives them, then Content-Type.
 _FIELDS = (b"Content-Usage", b"tdm-reservation", b"tdm-policy", b"X-Robots-Tag", b"Content-Type")
+#: The request meta keys with which a response is not read at once or at all (see ``UsageMiddleware``).
+_READ_META = frozenset({FETCH_META, KEEPER_META, "dont_obey_robotstxt", USAGE_META, TDMREP_META})
 #: The meta names read (and the crawler's product token).
 _META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
 #: Answers remembered at most (then forgotten all at once, as a crawl moves on to other sites).
@@ -92,8 +94,11 @@ class ResponseUsage(Reporting):
             _MAX_ANSWERS, max_bytes=_MAX_ANSWER_BYTES, size=_answer_size)
         #: Per Content-Type value: whether it is HTML's, and its encoding.
         self._kinds: BoundedDict[bytes, tuple[bool, str | None]] = BoundedDict(_MAX_ANSWERS)
-        #: The names of _FIELDS as each headers class stores them, and the set of the usage ones.
-        self._keys: dict[type, tuple[tuple[Any, ...], frozenset[Any]]] = {}
+        #: The names of _FIELDS as each headers class stores them, and the set of the usage ones
+        #: (Scrapy's ``Headers`` known from the start: see ``UsageMiddleware.process_response``).
+        self.keys: dict[type, tuple[tuple[Any, ...], frozenset[Any]]] = {}
+        keys = tuple(Headers().normkey(name) for name in _FIELDS)
+        self.keys[Headers] = (keys, frozenset(keys[:4]))
         #: The meta names read, per product token.
         self._names: BoundedDict[str, frozenset[str]] = BoundedDict(_MAX_ANSWERS)
 
@@ -108,10 +113,10 @@ class ResponseUsage(Reporting):
         if match is not None and getattr(match, "reserved", None) is None:
             match = None
         headers = response.headers
-        known = self._keys.get(type(headers))
+        known = self.keys.get(type(headers))
         if known is None:  # the header names as the class stores them (Headers title-cases them)
             keys = tuple(headers.normkey(name) for name in _FIELDS)
-            known = self._keys[type(headers)] = (keys, frozenset(keys[:4]))
+            known = self.keys[type(headers)] = (keys, frozenset(keys[:4]))
         keys, usage_keys = known
         content_type = _last(header_values(headers, keys[4])) if self.meta else None
         fields = None
@@ -287,6 +292,10 @@ class UsageMiddleware(Reporting):
         self.enforcement = Enforcement.of(crawler, config)
         self.reader = ResponseUsage(crawler, config)
         self.usage_deny = config.usage_deny
+        #: Whether only the headers are read (``ROBOTSTXT_USAGE_META`` off, the default).
+        self.headers_only = not config.usage_meta
+        #: The names of the usage headers, as Scrapy's ``Headers`` stores them.
+        self.usage_headers = self.reader.keys[Headers][1]
         self._origin_of = HttpOrigins()
 
     @classmethod
@@ -298,7 +307,11 @@ class UsageMiddleware(Reporting):
         robots.txt and tdmrep.json ones; raise for one that denies a category of
         ``ROBOTSTXT_USAGE_DENY``."""
         meta = request.meta
-        if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
+        # The most frequent response states nothing: no usage header, no robots.txt or TDM preference.
+        if self.headers_only and _READ_META.isdisjoint(meta) and type(headers := response.headers) is Headers:
+            if self.usage_headers.isdisjoint(headers):
+                return response
+        elif FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
         preferences = self.reader.read(request, response, lambda: self.enforcement.agents.token_of(request),
                                        lambda: self._robots_url(request.url))

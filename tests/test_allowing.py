@@ -1,0 +1,131 @@
+"""The middleware's shortcut for the most frequent verdict: :func:`~scrapy_rfc9309.judgement.allowing`
+is :func:`~scrapy_rfc9309.judgement.judge` specialised to one robots.txt state and agent. Over the
+robots.txt files of ``benchmarks/corpus`` and hand-written ones (usage records, Crawl-delay, purpose
+tokens' groups), many URLs, agents and settings, it says True exactly where ``judge`` gives a bare
+allowed verdict (one that carries nothing to act on or tell), so that acting on it without building the
+verdict does what acting on ``judge``'s verdict does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from scrapy_rfc9309.access import Access, Cause, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.agent import product_token
+from scrapy_rfc9309.judgement import Enforced, Judgement, Kind, allowing, judge
+
+NOW = 1_000_000.0
+POLICY = Policy(max_wait=60.0, max_wait_refused=10.0)
+ROBOTS_URL = "https://example.com/robots.txt"
+CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "corpus"
+WRITTEN = {
+    "usage": b"User-agent: *\nDisallow: /private\nContent-Usage: /ai/ train-ai=n\n\n"
+             b"User-agent: mybot\nAllow: /\nContent-Usage: train-ai=y\n",
+    "usage-star-only": b"User-agent: *\nAllow: /\nContent-Usage: /ai/ train-ai=y\n\n"
+                       b"User-agent: googlebot\nDisallow: /nogoogle\n",
+    "crawl-delay": b"User-agent: *\nDisallow: /private\nCrawl-delay: 2\n\nUser-agent: mybot\nDisallow: /x\n",
+    "purpose": b"User-agent: *\nDisallow: /private\n\nUser-agent: ai-purpose\nDisallow: /ai\n\n"
+               b"User-agent: mybot\nAllow: /\nDisallow: /mine$\n",
+    "wildcards": b"User-agent: *\nDisallow: /*.pdf$\nDisallow: /*?session=\nAllow: /*?session=ok\n"
+                 b"Disallow: /%E2%82%AC\n",
+    "everything": b"User-agent: *\nDisallow: /\n",
+    "empty": b"",
+}
+AGENTS = ["MyBot/1.0", b"Mozilla/5.0 (compatible; Googlebot/2.1)", "bingbot", "Unlisted/3", ""]
+SETTINGS = {
+    "defaults": Enforced(POLICY),
+    "crawl delay": Enforced(POLICY, crawl_delay=True),
+    "usage deny": Enforced(POLICY, ("train-ai",)),
+    "tdmrep": Enforced(POLICY, ("train-ai",), tdmrep=True),
+    "purpose tokens": Enforced(POLICY, purpose_tokens=("ai-purpose",)),
+}
+FIXED_PATHS = ["/", "/robots.txt", "/private", "/private/x", "/ai/x", "/ai", "/x", "/mine", "/mine/2",
+               "/nogoogle", "/a.pdf", "/a.pdf?x", "/s?session=1", "/s?session=ok", "/%E2%82%AC", "/€",
+               "/search?q=1", "/wp-admin/", "/api/v1/", "/cgi-bin/x", "/p/1", "/a%3Cb", "/;x", "/A"]
+_PATTERN = re.compile(rb"^\s*(?:dis)?allow\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+def files() -> dict[str, bytes]:
+    found = {path.name: path.read_bytes() for path in sorted(CORPUS.iterdir()) if path.is_file()}
+    assert len(found) >= 20, f"the robots.txt corpus of {CORPUS} is missing"
+    return {**found, **WRITTEN}
+
+
+def paths_of(body: bytes) -> list[str]:
+    """The fixed paths and, per rule of ``body``, its pattern filled in and a near miss."""
+    paths = list(FIXED_PATHS)
+    for raw in _PATTERN.findall(body)[:60]:
+        pattern = raw.decode("utf-8", "replace")
+        if not pattern.startswith("/"):
+            continue
+        filled = pattern.replace("*", "x").rstrip("$")
+        paths += [filled, filled + "y", filled[:-1] or "/"]
+    return paths
+
+
+def state_of(body: bytes | None) -> OriginState:
+    if body is None:  # a 404: every URL allowed
+        return OriginState.initial(FetchOutcome(Access.UNAVAILABLE, ROBOTS_URL, 404), NOW, POLICY)
+    return OriginState.initial(FetchOutcome(Access.PARSED, ROBOTS_URL, 200, body), NOW, POLICY)
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_allowing_says_true_exactly_where_judge_gives_a_bare_allowed_verdict(setting):
+    enforced = SETTINGS[setting]
+    shortcuts = outcomes = 0
+    seen = set()
+    for name, body in [*files().items(), ("404", None)]:
+        state = state_of(body)
+        for agent in AGENTS:
+            token = product_token(agent)
+            test = allowing(state, agent, enforced)
+            if test is None:
+                continue
+            shortcuts += 1
+            for path in paths_of(body or b""):
+                url = f"https://example.com{path}"
+                verdict = judge(url, agent, token, state, NOW, enforced)
+                bare = verdict == Judgement(Kind.ALLOWED, url, token, state)
+                assert test(url) is bare, (name, agent, path, verdict)
+                seen.add(bare)
+                outcomes += 1
+    if setting in ("tdmrep", "purpose tokens"):  # an allowed verdict may carry more: judge() decides
+        assert shortcuts == 0
+    else:  # the shortcut applies to most files, and says both things
+        assert shortcuts > len(AGENTS) * 20 and seen == {True, False}, (shortcuts, seen)
+        assert outcomes > 5000
+
+
+@pytest.mark.parametrize(("name", "agent", "setting", "path"), [
+    ("usage", "MyBot/1.0", "defaults", "/page"),  # the agent's group has usage records: the verdict carries them
+    ("usage", "Unlisted/3", "defaults", "/ai/x"),
+    ("usage-star-only", "Unlisted/3", "usage deny", "/ai/x?train"),
+    ("crawl-delay", "Unlisted/3", "crawl delay", "/page"),  # the '*' group's Crawl-delay, applied to the request
+])
+def test_no_shortcut_where_an_allowed_verdict_carries_more(name, agent, setting, path):
+    state = state_of(WRITTEN[name])
+    enforced = SETTINGS[setting]
+    assert allowing(state, agent, enforced) is None
+    verdict = judge(f"https://example.com{path}", agent, product_token(agent), state, NOW, enforced)
+    assert verdict.kind is Kind.ALLOWED
+    assert verdict != Judgement(Kind.ALLOWED, verdict.url, verdict.token, state)
+
+
+def test_where_an_allowed_verdict_carries_nothing_more_the_shortcut_applies():
+    # Crawl-delay not enforced: the group's Crawl-delay is not part of the verdict; the googlebot group
+    # has no usage records, the '*' group's do not apply to it.
+    assert allowing(state_of(WRITTEN["crawl-delay"]), "Unlisted/3", SETTINGS["defaults"]) is not None
+    assert allowing(state_of(WRITTEN["usage-star-only"]), b"Googlebot/2.1", SETTINGS["defaults"]) is not None
+    # Without rules every URL is allowed.
+    everything = allowing(state_of(None), "MyBot/1.0", SETTINGS["crawl delay"])
+    assert everything is not None and everything("https://example.com/anything")
+
+
+def test_no_shortcut_for_a_state_that_may_hold_requests():
+    state = OriginState.initial(FetchOutcome(Access.UNREACHABLE, ROBOTS_URL, 503, cause=Cause.TRANSIENT), NOW,
+                                POLICY)
+    assert allowing(state, "MyBot/1.0", SETTINGS["defaults"]) is None
+    assert judge("https://example.com/page", "MyBot/1.0", "mybot", state, NOW, SETTINGS["defaults"]).kind \
+        is Kind.HELD
