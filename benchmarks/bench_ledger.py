@@ -93,6 +93,7 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path) -> dict[str, Any]:
     marks = [pages * q // 4 for q in (1, 2, 3, 4)]
     crawls: list[dict[str, dict[str, Any]]] = []
     hook_pairs: list[dict[str, dict[str, float]]] = []
+    bm.SERVER_MAX_LIFE = 3 * 3600.0  # a 20,000-page crawl takes minutes on a loaded machine: the server outlives them
     with bm.Server([{"host": "127.0.0.1", "robots": "ok"}], workdir, None) as server:
         base = f"http://127.0.0.1:{server.ports[0]}"
         urls = [f"{base}/p/{n}" for n in range(pages)]
@@ -115,6 +116,8 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path) -> dict[str, Any]:
                 load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
                 result = bm.run_crawl(spec(name, pages, rss_at=marks, gc=True), workdir, f"ledger-{rep}",
                                       timeout=CRAWL_TIMEOUT)
+                if result["ok"] != pages:
+                    raise RuntimeError(f"a crawl got {result['ok']} of its {pages} pages ({result['reason']})")
                 gc_stats = result.get("gc") or {}
                 rss = gc_stats.get("rss") or []
                 crawl = {"cpu": result["cpu"], "ok": result["ok"], "reason": result["reason"], "load": load,
@@ -181,7 +184,7 @@ def report(summary: dict[str, Any]) -> str:
                    f"{off['gen2_max']:,} / {on['gen2_max']:,} | {off['maxrss_kb'] / 1024:.0f} / "
                    f"{on['maxrss_kb'] / 1024:.0f} | {disk.get('per_verdict', float('nan')):.1f} B | "
                    f"{off['load']:.1f}, {on['load']:.1f} |")
-    lo, hi = min(shares), max(shares)
+    lo, hi = (min(shares), max(shares)) if shares else (float("nan"), float("nan"))
     share = summary["share"]
     out += ["", f"What the ledger adds to the crawl's CPU: median {share:+.2f} % of the pairs (range {lo:+.2f} to "
             f"{hi:+.2f} %; goal <= {GOAL_CPU_PCT:g} %: {'PASS' if share <= GOAL_CPU_PCT else 'FAIL'}).", ""]
@@ -194,7 +197,7 @@ def report(summary: dict[str, Any]) -> str:
                 f"{GOAL_BYTES_PER_VERDICT:g} B: {'PASS' if bm._median(per) <= GOAL_BYTES_PER_VERDICT else 'FAIL'}). "
                 f"The gzip of the closed segment (level {GZIP_LEVEL}), done again after the crawl: "
                 f"{disk['compress_us_per_verdict']:.1f} µs of CPU per verdict.", ""]
-    gcs = {name: [p[name]["gc_cpu"] for p in crawls] for name in CONFIGS}
+    gcs = {name: [p[name]["gc_cpu"] for p in crawls] or [float("nan")] for name in CONFIGS}
     out += [f"Garbage collection, CPU per crawl: ledger off median {bm._median(gcs['ledger off']):.2f} s (range "
             f"{min(gcs['ledger off']):.2f} to {max(gcs['ledger off']):.2f}), ledger on median "
             f"{bm._median(gcs['ledger on']):.2f} s (range {min(gcs['ledger on']):.2f} to "
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the results there too")
     args = parser.parse_args(argv)
     pages = args.pages or (500 if args.quick else 20000)
-    pairs = args.pairs or (1 if args.quick else 6)
+    pairs = args.pairs if args.pairs is not None else (1 if args.quick else 6)
     timed = args.timed or 0
     with tempfile.TemporaryDirectory(prefix="bench-ledger-") as tmp:
         workdir = Path(tmp)
