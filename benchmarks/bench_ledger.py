@@ -1,6 +1,7 @@
 """Benchmark: the cost of the verdict ledger (``ROBOTSTXT_LEDGER``), with
 ``benchmarks/bench_middleware.py``'s machinery (each crawl a fresh subprocess, the HTTP
-server in another, 16 chains of pages ``/p/<n>`` of one origin, its robots.txt of ~30
+server in another, 16 chains of pages ``/p/<n>`` of one origin (``--chains 0``: every URL
+from the spider's ``start()``, which Scrapy may queue at once), its robots.txt of ~30
 rules, the add-on with every default on): the same crawl with the ledger off and on, in
 pairs (off then on, on then off, alternating), each crawl a fresh process:
 
@@ -89,7 +90,7 @@ def _disk(directory: Path) -> dict[str, Any]:
             "compress_us_per_verdict": 1e6 * compress_cpu / verdicts if verdicts else float("nan")}
 
 
-def bench(pages: int, pairs: int, timed: int, workdir: Path) -> dict[str, Any]:
+def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CPU_CHAINS) -> dict[str, Any]:
     marks = [pages * q // 4 for q in (1, 2, 3, 4)]
     crawls: list[dict[str, dict[str, Any]]] = []
     hook_pairs: list[dict[str, dict[str, float]]] = []
@@ -106,7 +107,7 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path) -> dict[str, Any]:
             if name == "ledger on":
                 counter[0] += 1
                 settings["ROBOTSTXT_LEDGER"] = str(workdir / f"ledger-{counter[0]}")
-            return {"urls": urls[:count], "settings": settings, "chain": bm.CPU_CHAINS, **more}
+            return {"urls": urls[:count], "settings": settings, "chain": chains or None, **more}
 
         for name in CONFIGS:  # warm-up, not counted
             bm.run_crawl(spec(name, min(500, pages)), workdir, "ledger-warm")
@@ -146,8 +147,8 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path) -> dict[str, Any]:
             print(f"  timed {rep + 1}/{timed}: hooks off {_hooks(hooks['ledger off']):.1f} µs, "
                   f"on {_hooks(hooks['ledger on']):.1f} µs per page", file=sys.stderr, flush=True)
     shares = [100.0 * (p["ledger on"]["cpu"] - p["ledger off"]["cpu"]) / p["ledger off"]["cpu"] for p in crawls]
-    summary: dict[str, Any] = {"pages": pages, "crawls": crawls, "shares": shares, "share": bm._median(shares),
-                               "hook_pairs": hook_pairs}
+    summary: dict[str, Any] = {"pages": pages, "chains": chains, "crawls": crawls, "shares": shares,
+                               "share": bm._median(shares), "hook_pairs": hook_pairs}
     if hook_pairs:
         added = [_hooks(p["ledger on"]) - _hooks(p["ledger off"]) for p in hook_pairs]
         summary["hook_added_us"] = bm._median(added)
@@ -172,7 +173,8 @@ def report(summary: dict[str, Any]) -> str:
     shares = summary["shares"]
     out = ["### Verdict ledger benchmark", "",
            f"`benchmarks/bench_ledger.py` at commit {_commit()} ({env}), {pages} pages of one origin per crawl, "
-           f"{len(crawls)} pairs (ledger off and on, alternating order), each crawl a fresh process.", "",
+           f"{len(crawls)} pairs (ledger off and on, alternating order), each crawl a fresh process, "
+           f"{summary['chains'] or 'no'} chains{' (every URL from start())' if not summary['chains'] else ''}.", "",
            "| pair | CPU off / on (s) | ledger on vs off | GC CPU off / on (s) | full collections off / on | "
            "most objects left by a full collection off / on | peak RSS off / on (MiB) | bytes per verdict | "
            "load (1 min) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -225,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, help="pages per crawl (default 20000, quick 500)")
     parser.add_argument("--pairs", type=int, help="pairs of crawls, ledger off and on (default 6, quick 1)")
     parser.add_argument("--timed", type=int, help="pairs of crawls with the hooks timed (default 0)")
+    parser.add_argument("--chains", type=int, default=bm.CPU_CHAINS,
+                        help="chains of pages (default 16); 0: every URL from the spider's start()")
     parser.add_argument("--json", help="write the results there too")
     args = parser.parse_args(argv)
     pages = args.pages or (500 if args.quick else 20000)
@@ -233,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-ledger-") as tmp:
         workdir = Path(tmp)
         bm._RUN["package_root"] = str(bm.snapshot_package(workdir))
-        summary = bench(pages, pairs, timed, workdir)
+        summary = bench(pages, pairs, timed, workdir, args.chains)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
     print(report(summary))
