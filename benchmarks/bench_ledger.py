@@ -121,7 +121,8 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CP
                     raise RuntimeError(f"a crawl got {result['ok']} of its {pages} pages ({result['reason']})")
                 gc_stats = result.get("gc") or {}
                 rss = gc_stats.get("rss") or []
-                crawl = {"cpu": result["cpu"], "ok": result["ok"], "reason": result["reason"], "load": load,
+                crawl = {"cpu": result["cpu"], "cpu_user": result["cpu_user"], "cpu_sys": result["cpu_sys"],
+                         "ok": result["ok"], "reason": result["reason"], "load": load,
                          "gc_cpu": gc_stats.get("total_cpu", float("nan")), "gc_count": gc_stats.get("count"),
                          "gen2_max": max(gc_stats.get("gen2_sizes") or [0]),
                          "maxrss_kb": result["maxrss_kb"], "rss_marks": dict(result["rss"]),
