@@ -304,6 +304,9 @@ def crawl_main(spec_path: str, out_path: str) -> int:
                     yield scrapy.Request(urls[following], callback=self.parse, errback=self.failed,
                                          meta={"i": following})
 
+    # gc=True: the time spent in garbage collection (gc.callbacks), per generation, and the
+    # resident memory every second of the crawl.
+    gc_stats = _GcStats(spec.get("gc") == "census") if spec.get("gc") else None
     timings: dict[str, list[float]] = {}
     settings = spec["settings"]
     if spec.get("instrument"):
@@ -362,12 +365,64 @@ def crawl_main(spec_path: str, out_path: str) -> int:
         "rss": rss,
         "rss_opened_kb": marks.get("rss_opened_kb"),
         "rss_closed_kb": marks.get("rss_closed_kb"),
+        "gc": gc_stats.summary() if gc_stats is not None else None,
         "package_file": getattr(sys.modules.get("scrapy_rfc9309"), "__file__", None),
         "timings": _timing_summary(timings, counts["ok"]),
         "stats": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in stats.items()},
     }
     Path(out_path).write_text(json.dumps(result))
     return 0
+
+
+class _GcStats:
+    """Garbage collections of the crawl process (``gc.callbacks``): count, CPU time and wall
+    time per generation, objects collected; and the resident memory sampled every second."""
+
+    def __init__(self, census: bool = False) -> None:
+        self.census: dict[str, int] | None = {} if census else None
+        self.census_size = 0
+        self.count = [0, 0, 0]
+        self.cpu = [0.0, 0.0, 0.0]
+        self.wall = [0.0, 0.0, 0.0]
+        self.collected = [0, 0, 0]
+        self.gen2_sizes: list[int] = []
+        self.rss: list[tuple[float, int]] = []
+        self._started = (0.0, 0.0)
+        self._t0 = time.monotonic()
+        gc.callbacks.append(self._callback)
+        threading.Thread(target=self._sample, name="bench-rss", daemon=True).start()
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = (time.thread_time(), time.perf_counter())
+            return
+        generation = info["generation"]
+        self.count[generation] += 1
+        self.cpu[generation] += time.thread_time() - self._started[0]
+        self.wall[generation] += time.perf_counter() - self._started[1]
+        self.collected[generation] += info.get("collected", 0)
+        if generation == 2:  # what a full collection left in the oldest generation (not in its time above)
+            objects = gc.get_objects(2)
+            self.gen2_sizes.append(len(objects))
+            if self.census is not None and len(objects) > self.census_size:
+                self.census_size = len(objects)
+                counts: dict[str, int] = {}
+                for obj in objects:
+                    name = type(obj).__qualname__
+                    counts[name] = counts.get(name, 0) + 1
+                self.census = dict(sorted(counts.items(), key=lambda kv: -kv[1])[:25])
+            del objects
+
+    def _sample(self) -> None:
+        while True:
+            self.rss.append((round(time.monotonic() - self._t0, 1), _rss_kb()))
+            time.sleep(1.0)
+
+    def summary(self) -> dict[str, Any]:
+        return {"count": self.count, "cpu": self.cpu, "wall": self.wall, "collected": self.collected,
+                "gen2_sizes": self.gen2_sizes, "census": self.census,
+                "total_cpu": sum(self.cpu), "total_wall": sum(self.wall), "rss": self.rss,
+                "objects": len(gc.get_objects()), "threshold": gc.get_threshold()}
 
 
 def _rss_kb() -> int:

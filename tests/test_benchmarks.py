@@ -44,3 +44,19 @@ def test_the_revalidation_benchmark_runs_on_the_committed_sample() -> None:
     assert run.returncode == 0, run.stderr
     assert re.search(r"^\| 304 answers \| 4 \(4 to 4\) \| 0 \(0 to 0\) \|$", run.stdout, re.M), run.stdout
     assert "robots.txt body bytes saved: 50.0 %" in run.stdout, run.stdout
+
+
+def test_the_ledger_benchmark_runs_from_a_checkout() -> None:
+    """A pair of short crawls, ledger off and on: the report's row of the pair (CPU, garbage
+    collection, memory, bytes per verdict) and its summary lines."""
+    script = ROOT / "benchmarks" / "bench_ledger.py"
+    if not script.is_file():  # an unpacked sdist ships no benchmarks
+        missing(f"no {script} (a checkout has it)")
+    run = subprocess.run([sys.executable, str(script), "--quick", "--pages", "200"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600, check=False)
+
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"^\| 1 \| [\d.]+ / [\d.]+ \| [+-][\d.]+ % \| [\d.]+ / [\d.]+ \| \d+ / \d+ \| [\d,]+ / [\d,]+ \| "
+                     r"\d+ / \d+ \| [\d.]+ B \|", run.stdout, re.M), run.stdout
+    assert re.search(r"^On disk: [\d.]+ B per verdict .* 200 verdicts and 200 responses", run.stdout, re.M), run.stdout
+    assert "What the ledger adds to the crawl's CPU: median" in run.stdout

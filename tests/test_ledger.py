@@ -85,6 +85,10 @@ def test_a_robots_txt_changing_mid_crawl_gives_two_versions_each_verdict_tied_to
         second: [(urls[0], "allowed"), (urls[1], "disallowed"), (urls[2], "allowed")]}
     assert sorted(r["u"] for r in records(directory, "response")) == sorted(result.responses)
     assert len(page_hits(site)) == len(result.responses) == 4
+    # What changes from record to record last, in one run (the bytes per verdict of the gzip segments): a
+    # response's URL and fingerprint are then one back-reference to its verdict's.
+    assert {tuple(r)[-4:] for r in records(directory, "verdict")} == {("u", "fp", "t", "p")}
+    assert {tuple(r) for r in records(directory, "response")} == {("k", "s", "d", "u", "fp", "t", "p")}
     # The version files: WARC response records of the fetch, as received.
     version = found[first]
     assert version.fields["WARC-Target-URI"] == site.url("/robots.txt")
