@@ -23,6 +23,7 @@ from .parser import (
     normalize,
     parse_text,
     prepare,
+    records_text,
     scan,
     select,
 )
@@ -46,6 +47,11 @@ COMPRESS_AT_READ = 128 * 1024
 COMPRESS_FROM = 256
 #: Raw deflate, no header: the bytes are only ever read back here.
 _WBITS = -15
+#: Bits of ``RobotsTxt._flags``: the kept bytes are compressed; they are the text
+#: the parser reads (see :func:`decode`); they are the file's records only (see
+#: :func:`~scrapy_rfc9309.parser.records_text`); the file keeps its bytes as
+#: fetched (see :meth:`RobotsTxt.keep_body`); the C accelerator may be used.
+_COMPRESSED, _NORMALIZED, _REDUCED, _KEEP_BODY, _SPEEDUPS = 1, 2, 4, 8, 16
 
 
 def _compress(body: bytes) -> bytes:
@@ -176,12 +182,10 @@ class RobotsTxt:
     __slots__ = (
         "_agent",
         "_allowed",
-        "_compressed",
+        "_flags",
         "_group",
         "_memo",
-        "_normalized",
         "_source",
-        "_speedups",
         "size",
         "truncated",
         "url",
@@ -195,8 +199,7 @@ class RobotsTxt:
         self.size: int = size
         self.truncated: bool = size > max_bytes
         self._source = body[:max_bytes] if size > max_bytes else body
-        self._compressed = self._normalized = False
-        self._speedups = speedups
+        self._flags = _SPEEDUPS if speedups else 0
         self.url: str | None = url or None
         self._agent: object = _NO_AGENT  # the last agent asked about, and its merged group
         self._group: _MergedGroup | None = None
@@ -208,6 +211,10 @@ class RobotsTxt:
             self._compact()
 
     # -- the file ---------------------------------------------------------------------
+    @property
+    def _speedups(self) -> bool:
+        return bool(self._flags & _SPEEDUPS)
+
     def _compact(self) -> None:
         """Compress the kept bytes; a file with a line longer than the parser reads
         (or many lines ended by CR only) is kept as the parser reads it first, so
@@ -215,20 +222,50 @@ class RobotsTxt:
         body = self._source
         if len(body) > MAX_LINE_BYTES and has_long_line(body):
             body = normalize(body, len(body))[0]
-            self._normalized = True
+            self._flags |= _NORMALIZED
         self._source = _compress(body)
-        self._compressed = True
+        self._flags |= _COMPRESSED
+
+    def _reduce(self, text: str) -> None:
+        """After the first decision: keep the file's records only (see
+        :func:`~scrapy_rfc9309.parser.records_text`), compressed unless short; or,
+        for a file that keeps its body, the bytes as fetched, compressed."""
+        flags = self._flags
+        if flags & _KEEP_BODY:
+            if not flags & _COMPRESSED and len(self._source) >= COMPRESS_FROM:
+                self._compact()
+            return
+        reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS)))
+        flags = flags & _SPEEDUPS | _NORMALIZED | _REDUCED
+        if len(reduced) >= COMPRESS_FROM:
+            reduced = _compress(reduced)
+            flags |= _COMPRESSED
+        self._source, self._flags = reduced, flags
+
+    def keep_body(self) -> None:
+        """Keep the file's bytes as fetched (compressed) after the first decision,
+        for a reader that needs them (the verdict ledger); by default a file keeps
+        only its records then (see :attr:`body`)."""
+        self._flags |= _KEEP_BODY
 
     @property
     def body(self) -> bytes:
-        """The file's bytes up to the parsing limit; a file with a line longer
-        than the parser reads, as the parser reads it (see
-        :func:`~scrapy_rfc9309.parser.normalize`: it parses as the file does)."""
-        return zlib.decompress(self._source, _WBITS) if self._compressed else self._source
+        """The file's bytes up to the parsing limit, as fetched; after the first
+        decision (unless :meth:`keep_body` was called), its records only: each
+        known record as ``key:value`` on its own line, every other line empty (see
+        :func:`~scrapy_rfc9309.parser.records_text`); and a file with a line
+        longer than the parser reads, as the parser reads it (see
+        :func:`~scrapy_rfc9309.parser.normalize`). Each parses as the file does."""
+        return zlib.decompress(self._source, _WBITS) if self._flags & _COMPRESSED else self._source
+
+    @property
+    def reduced(self) -> bool:
+        """Whether the file keeps its records only (see :attr:`body`)."""
+        return bool(self._flags & _REDUCED)
 
     def _text(self) -> str:
         body = self.body
-        return decode(body) if self._normalized else prepare(body, len(body))[0]
+        return decode(body) if self._flags & _NORMALIZED else prepare(body, len(body))[0]
 
     def _records(self, kind: int) -> list[str]:
         return [value for found, value, _ in scan(self._text(), self._speedups) if found == kind and value]
@@ -277,7 +314,8 @@ class RobotsTxt:
             if star is None and last is not None and last.token == "*":
                 star = last
             # The groups of "*" are not read again when they are built already.
-            key, selected = select(self._text(), token, self._speedups, star=star is None)
+            text = self._text()
+            key, selected = select(text, token, self._speedups, star=star is None)
             if key == "*" and star is not None:
                 merged = star
             elif last is not None and last.token == key:
@@ -288,8 +326,9 @@ class RobotsTxt:
                 merged = _MergedGroup(key, selected, self._speedups)
             else:
                 merged = _empty_group(key)
-            if not self._compressed and len(self._source) >= COMPRESS_FROM:
-                self._compact()
+            flags = self._flags
+            if not flags & _REDUCED and flags & (_KEEP_BODY | _COMPRESSED) != _KEEP_BODY | _COMPRESSED:
+                self._reduce(text)
         if last is not None:
             if memo is None or len(memo) >= _MAX_MEMO:
                 memo = self._memo = {}
