@@ -87,7 +87,7 @@ class Policy:
     revalidate: bool = True  # refetch a copy held with its validators (a conditional request)
     #: Keep each good copy's bytes as fetched and its response's header lines (the verdict ledger
     #: writes them): without it a robots.txt keeps its records only after its first decision
-    #: (:meth:`.RobotsTxt.keep_body`) and a state keeps no header lines.
+    #: (see :attr:`.RobotsTxt.body`) and a state keeps no header lines.
     keep_fetched: bool = False
 
     @property
@@ -352,13 +352,8 @@ class OriginState:
             outcome = replace(outcome, access=Access.UNREACHABLE, not_modified=False,
                               reason="304 Not Modified, but no copy is held")
         if outcome.access is Access.PARSED:
-            parsed = outcome.document.parse(outcome.body, policy.parse_limit, outcome.url)
-            if policy.keep_fetched:
-                if isinstance(parsed, RobotsTxt):
-                    parsed.keep_body()
-                fetched = replace(outcome, body=b"")
-            else:
-                fetched = replace(outcome, body=b"", headers=())
+            parsed = outcome.document.parse(outcome.body, policy.parse_limit, outcome.url, policy.keep_fetched)
+            fetched = replace(outcome, body=b"", headers=outcome.headers if policy.keep_fetched else ())
             return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), parsed, now, 0, fetched, None,
                        fetched)
         if not policy.keep_fetched and outcome.headers:

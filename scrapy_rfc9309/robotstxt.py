@@ -192,23 +192,27 @@ class RobotsTxt:
     )
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
-                 url: str | None = None) -> None:
+                 url: str | None = None, keep_body: bool = False) -> None:
         if isinstance(body, str):
             body = utf8_octets(body)
         size = len(body)
         self.size: int = size
         self.truncated: bool = size > max_bytes
         self._source = body[:max_bytes] if size > max_bytes else body
-        self._flags = _SPEEDUPS if speedups else 0
+        self._flags = (_SPEEDUPS if speedups else 0) | (_KEEP_BODY if keep_body else 0)
         self.url: str | None = url or None
         self._agent: object = _NO_AGENT  # the last agent asked about, and its merged group
         self._group: _MergedGroup | None = None
         self._memo: dict[str | bytes | None, _MergedGroup] | None = None
         self._allowed: Callable[[str | bytes], bool] = _allow_all
-        # A large body is compressed now (its parse would be long anyway); a small
-        # one when it is first used, so that reading it costs next to nothing.
+        # A large body is reduced (or compressed) now, its parse would be long
+        # anyway; a small one when it is first used, so that reading it costs next
+        # to nothing.
         if size >= COMPRESS_AT_READ:
-            self._compact()
+            if keep_body:
+                self._compact()
+            else:
+                self._reduce(self._text())
 
     # -- the file ---------------------------------------------------------------------
     @property
@@ -242,16 +246,11 @@ class RobotsTxt:
             flags |= _COMPRESSED
         self._source, self._flags = reduced, flags
 
-    def keep_body(self) -> None:
-        """Keep the file's bytes as fetched (compressed) after the first decision,
-        for a reader that needs them (the verdict ledger); by default a file keeps
-        only its records then (see :attr:`body`)."""
-        self._flags |= _KEEP_BODY
-
     @property
     def body(self) -> bytes:
         """The file's bytes up to the parsing limit, as fetched; after the first
-        decision (unless :meth:`keep_body` was called), its records only: each
+        decision (from the start for a body of 128 KiB or more), unless the file
+        was made with ``keep_body``, its records only: each
         known record as ``key:value`` on its own line, every other line empty (see
         :func:`~scrapy_rfc9309.parser.records_text`); and a file with a line
         longer than the parser reads, as the parser reads it (see
@@ -430,14 +429,16 @@ class RobotsTxt:
 
 
 def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
-          url: str | None = None) -> RobotsTxt:
+          url: str | None = None, keep_body: bool = False) -> RobotsTxt:
     """Parse robots.txt content. Never raises on any content; only the first
     ``max_bytes`` bytes are used (RFC 9309, 2.5: at least 500 KiB). With
     ``speedups=False`` the C accelerator is not used even when it is built.
-    ``url``, the file's own URL, is the base of relative Sitemap values."""
+    ``url``, the file's own URL, is the base of relative Sitemap values. With
+    ``keep_body`` the file keeps its bytes as fetched (compressed) for
+    :attr:`RobotsTxt.body`; otherwise only its records after its first decision."""
     if max_bytes < DEFAULT_MAX_BYTES:
         raise ValueError(f"max_bytes must be at least {DEFAULT_MAX_BYTES} (RFC 9309, 2.5), got {max_bytes}")
-    return RobotsTxt(body, max_bytes, speedups=speedups, url=url)
+    return RobotsTxt(body, max_bytes, speedups=speedups, url=url, keep_body=keep_body)
 
 
 def _joined(base: str, value: str) -> str:
