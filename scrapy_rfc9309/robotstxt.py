@@ -258,6 +258,24 @@ class RobotsTxt:
         return zlib.decompress(self._source, _WBITS) if self._flags & _COMPRESSED else self._source
 
     @property
+    def records_body(self) -> bytes:
+        """The file's records only, as :attr:`body` holds them once reduced (made
+        again, without reducing the file, when it is not): two files with the same
+        records give the same answers."""
+        if self._flags & _REDUCED:
+            return self.body
+        return utf8_octets(records_text(self._text(), self._speedups))
+
+    def copy(self) -> RobotsTxt:
+        """The file with nothing built: what is asked of the copy leaves this one as
+        it is (a file not asked yet keeps its bytes as fetched)."""
+        other = RobotsTxt.__new__(RobotsTxt)
+        other.size, other.truncated, other.url = self.size, self.truncated, self.url
+        other._source, other._flags = self._source, self._flags
+        other._agent, other._group, other._memo, other._allowed = _NO_AGENT, None, None, _allow_all
+        return other
+
+    @property
     def reduced(self) -> bool:
         """Whether the file keeps its records only (see :attr:`body`)."""
         return bool(self._flags & _REDUCED)

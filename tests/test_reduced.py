@@ -13,6 +13,7 @@ from scrapy.settings import Settings
 
 from scrapy_rfc9309 import RobotsTxt, parse
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.change_news import ChangeNews
 from scrapy_rfc9309.config import Config
 from scrapy_rfc9309.parser import _c_records_text, prepare, records_text
 from scrapy_rfc9309.record import decode, encode
@@ -150,3 +151,35 @@ def test_a_good_copy_keeps_its_bytes_as_fetched_only_for_the_ledger(keep_fetched
 @pytest.mark.parametrize("ledger,keep", [(None, False), ("", False), ("/tmp/ledger", True)])
 def test_the_policy_keeps_what_was_fetched_when_the_ledger_is_on(ledger, keep):
     assert Config.from_settings(Settings({"ROBOTSTXT_LEDGER": ledger})).policy.keep_fetched is keep
+
+
+# -- A refetch compared with the reduced copy it replaces ------------------------------------------------
+
+
+def refetched(body: bytes, previous: OriginState) -> OriginState:
+    return previous.apply(FetchOutcome(Access.PARSED, "https://h/robots.txt", 200, body), 2.0, Policy())
+
+
+def test_a_changed_refetch_is_told_against_the_reduced_copy_and_stays_unasked():
+    news = ChangeNews(None, ["bot"], "bot")  # type: ignore[arg-type]
+    old = OriginState.initial(fetched(), 1.0, Policy())
+    assert old.robots is not None and not old.robots.allowed("https://h/private", "bot") and old.robots.reduced
+    same = refetched(BODY.replace(b"# comment", b"# another comment"), old)
+    assert news.between(old, same) is None  # the same records
+    changed = refetched(BODY.replace(b"/private", b"/secret"), old)
+    change = news.between(old, changed)
+    assert change is not None
+    assert [(agent.added, agent.removed) for agent in change.agents] == [
+        ((("Disallow", "/secret"),), (("Disallow", "/private"),))]
+    # The new copy is as fetched still, for the store that keeps it next.
+    assert changed.robots is not None and not changed.robots.reduced
+    assert changed.good_body == BODY.replace(b"/private", b"/secret")
+
+
+def test_a_copy_is_asked_without_changing_its_file():
+    robots = parse(BODY)
+    copy = robots.copy()
+    assert not copy.allowed("https://h/private", "bot") and copy.reduced
+    assert not robots.reduced and robots.body == BODY
+    assert robots.records_body == copy.body == copy.records_body
+    assert copy.sitemaps == robots.sitemaps and copy.size == robots.size
