@@ -50,7 +50,7 @@ _WBITS = -15
 #: Bits of ``RobotsTxt._flags``: the kept bytes are compressed; they are the text
 #: the parser reads (see :func:`decode`); they are the file's records only (see
 #: :func:`~scrapy_rfc9309.parser.records_text`); the file keeps its bytes as
-#: fetched (see :meth:`RobotsTxt.keep_body`); the C accelerator may be used.
+#: fetched (``keep_body``); the C accelerator may be used.
 _COMPRESSED, _NORMALIZED, _REDUCED, _KEEP_BODY, _SPEEDUPS = 1, 2, 4, 8, 16
 
 
@@ -164,11 +164,12 @@ class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
 
     A crawl asks one file about one or two agents, so the file is kept compactly
-    (its bytes, compressed once it is in use unless they are under 256) and each
-    product token's groups are built on its first question, from the groups that
-    token selects only: a million files in memory cost little more than their
-    compressed size and the rules their crawl obeys. A question about another token builds that token's
-    groups (those of the last few dozen agents are kept).
+    (its bytes until its first question, then its records only, compressed unless
+    under 256 bytes: see :attr:`body`) and each product token's groups are built
+    on its first question, from the groups that token selects only: a million
+    files in memory cost little more than their compressed records and the rules
+    their crawl obeys. A question about another token builds that token's groups
+    from the records (those of the last few dozen agents are kept).
 
     ``url`` is the file's own URL when it is known (the last one, after
     redirects). ``sitemaps`` lists the Sitemap URLs in file order, without
