@@ -231,7 +231,7 @@ class RobotsTxt:
         self._source = _compress(body)
         self._flags |= _COMPRESSED
 
-    def _reduce(self, text: str) -> None:
+    def _reduce(self, text: str, rows: list[tuple[int, str, int]] | None = None) -> None:
         """After the first decision: keep the file's records only (see
         :func:`~scrapy_rfc9309.parser.records_text`), compressed unless short; or,
         for a file that keeps its body, the bytes as fetched, compressed."""
@@ -240,7 +240,7 @@ class RobotsTxt:
             if not flags & _COMPRESSED and len(self._source) >= COMPRESS_FROM:
                 self._compact()
             return
-        reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS)))
+        reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS), rows))
         flags = flags & _SPEEDUPS | _NORMALIZED | _REDUCED
         if len(reduced) >= COMPRESS_FROM:
             reduced = _compress(reduced)
@@ -333,7 +333,11 @@ class RobotsTxt:
                 star = last
             # The groups of "*" are not read again when they are built already.
             text = self._text()
-            key, selected = select(text, token, self._speedups, star=star is None)
+            flags = self._flags
+            reduce = not flags & _REDUCED and flags & (_KEEP_BODY | _COMPRESSED) != _KEEP_BODY | _COMPRESSED
+            # In pure Python the text is scanned once for the groups and the records.
+            rows = list(scan(text, False)) if reduce and not flags & _SPEEDUPS else None
+            key, selected = select(text, token, self._speedups, star=star is None, rows=rows)
             if key == "*" and star is not None:
                 merged = star
             elif last is not None and last.token == key:
@@ -344,9 +348,8 @@ class RobotsTxt:
                 merged = _MergedGroup(key, selected, self._speedups)
             else:
                 merged = _empty_group(key)
-            flags = self._flags
-            if not flags & _REDUCED and flags & (_KEEP_BODY | _COMPRESSED) != _KEEP_BODY | _COMPRESSED:
-                self._reduce(text)
+            if reduce:
+                self._reduce(text, rows)
         if last is not None:
             if memo is None or len(memo) >= _MAX_MEMO:
                 memo = self._memo = {}
