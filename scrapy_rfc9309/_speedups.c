@@ -1306,6 +1306,89 @@ fail:
     return NULL;
 }
 
+/* ---- records_text(text, keys, short_keys) -> the text reduced to its known records:
+ * each on its own line number as short_keys[kind] followed by its value, every
+ * other line empty (parser.records_text, without a Python object per record). */
+typedef struct {
+    long kind;
+    Py_ssize_t vstart, vend, line;
+} Found;
+
+static PyObject *
+records_text(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *text, *keys, *short_keys, *out = NULL;
+    Scanner sc;
+    if (!PyArg_ParseTuple(args, "UO!O!:records_text", &text, &PyList_Type, &keys, &PyTuple_Type, &short_keys)
+        || scanner_init(&sc, text, keys) < 0)
+        return NULL;
+    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys);
+    for (Py_ssize_t k = 0; k < nshort; k++) {
+        PyObject *key = PyTuple_GET_ITEM(short_keys, k);
+        if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) {
+            PyErr_SetString(PyExc_TypeError, "short keys are ASCII str");
+            return NULL;
+        }
+    }
+    Found *found = NULL;
+    Py_ssize_t nfound = 0, cap = 0, total = 0, start = 0, lineno = 0, last = 1;
+    Py_UCS4 maxchar = 127;
+    while (start < sc.n) {
+        Py_ssize_t end = line_end(&sc, start), vstart, vend;
+        lineno++;
+        long kind = line_record(&sc, start, end, &vstart, &vend);
+        if (kind >= 0) {
+            if (kind >= nshort) {
+                PyErr_SetString(PyExc_ValueError, "a kind without a short key");
+                goto done;
+            }
+            if (nfound == cap) {
+                Py_ssize_t grown = cap ? cap * 2 : 32;
+                Found *more = PyMem_Realloc(found, (size_t)grown * sizeof(Found));
+                if (more == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                found = more;
+                cap = grown;
+            }
+            found[nfound++] = (Found){kind, vstart, vend, lineno};
+            total += (lineno - last) + PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(short_keys, kind)) + (vend - vstart);
+            if (sc.ukind != PyUnicode_1BYTE_KIND || maxchar < 255) {
+                for (Py_ssize_t v = vstart; v < vend; v++) {
+                    Py_UCS4 c = AT(&sc, v);
+                    if (c > maxchar)
+                        maxchar = c;
+                }
+            }
+            last = lineno;
+        }
+        start = end + 1;
+    }
+    out = PyUnicode_New(total, maxchar);
+    if (out == NULL)
+        goto done;
+    {
+        int okind = PyUnicode_KIND(out);
+        void *odata = PyUnicode_DATA(out);
+        Py_ssize_t o = 0;
+        last = 1;
+        for (Py_ssize_t f = 0; f < nfound; f++) {
+            for (; last < found[f].line; last++)
+                PyUnicode_WRITE(okind, odata, o++, '\n');
+            PyObject *key = PyTuple_GET_ITEM(short_keys, found[f].kind);
+            const char *ks = (const char *)PyUnicode_1BYTE_DATA(key);
+            for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(key); i++)
+                PyUnicode_WRITE(okind, odata, o++, (Py_UCS4)(unsigned char)ks[i]);
+            for (Py_ssize_t v = found[f].vstart; v < found[f].vend; v++)
+                PyUnicode_WRITE(okind, odata, o++, AT(&sc, v));
+        }
+    }
+done:
+    PyMem_Free(found);
+    return out;
+}
+
 /* ---- select_groups: the groups one product token selects, built in one pass. ---- */
 
 enum { K_USER_AGENT = 0, K_ALLOW = 1, K_DISALLOW = 2, K_SITEMAP = 3, K_HOST = 7, K_SPECIAL = 8 };
@@ -1549,6 +1632,7 @@ done:
 static PyMethodDef speedups_methods[] = {
     {"scan_lines", scan_lines, METH_VARARGS, "The known records of a robots.txt text: [(kind, value, line)]."},
     {"select_groups", select_groups, METH_VARARGS, "The groups a product token selects: (key, groups)."},
+    {"records_text", records_text, METH_VARARGS, "A robots.txt text reduced to its known records."},
     {NULL, NULL, 0, NULL},
 };
 

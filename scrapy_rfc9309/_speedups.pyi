@@ -50,3 +50,7 @@ def select_groups(
 ) -> tuple[str, list[tuple[list[str], bytes, bytes, list[tuple[int, str, int, bool, bool]]]]]:
     """The groups of a robots.txt text that a product token selects: ``(key, groups)``
     (see ``parser.select``); with ``star`` false, the groups of ``*`` are not built."""
+
+def records_text(text: str, keys: list[tuple[str, int]], short_keys: tuple[str, ...], /) -> str:
+    """The text reduced to its known records (see ``parser.records_text``): each on
+    its own line number as ``short_keys[kind]`` and its value, every other line empty."""

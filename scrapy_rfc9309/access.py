@@ -85,6 +85,10 @@ class Policy:
     max_wait_refused: float = 30.0
     max_size: int = DEFAULT_MAX_BYTES  # bytes of a file that are parsed
     revalidate: bool = True  # refetch a copy held with its validators (a conditional request)
+    #: Keep each good copy's bytes as fetched and its response's header lines (the verdict ledger
+    #: writes them): without it a robots.txt keeps its records only after its first decision
+    #: (see :attr:`.RobotsTxt.body`) and a state keeps no header lines.
+    keep_fetched: bool = False
 
     @property
     def parse_limit(self) -> int:
@@ -348,10 +352,12 @@ class OriginState:
             outcome = replace(outcome, access=Access.UNREACHABLE, not_modified=False,
                               reason="304 Not Modified, but no copy is held")
         if outcome.access is Access.PARSED:
-            parsed = outcome.document.parse(outcome.body, policy.parse_limit, outcome.url)
-            fetched = replace(outcome, body=b"")
+            parsed = outcome.document.parse(outcome.body, policy.parse_limit, outcome.url, policy.keep_fetched)
+            fetched = replace(outcome, body=b"", headers=outcome.headers if policy.keep_fetched else ())
             return cls(Access.PARSED, now, now + policy.lifetime(outcome.max_age), parsed, now, 0, fetched, None,
                        fetched)
+        if not policy.keep_fetched and outcome.headers:
+            outcome = replace(outcome, headers=())
         if outcome.access is Access.UNAVAILABLE:
             return cls(Access.UNAVAILABLE, now, now + policy.lifetime(outcome.max_age), None, None, 0, outcome)
         failures = (previous.failures if previous else 0) + 1

@@ -45,9 +45,10 @@ class ChangeNews(Reporting):
         old, new = previous.robots, state.robots
         if old is None or new is None or old is new or previous.good_at is None:
             return None
-        if old.body == new.body:
+        if old.records_body == new.records_body:
             return None
-        return diff(old, new, list(self.agents) or [self.default])
+        # Asked of a copy: the new file itself keeps its bytes as fetched until the store has them.
+        return diff(old, new.copy(), list(self.agents) or [self.default])
 
     async def tell(self, origin: Origin, previous: OriginState, state: OriginState, change: RobotsChange) -> None:
         self._inc("changed")

@@ -344,6 +344,7 @@ class Config:
             max_wait_refused=_number(settings, "ROBOTSTXT_MAX_WAIT_REFUSED"),
             max_size=max_size,
             revalidate=flag(settings, "ROBOTSTXT_REVALIDATE"),
+            keep_fetched=_path(settings, "ROBOTSTXT_LEDGER") is not None,
         )
         deny, extensions = _usage_deny(settings)
         return cls(

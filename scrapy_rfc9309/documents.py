@@ -30,8 +30,10 @@ class Document:
     """One kind of per-origin document.
 
     ``name`` is how logs and stored records name it; ``path`` is where an origin
-    serves it; ``parse(body, max_bytes, url)`` reads a body that the fetch found
-    usable (2xx); ``stat`` is put before the names of its lifecycle's stats
+    serves it; ``parse(body, max_bytes, url, keep_body)`` reads a body that the
+    fetch found usable (2xx), ``keep_body`` telling whether the parsed file must
+    keep its bytes as fetched (see :class:`~scrapy_rfc9309.access.Policy`);
+    ``stat`` is put before the names of its lifecycle's stats
     (``robotstxt/<stat><name>``); ``key_path`` is added to the origin in its store
     key (robots.txt records keep the bare origin, as before tdmrep.json existed);
     ``unreachable`` says, in words, what an unreachable document means before its
@@ -42,7 +44,7 @@ class Document:
 
     name: str
     path: str
-    parse: Callable[[bytes, int, str | None], Parsed]
+    parse: Callable[[bytes, int, str | None, bool], Parsed]
     stat: str
     key_path: str
     unreachable: str
@@ -60,12 +62,12 @@ class Document:
         return f"<Document {self.name}>"
 
 
-def _robots(body: bytes, max_bytes: int, url: str | None) -> Parsed:
-    return RobotsTxt(body, max_bytes, url=url)
+def _robots(body: bytes, max_bytes: int, url: str | None, keep_body: bool) -> Parsed:
+    return RobotsTxt(body, max_bytes, url=url, keep_body=keep_body)
 
 
-def _tdmrep(body: bytes, max_bytes: int, url: str | None) -> Parsed:
-    return TdmRep(body, max_bytes, url=url)
+def _tdmrep(body: bytes, max_bytes: int, url: str | None, keep_body: bool) -> Parsed:
+    return TdmRep(body, max_bytes, url=url)  # it keeps its bytes (compressed) in any case
 
 
 ROBOTS_TXT = Document("robots.txt", "/robots.txt", _robots, "", "", "complete disallow")

@@ -194,7 +194,7 @@ def decode(record: Record, policy: Policy, now: float | None = None,
         last_modified=validator("last-modified", _validator_text(meta, "lm")),
     )
     good_url = _text(meta, "good_url") or outcome.url or None
-    parsed = document.parse(body, policy.parse_limit, good_url) if good_at is not None else None
+    parsed = document.parse(body, policy.parse_limit, good_url, policy.keep_fetched) if good_at is not None else None
     good_fetch = None
     if access is Access.PARSED:
         good_fetch = outcome

@@ -23,6 +23,7 @@ from .parser import (
     normalize,
     parse_text,
     prepare,
+    records_text,
     scan,
     select,
 )
@@ -46,6 +47,11 @@ COMPRESS_AT_READ = 128 * 1024
 COMPRESS_FROM = 256
 #: Raw deflate, no header: the bytes are only ever read back here.
 _WBITS = -15
+#: Bits of ``RobotsTxt._flags``: the kept bytes are compressed; they are the text
+#: the parser reads (see :func:`decode`); they are the file's records only (see
+#: :func:`~scrapy_rfc9309.parser.records_text`); the file keeps its bytes as
+#: fetched (``keep_body``); the C accelerator may be used.
+_COMPRESSED, _NORMALIZED, _REDUCED, _KEEP_BODY, _SPEEDUPS = 1, 2, 4, 8, 16
 
 
 def _compress(body: bytes) -> bytes:
@@ -158,11 +164,12 @@ class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
 
     A crawl asks one file about one or two agents, so the file is kept compactly
-    (its bytes, compressed once it is in use unless they are under 256) and each
-    product token's groups are built on its first question, from the groups that
-    token selects only: a million files in memory cost little more than their
-    compressed size and the rules their crawl obeys. A question about another token builds that token's
-    groups (those of the last few dozen agents are kept).
+    (its bytes until its first question, then its records only, compressed unless
+    under 256 bytes: see :attr:`body`) and each product token's groups are built
+    on its first question, from the groups that token selects only: a million
+    files in memory cost little more than their compressed records and the rules
+    their crawl obeys. A question about another token builds that token's groups
+    from the records (those of the last few dozen agents are kept).
 
     ``url`` is the file's own URL when it is known (the last one, after
     redirects). ``sitemaps`` lists the Sitemap URLs in file order, without
@@ -176,38 +183,43 @@ class RobotsTxt:
     __slots__ = (
         "_agent",
         "_allowed",
-        "_compressed",
+        "_flags",
         "_group",
         "_memo",
-        "_normalized",
         "_source",
-        "_speedups",
         "size",
         "truncated",
         "url",
     )
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
-                 url: str | None = None) -> None:
+                 url: str | None = None, keep_body: bool = False) -> None:
         if isinstance(body, str):
             body = utf8_octets(body)
         size = len(body)
         self.size: int = size
         self.truncated: bool = size > max_bytes
         self._source = body[:max_bytes] if size > max_bytes else body
-        self._compressed = self._normalized = False
-        self._speedups = speedups
+        self._flags = (_SPEEDUPS if speedups else 0) | (_KEEP_BODY if keep_body else 0)
         self.url: str | None = url or None
         self._agent: object = _NO_AGENT  # the last agent asked about, and its merged group
         self._group: _MergedGroup | None = None
         self._memo: dict[str | bytes | None, _MergedGroup] | None = None
         self._allowed: Callable[[str | bytes], bool] = _allow_all
-        # A large body is compressed now (its parse would be long anyway); a small
-        # one when it is first used, so that reading it costs next to nothing.
+        # A large body is reduced (or compressed) now, its parse would be long
+        # anyway; a small one when it is first used, so that reading it costs next
+        # to nothing.
         if size >= COMPRESS_AT_READ:
-            self._compact()
+            if keep_body:
+                self._compact()
+            else:
+                self._reduce(self._text())
 
     # -- the file ---------------------------------------------------------------------
+    @property
+    def _speedups(self) -> bool:
+        return bool(self._flags & _SPEEDUPS)
+
     def _compact(self) -> None:
         """Compress the kept bytes; a file with a line longer than the parser reads
         (or many lines ended by CR only) is kept as the parser reads it first, so
@@ -215,20 +227,63 @@ class RobotsTxt:
         body = self._source
         if len(body) > MAX_LINE_BYTES and has_long_line(body):
             body = normalize(body, len(body))[0]
-            self._normalized = True
+            self._flags |= _NORMALIZED
         self._source = _compress(body)
-        self._compressed = True
+        self._flags |= _COMPRESSED
+
+    def _reduce(self, text: str, rows: list[tuple[int, str, int]] | None = None) -> None:
+        """After the first decision: keep the file's records only (see
+        :func:`~scrapy_rfc9309.parser.records_text`), compressed unless short; or,
+        for a file that keeps its body, the bytes as fetched, compressed."""
+        flags = self._flags
+        if flags & _KEEP_BODY:
+            if not flags & _COMPRESSED and len(self._source) >= COMPRESS_FROM:
+                self._compact()
+            return
+        reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS), rows))
+        flags = flags & _SPEEDUPS | _NORMALIZED | _REDUCED
+        if len(reduced) >= COMPRESS_FROM:
+            reduced = _compress(reduced)
+            flags |= _COMPRESSED
+        self._source, self._flags = reduced, flags
 
     @property
     def body(self) -> bytes:
-        """The file's bytes up to the parsing limit; a file with a line longer
-        than the parser reads, as the parser reads it (see
-        :func:`~scrapy_rfc9309.parser.normalize`: it parses as the file does)."""
-        return zlib.decompress(self._source, _WBITS) if self._compressed else self._source
+        """The file's bytes up to the parsing limit, as fetched; after the first
+        decision (from the start for a body of 128 KiB or more), unless the file
+        was made with ``keep_body``, its records only: each
+        known record as ``key:value`` on its own line, every other line empty (see
+        :func:`~scrapy_rfc9309.parser.records_text`); and a file with a line
+        longer than the parser reads, as the parser reads it (see
+        :func:`~scrapy_rfc9309.parser.normalize`). Each parses as the file does."""
+        return zlib.decompress(self._source, _WBITS) if self._flags & _COMPRESSED else self._source
+
+    @property
+    def records_body(self) -> bytes:
+        """The file's records only, as :attr:`body` holds them once reduced (made
+        again, without reducing the file, when it is not): two files with the same
+        records give the same answers."""
+        if self._flags & _REDUCED:
+            return self.body
+        return utf8_octets(records_text(self._text(), self._speedups))
+
+    def copy(self) -> RobotsTxt:
+        """The file with nothing built: what is asked of the copy leaves this one as
+        it is (a file not asked yet keeps its bytes as fetched)."""
+        other = RobotsTxt.__new__(RobotsTxt)
+        other.size, other.truncated, other.url = self.size, self.truncated, self.url
+        other._source, other._flags = self._source, self._flags
+        other._agent, other._group, other._memo, other._allowed = _NO_AGENT, None, None, _allow_all
+        return other
+
+    @property
+    def reduced(self) -> bool:
+        """Whether the file keeps its records only (see :attr:`body`)."""
+        return bool(self._flags & _REDUCED)
 
     def _text(self) -> str:
         body = self.body
-        return decode(body) if self._normalized else prepare(body, len(body))[0]
+        return decode(body) if self._flags & _NORMALIZED else prepare(body, len(body))[0]
 
     def _records(self, kind: int) -> list[str]:
         return [value for found, value, _ in scan(self._text(), self._speedups) if found == kind and value]
@@ -277,7 +332,12 @@ class RobotsTxt:
             if star is None and last is not None and last.token == "*":
                 star = last
             # The groups of "*" are not read again when they are built already.
-            key, selected = select(self._text(), token, self._speedups, star=star is None)
+            text = self._text()
+            flags = self._flags
+            reduce = not flags & _REDUCED and flags & (_KEEP_BODY | _COMPRESSED) != _KEEP_BODY | _COMPRESSED
+            # In pure Python the text is scanned once for the groups and the records.
+            rows = list(scan(text, False)) if reduce and not flags & _SPEEDUPS else None
+            key, selected = select(text, token, self._speedups, star=star is None, rows=rows)
             if key == "*" and star is not None:
                 merged = star
             elif last is not None and last.token == key:
@@ -288,8 +348,8 @@ class RobotsTxt:
                 merged = _MergedGroup(key, selected, self._speedups)
             else:
                 merged = _empty_group(key)
-            if not self._compressed and len(self._source) >= COMPRESS_FROM:
-                self._compact()
+            if reduce:
+                self._reduce(text, rows)
         if last is not None:
             if memo is None or len(memo) >= _MAX_MEMO:
                 memo = self._memo = {}
@@ -396,14 +456,16 @@ class RobotsTxt:
 
 
 def parse(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
-          url: str | None = None) -> RobotsTxt:
+          url: str | None = None, keep_body: bool = False) -> RobotsTxt:
     """Parse robots.txt content. Never raises on any content; only the first
     ``max_bytes`` bytes are used (RFC 9309, 2.5: at least 500 KiB). With
     ``speedups=False`` the C accelerator is not used even when it is built.
-    ``url``, the file's own URL, is the base of relative Sitemap values."""
+    ``url``, the file's own URL, is the base of relative Sitemap values. With
+    ``keep_body`` the file keeps its bytes as fetched (compressed) for
+    :attr:`RobotsTxt.body`; otherwise only its records after its first decision."""
     if max_bytes < DEFAULT_MAX_BYTES:
         raise ValueError(f"max_bytes must be at least {DEFAULT_MAX_BYTES} (RFC 9309, 2.5), got {max_bytes}")
-    return RobotsTxt(body, max_bytes, speedups=speedups, url=url)
+    return RobotsTxt(body, max_bytes, speedups=speedups, url=url, keep_body=keep_body)
 
 
 def _joined(base: str, value: str) -> str:

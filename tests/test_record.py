@@ -49,12 +49,17 @@ def test_a_parsed_state_reads_back_with_the_same_rules_and_timestamps() -> None:
     assert (back.access, back.fetched_at, back.expires_at, back.good_at, back.failures) == (
         Access.PARSED, T0, T0 + 3600, T0, 0)
     assert back.robots is not None and back.robots is not state.robots
+    assert back.good_body == BODY  # as fetched until the first decision
     assert not back.robots.allowed("https://h/private/x", "bot")
     assert back.robots.allowed("https://h/public", "bot")
     assert back.robots.crawl_delay("bot") == 2.0
     assert back.robots.sitemaps == ["https://h/s.xml"]
     assert back.outcome == state.outcome  # status, URL, redirects, max-age, body
-    assert back.good_body == BODY
+    # Then the file's records only (without the ledger), which read back as the same rules.
+    assert back.good_body == b"useragent:*\ndisalow:/private\ncrawldelay:2\nsitemap:https://h/s.xml"
+    again = roundtrip(back)
+    assert again.robots is not None and not again.robots.allowed("https://h/private/x", "bot")
+    assert again.robots.crawl_delay("bot") == 2.0 and again.robots.sitemaps == ["https://h/s.xml"]
 
 
 def test_the_record_is_json_and_raw_bytes_not_a_pickle() -> None:

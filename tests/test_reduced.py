@@ -1,0 +1,185 @@
+"""A parsed robots.txt keeps only its records after its first decision (see
+``RobotsTxt.body``): every answer stays the one of a file that keeps its bytes, in
+both tiers; a file made with ``keep_body`` (the ledger's) keeps its bytes as fetched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scrapy.settings import Settings
+
+from scrapy_rfc9309 import RobotsTxt, parse
+from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.change_news import ChangeNews
+from scrapy_rfc9309.config import Config
+from scrapy_rfc9309.parser import _c_records_text, prepare, records_text
+from scrapy_rfc9309.record import decode, encode
+from scrapy_rfc9309.robotstxt import COMPRESS_AT_READ
+from tests.test_properties import agents, robots_bytes, urls
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SAMPLE = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "corpus").iterdir())
+ASKED = ["FooBot", "*", "", None, "Googlebot/2.1", b"bot\xff", "Scrapy/2.19 (+https://scrapy.org)", "GPTBot"]
+NAMES = ["crawl-delay", "content-usage", "content-signal"]
+TIERS = [True, False] if _c_records_text is not None else [False]
+
+
+def answers(robots: RobotsTxt, urls: list[str], asked: list[str | bytes | None]) -> list[object]:
+    """Everything a reader can ask of a file (other than its bytes)."""
+    found: list[object] = [robots.sitemaps, robots.hosts, robots.agents, robots.size, robots.truncated]
+    for agent in asked:
+        found += [robots.group_agents(agent), robots.rules(agent), robots.crawl_delay(agent),
+                  robots.has_usage(agent), [robots.records(agent, name) for name in NAMES]]
+        for url in urls:
+            found += [robots.allowed(url, agent), robots.verdict(url, agent), robots.deciding_rule(url, agent),
+                      robots.usage(url, agent)]
+    return found
+
+
+def reduced_and_kept(body: bytes, speedups: bool, first: str | bytes | None) -> tuple[RobotsTxt, RobotsTxt]:
+    url = "https://example.com/robots.txt"
+    reduced = parse(body, speedups=speedups, url=url)
+    kept = parse(body, speedups=speedups, url=url, keep_body=True)
+    for robots in (reduced, kept):
+        robots.allowed("https://example.com/some/page", first)
+    assert reduced.reduced and not kept.reduced
+    return reduced, kept
+
+
+@SETTINGS
+@given(body=robots_bytes, url_list=st.lists(urls, max_size=4), first=agents, more=st.lists(agents, max_size=3))
+def test_a_reduced_file_answers_as_the_file_that_keeps_its_bytes(body, url_list, first, more):
+    for speedups in TIERS:
+        reduced, kept = reduced_and_kept(body, speedups, first)
+        assert answers(reduced, url_list, [first, *more, *ASKED]) == answers(kept, url_list, [first, *more, *ASKED])
+
+
+@SETTINGS
+@given(body=robots_bytes)
+def test_the_records_text_is_the_same_in_c_and_in_python(body):
+    text = prepare(body, len(body))[0]
+    reduced = records_text(text, speedups=False)
+    assert records_text(text) == reduced
+    assert len(reduced) <= len(text)
+
+
+@pytest.mark.parametrize("speedups", TIERS)
+@pytest.mark.parametrize("path", SAMPLE, ids=lambda path: path.name)
+def test_real_files_answer_the_same_reduced(path, speedups):
+    body = path.read_bytes()
+    reduced, kept = reduced_and_kept(body, speedups, "Scrapy/2.19 (+https://scrapy.org)")
+    url_list = [f"https://{path.name}/", f"https://{path.name}/wp-admin/x?y=1", f"https://{path.name}/search?q=a"]
+    assert answers(reduced, url_list, ASKED) == answers(kept, url_list, ASKED)
+    assert kept.body == body
+    assert len(reduced.body) < len(body)
+
+
+def test_the_body_is_the_records_only_after_the_first_decision():
+    body = (b"# A comment\r\nUser-Agent : FooBot  # a bot\r\nDISALLOW /private\r\n\r\nfoo: bar\r\n"
+            b"Sitemap: https://e.com/s.xml\r\nuser-agent: *\r\nAllow: /a*b$\r\nCrawl-delay: 5\r\n")
+    robots = parse(body)
+    assert robots.body == body and not robots.reduced
+    assert not robots.allowed("https://e.com/private", "FooBot")
+    assert robots.reduced
+    assert robots.body == (b"\nuseragent:FooBot\ndisalow:/private\n\n\nsitemap:https://e.com/s.xml\n"
+                           b"useragent:*\nallow:/a*b$\ncrawldelay:5")
+    assert str(robots.verdict("https://e.com/private", "FooBot").rule) == "Disallow: /private, line 3"
+
+
+def test_a_file_made_to_keep_its_body_keeps_its_bytes_as_fetched():
+    body = b"# comment\nUser-agent: *\nDisallow: /x\n" * 20
+    robots = parse(body, keep_body=True)
+    assert not robots.allowed("https://e.com/x", "bot")
+    assert robots.body == body and not robots.reduced
+
+
+@pytest.mark.parametrize("keep_body", [False, True])
+def test_a_large_file_is_reduced_as_it_is_read_unless_it_keeps_its_body(keep_body):
+    filler = COMPRESS_AT_READ // 9 + 1
+    body = b"User-agent: *\nDisallow: /x\n" + b"# filler\n" * filler + b"Sitemap: /s.xml\n"
+    robots = RobotsTxt(body, keep_body=keep_body, url="https://e.com/robots.txt")
+    assert robots.reduced is not keep_body
+    assert len(robots._source) < 2000  # compressed either way
+    if keep_body:
+        assert robots.body == body
+    else:
+        assert robots.body == b"useragent:*\ndisalow:/x" + b"\n" * (filler + 1) + b"sitemap:/s.xml"
+    assert not robots.allowed("https://e.com/x", "bot")
+    assert robots.sitemaps == ["https://e.com/s.xml"]
+
+
+# -- What an origin's state keeps: the ledger's bytes and header lines only with the ledger --------------
+
+HEADERS = ((b"Content-Type", b"text/plain"), (b"Server", b"test"))
+BODY = b"# comment\nUser-agent: *\nDisallow: /private\nSitemap: https://h/s.xml\n" * 12
+
+
+def fetched(access: Access = Access.PARSED, status: int = 200) -> FetchOutcome:
+    return FetchOutcome(access, "https://h/robots.txt", status, BODY if access is Access.PARSED else b"",
+                        headers=HEADERS)
+
+
+@pytest.mark.parametrize("access,status", [(Access.PARSED, 200), (Access.UNAVAILABLE, 404),
+                                           (Access.UNREACHABLE, 503)])
+def test_a_state_keeps_the_response_header_lines_only_for_the_ledger(access, status):
+    kept = OriginState.initial(fetched(access, status), 1.0, Policy(keep_fetched=True))
+    assert kept.outcome is not None and kept.outcome.headers == HEADERS
+    state = OriginState.initial(fetched(access, status), 1.0, Policy())
+    assert state.outcome is not None and state.outcome.headers == ()
+    if access is Access.PARSED:
+        assert state.good_fetch is not None and state.good_fetch.headers == ()
+        assert kept.good_fetch is not None and kept.good_fetch.headers == HEADERS
+
+
+@pytest.mark.parametrize("keep_fetched", [False, True])
+def test_a_good_copy_keeps_its_bytes_as_fetched_only_for_the_ledger(keep_fetched):
+    policy = Policy(keep_fetched=keep_fetched)
+    state = OriginState.initial(fetched(), 1.0, policy)
+    assert state.good_body == BODY
+    assert state.robots is not None and not state.robots.allowed("https://h/private", "bot")
+    assert (state.good_body == BODY) is keep_fetched
+    # A copy read back from a store keeps its bytes as this process needs them.
+    loaded = decode(encode(state, policy), policy, state.fetched_at)
+    assert loaded.robots is not None and not loaded.robots.allowed("https://h/private", "bot")
+    assert loaded.robots.reduced is not keep_fetched
+    assert loaded.robots.sitemaps == ["https://h/s.xml"]
+
+
+@pytest.mark.parametrize("ledger,keep", [(None, False), ("", False), ("/tmp/ledger", True)])
+def test_the_policy_keeps_what_was_fetched_when_the_ledger_is_on(ledger, keep):
+    assert Config.from_settings(Settings({"ROBOTSTXT_LEDGER": ledger})).policy.keep_fetched is keep
+
+
+# -- A refetch compared with the reduced copy it replaces ------------------------------------------------
+
+
+def refetched(body: bytes, previous: OriginState) -> OriginState:
+    return previous.apply(FetchOutcome(Access.PARSED, "https://h/robots.txt", 200, body), 2.0, Policy())
+
+
+def test_a_changed_refetch_is_told_against_the_reduced_copy_and_stays_unasked():
+    news = ChangeNews(None, ["bot"], "bot")  # type: ignore[arg-type]
+    old = OriginState.initial(fetched(), 1.0, Policy())
+    assert old.robots is not None and not old.robots.allowed("https://h/private", "bot") and old.robots.reduced
+    same = refetched(BODY.replace(b"# comment", b"# another comment"), old)
+    assert news.between(old, same) is None  # the same records
+    changed = refetched(BODY.replace(b"/private", b"/secret"), old)
+    change = news.between(old, changed)
+    assert change is not None
+    assert [(agent.added, agent.removed) for agent in change.agents] == [
+        ((("Disallow", "/secret"),), (("Disallow", "/private"),))]
+    # The new copy is as fetched still, for the store that keeps it next.
+    assert changed.robots is not None and not changed.robots.reduced
+    assert changed.good_body == BODY.replace(b"/private", b"/secret")
+
+
+def test_a_copy_is_asked_without_changing_its_file():
+    robots = parse(BODY)
+    copy = robots.copy()
+    assert not copy.allowed("https://h/private", "bot") and copy.reduced
+    assert not robots.reduced and robots.body == BODY
+    assert robots.records_body == copy.body == copy.records_body
+    assert copy.sitemaps == robots.sitemaps and copy.size == robots.size
