@@ -265,7 +265,8 @@ class FetchOutcome:
     #: The document fetched (robots.txt, tdmrep.json).
     document: Document = ROBOTS_TXT
     #: The final response's header lines as received, ``(name, value)`` bytes pairs, for the
-    #: ledger's copy of the version (not stored: a state loaded from a store has none).
+    #: ledger's copy of the version: kept in a state only with ``ROBOTSTXT_LEDGER`` (empty otherwise,
+    #: also in the ``robotstxt_fetched`` signal's state), and not stored (a state from a store has none).
     headers: tuple[tuple[bytes, bytes], ...] = field(default=(), compare=False, repr=False)
     #: The copy's validators (see :func:`validator`), for the next fetch's conditional request.
     etag: str | None = None
