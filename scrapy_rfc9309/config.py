@@ -26,8 +26,8 @@ from .usage.vocabulary import canonical, known_labels
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings
 
-__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting", "crawl_settings", "flag", "main", "settings_table",
-           "usage_line"]
+__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting", "crawl_settings", "flag", "main", "refuse_builtin_beside",
+           "settings_table", "usage_line"]
 
 #: The longest duration any setting takes: 10 years (a Redis expiry in
 #: milliseconds, and every clock sum, stays far inside 64 bits).
@@ -371,6 +371,20 @@ class Config:
             ledger=_path(settings, "ROBOTSTXT_LEDGER"),
             ledger_rotate_bytes=_number(settings, "ROBOTSTXT_LEDGER_ROTATE_BYTES"),
             max_wait_idle=_number(settings, "ROBOTSTXT_MAX_WAIT_IDLE"),
+        )
+
+
+def refuse_builtin_beside(settings: Any, ours: str) -> None:
+    """Refuse to start with Scrapy's built-in robots.txt middleware enabled beside ``ours``
+    (read from ``DOWNLOADER_MIDDLEWARES`` as Scrapy's middleware manager reads it)."""
+    from . import _compat
+
+    if _compat.builtin_middleware_enabled(settings):
+        raise RobotsTxtConfigError(
+            f"Scrapy's built-in robots.txt middleware is enabled beside {ours}: both would fetch every robots.txt, "
+            f"and the built-in one would judge each request first. Add '{_compat.BUILTIN_MIDDLEWARE}': None to "
+            "DOWNLOADER_MIDDLEWARES, or enable this plugin with ADDONS = {'scrapy_rfc9309.Addon': 0}, which does "
+            "it for you"
         )
 
 

@@ -26,7 +26,7 @@ from scrapy.http.headers import Headers
 
 from . import ACCELERATED, _compat, matcher_in_use
 from .change_news import ChangeNews
-from .config import Config, purpose_tokens, usage_line
+from .config import Config, purpose_tokens, refuse_builtin_beside, usage_line
 from .dns_warmup import DnsWarmup
 from .enforcement import Enforcement
 from .exceptions import RobotsTxtConfigError
@@ -82,13 +82,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
         self.crawler = crawler
-        if _compat.builtin_middleware_enabled(crawler.settings):
-            raise RobotsTxtConfigError(
-                f"Scrapy's built-in robots.txt middleware is enabled beside {MIDDLEWARE_PATH}: both would fetch "
-                "every robots.txt, and the built-in one would judge each request first. Add "
-                f"'{_compat.BUILTIN_MIDDLEWARE}': None to DOWNLOADER_MIDDLEWARES, or enable this plugin with "
-                "ADDONS = {'scrapy_rfc9309.Addon': 0}, which does it for you"
-            )
+        refuse_builtin_beside(crawler.settings, MIDDLEWARE_PATH)
         config = self.config = Config.from_settings(crawler.settings)
         #: The http(s) origin of a URL, or None.
         self._origin_of = HttpOrigins()
