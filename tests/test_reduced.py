@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scrapy.settings import Settings
+from test_properties import agents, robots_bytes, urls
 
 from scrapy_rfc9309 import RobotsTxt, parse
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
@@ -18,7 +19,6 @@ from scrapy_rfc9309.config import Config
 from scrapy_rfc9309.parser import _c_records_text, prepare, records_text
 from scrapy_rfc9309.record import decode, encode
 from scrapy_rfc9309.robotstxt import COMPRESS_AT_READ
-from tests.test_properties import agents, robots_bytes, urls
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SAMPLE = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "corpus").iterdir())
