@@ -14,6 +14,7 @@ from scrapy import signals
 
 from . import _compat
 from . import signals as rfc_signals
+from .bounded import BoundedDict
 from .crawl_delay import CrawlDelay
 from .documents import DOCUMENTS, ROBOTS_TXT
 from .exceptions import (
@@ -146,7 +147,7 @@ class Tally:
         return ", ".join(parts)
 
 
-#: Origins whose :func:`~.judgement.allowing` function is remembered at most (then forgotten all at once).
+#: Origins whose :func:`~.judgement.allowing` function is remembered at most (a BoundedDict: the oldest go first).
 _MAX_ALLOWING = 1024
 
 _BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, Enforcement] = weakref.WeakKeyDictionary()
@@ -171,7 +172,8 @@ class Enforcement(Reporting):
         self.explain = False
         self._meta_errors_logged: set[type] = set()
         #: Per origin: the robots.txt state and agent its :func:`~.judgement.allowing` function is for.
-        self._allowing: dict[Origin, tuple[OriginState, str | bytes, Callable[[str], bool] | None]] = {}
+        self._allowing: BoundedDict[Origin, tuple[OriginState, str | bytes, Callable[[str], bool] | None]] = (
+            BoundedDict(_MAX_ALLOWING))
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
 
     def _opened(self, spider: Any = None) -> None:
@@ -210,8 +212,6 @@ class Enforcement(Reporting):
             return None
         known = self._allowing.get(origin)
         if known is None or known[0] is not robots or known[1] != agent:
-            if len(self._allowing) >= _MAX_ALLOWING:
-                self._allowing.clear()
             known = self._allowing[origin] = (robots, agent, allowing(robots, agent, self.enforced))
         test = known[2]
         if test is None or not test(url):
