@@ -80,12 +80,12 @@ class WaitingRoom:
                  held: Callable[[Origin], bool], on_held: Callable[[Request, Origin], None] | None = None) -> None:
         self.max_waiting = config.max_waiting
         #: Requests of every document waiting in the downloader.
-        self.in_downloader = 0
+        self.waiting_in_downloader = 0
         self.parking = Parking(crawler, origin_of, held, self.room, on_held)
 
     def room(self) -> bool:
         """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS`` place."""
-        return self.in_downloader + self.parking.count < self.max_waiting
+        return self.waiting_in_downloader + self.parking.count < self.max_waiting
 
 
 class Waiting(Reporting):
@@ -200,7 +200,7 @@ class Waiting(Reporting):
             self._wake_at(origin, time.time() + timeout)
         widened = self.room.room() and _compat.widen_concurrency(self.crawler.engine, 1)
         self._waiting += 1
-        self.room.in_downloader += 1
+        self.room.waiting_in_downloader += 1
         self._watch_close()
         try:
             value = await maybe_deferred_to_future(waiter)
@@ -208,7 +208,7 @@ class Waiting(Reporting):
             return None
         finally:
             self._waiting -= 1
-            self.room.in_downloader -= 1
+            self.room.waiting_in_downloader -= 1
             if widened:
                 _compat.widen_concurrency(self.crawler.engine, -1)
             waiters = self._waiters.get(origin)
