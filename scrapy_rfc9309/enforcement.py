@@ -24,7 +24,7 @@ from .exceptions import (
     RobotsTxtUnreachable,
     RobotsTxtUsageDenied,
 )
-from .judgement import DROP_REASONS, Enforced, Judgement, Kind, allowing
+from .judgement import DROP_REASONS, Enforced, Judgement, Kind, allowing, explaining
 from .meta import AGENT_META, TDMREP_META, USAGE_META
 from .reporting import Reporting
 from .user_agents import UserAgents
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from .access import OriginState
     from .config import Config
+    from .matcher import Rule
     from .origin import Origin
     from .waiting import Waiting
 
@@ -172,8 +173,9 @@ class Enforcement(Reporting):
         self.explain = False
         self._meta_errors_logged: set[type] = set()
         #: Per origin: the robots.txt state and agent its :func:`~.judgement.allowing` function is for.
-        self._allowing: BoundedDict[Origin, tuple[OriginState, str | bytes, Callable[[str], bool] | None]] = (
-            BoundedDict(_MAX_ALLOWING))
+        #: With the function naming the rule that allowed a URL, once a teller needs it.
+        self._allowing: BoundedDict[Origin, tuple[OriginState, str | bytes, Callable[[str], bool] | None,
+                                                  Callable[[str], Rule | None] | None]] = BoundedDict(_MAX_ALLOWING)
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
 
     def _opened(self, spider: Any = None) -> None:
@@ -200,23 +202,33 @@ class Enforcement(Reporting):
         self.response_tellers += (teller,)
         self.explain = self.explain or teller.explains
 
-    def allows(self, url: str, origin: Origin, agent: str | bytes,
+    def allows(self, request: Request, origin: Origin, agent: str | bytes,
                robots: OriginState) -> Callable[[str], bool] | None:
-        """Whether a request for ``url`` by ``agent`` (none named in its meta) is allowed
-        with nothing to act on but the count of allowed verdicts (counted here): its
-        verdict would be a bare ``ALLOWED`` that no teller reads. Returns the test that
-        said so (:func:`~.judgement.allowing`, remembered per origin), or None:
-        :meth:`act` on :func:`~.judgement.judge`'s verdict (always, while a teller reads
-        allowed ones)."""
-        if self.allowed_tellers or self.explain:
-            return None
+        """Whether ``request`` (by ``agent``, none named in its meta) gets a bare
+        ``ALLOWED`` verdict, one with nothing to act on: counted here, and told to the
+        tellers of allowed verdicts (with the rule that allowed it, where one needs it:
+        :func:`~.judgement.explaining`), the same value :func:`~.judgement.judge` would
+        give. Returns the test that said so (:func:`~.judgement.allowing`, remembered per
+        origin), or None: :meth:`act` on :func:`~.judgement.judge`'s verdict."""
+        url = request.url
         known = self._allowing.get(origin)
         if known is None or known[0] is not robots or known[1] != agent:
-            known = self._allowing[origin] = (robots, agent, allowing(robots, agent, self.enforced))
+            known = self._allowing[origin] = (robots, agent, allowing(robots, agent, self.enforced), None)
         test = known[2]
         if test is None or not test(url):
             return None
         self.tally.allowed += 1
+        if self.allowed_tellers:
+            rule = None
+            if self.explain:
+                rule_of = known[3]
+                if rule_of is None:
+                    rule_of = explaining(robots, agent)
+                    self._allowing[origin] = (robots, agent, test, rule_of)
+                rule = rule_of(url)
+            judgement = Judgement(Kind.ALLOWED, url, self.agents.token(agent), robots, rule)
+            for teller in self.allowed_tellers:
+                teller.judged(request, origin, judgement)
         return test
 
     def count_allowed(self, count: int) -> None:

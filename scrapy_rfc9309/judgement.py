@@ -33,6 +33,7 @@ __all__ = [
     "Kind",
     "allowing",
     "at_close",
+    "explaining",
     "holding",
     "invalid_meta",
     "judge",
@@ -293,6 +294,26 @@ def allowing(robots: OriginState, agent: str | bytes, enforced: Enforced) -> Cal
 def _everything(url: str) -> bool:
     """What :func:`allowing` gives for a state without rules: every URL allowed."""
     return True
+
+
+def explaining(robots: OriginState, agent: str | bytes) -> Callable[[str], Rule | None]:
+    """For a URL that :func:`allowing` says True for: the rule :func:`judge` names
+    with ``explain`` (the Allow rule that allowed it; None: no rule matched). A group
+    without Allow rules allows a URL by no rule: its function asks nothing."""
+    parsed = robots.robots
+    if parsed is None or not any(rule.allow for rule in parsed.rules(agent)):
+        return _no_rule
+    deciding = parsed.deciding_rule
+
+    def rule_of(url: str) -> Rule | None:
+        return deciding(url, agent)
+
+    return rule_of
+
+
+def _no_rule(url: str) -> None:
+    """What :func:`explaining` gives for a state whose group has no Allow rule."""
+    return None
 
 
 def not_judged(url: str, token: str) -> Judgement:

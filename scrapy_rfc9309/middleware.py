@@ -184,8 +184,9 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         robots = self.states.cached(origin, now)
         if robots is not None:
             enforcement = self.enforcement
-            if tdm is None and not special and (test := enforcement.allows(url, origin, agent, robots)):
-                self.shortcuts.remember(url, agent, robots, test)
+            if tdm is None and not special and (test := enforcement.allows(request, origin, agent, robots)):
+                if not enforcement.allowed_tellers:  # nothing reads the verdict: the next ones need not be made
+                    self.shortcuts.remember(url, agent, robots, test)
                 return None  # a bare allowed verdict, the most frequent: nothing else to do
             tdm_state = None
             if tdm is not None:

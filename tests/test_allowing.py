@@ -14,7 +14,7 @@ import pytest
 
 from scrapy_rfc9309.access import Access, Cause, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.agent import product_token
-from scrapy_rfc9309.judgement import Enforced, Judgement, Kind, allowing, judge
+from scrapy_rfc9309.judgement import Enforced, Judgement, Kind, allowing, explaining, judge
 
 NOW = 1_000_000.0
 POLICY = Policy(max_wait=60.0, max_wait_refused=10.0)
@@ -96,6 +96,31 @@ def test_allowing_says_true_exactly_where_judge_gives_a_bare_allowed_verdict(set
     else:  # the shortcut applies to most files, and says both things
         assert shortcuts > len(AGENTS) * 20 and seen == {True, False}, (shortcuts, seen)
         assert outcomes > 5000
+
+
+def test_explaining_names_the_rule_judge_names_for_a_bare_allowed_verdict():
+    # What a teller of allowed verdicts (the ledger, a robotstxt_verdict receiver) is told for a request
+    # the shortcut allows is the value judge() gives with explain: the Allow rule that allowed it, or none.
+    enforced = SETTINGS["defaults"]
+    named = none = 0
+    for name, body in [*files().items(), ("404", None)]:
+        state = state_of(body)
+        for agent in AGENTS:
+            token = product_token(agent)
+            test = allowing(state, agent, enforced)
+            if test is None:
+                continue
+            rule_of = explaining(state, agent)
+            for path in paths_of(body or b""):
+                url = f"https://example.com{path}"
+                if not test(url):
+                    continue
+                rule = rule_of(url)
+                assert judge(url, agent, token, state, NOW, enforced, explain=True) == Judgement(
+                    Kind.ALLOWED, url, token, state, rule), (name, agent, path)
+                named += rule is not None
+                none += rule is None
+    assert named > 100 and none > 1000, (named, none)
 
 
 @pytest.mark.parametrize(("name", "agent", "setting", "path"), [
