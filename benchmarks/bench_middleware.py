@@ -101,7 +101,9 @@ TDMREP_JSON = json.dumps([
 ])
 GOAL_BROAD_RATIO = 1.1  # healthy-origin completion time, with / without failing origins
 
-SERVER_MAX_LIFE = 900.0  # a server stops by itself after this many seconds
+# A server stops when its parent closes its stdin (or dies); after this many seconds it stops by
+# itself all the same, a safety net longer than the longest benchmark (bench_ledger's pairs of crawls).
+SERVER_MAX_LIFE = 6 * 3600.0
 CRAWL_TIMEOUT = 240.0  # a crawl subprocess is killed after this many seconds
 CLOSESPIDER_TIMEOUT = 180  # and closes itself before that
 
