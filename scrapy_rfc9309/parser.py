@@ -28,6 +28,7 @@ __all__ = [
     "records_text",
     "scan",
     "select",
+    "with_rules",
 ]
 
 #: RFC 9309, 2.5: the parsing limit must be at least 500 KiB.
@@ -215,9 +216,12 @@ def scan(text: str, speedups: bool = True) -> Iterable[tuple[int, str, int]]:
 _SHORT_KEYS = {kind: min((name for name, k in KEYS.items() if k == kind), key=len) + ":" for kind in set(KEYS.values())}
 _SHORT_KEYS.update({kind + SPECIAL: _SHORT_KEYS[kind] for kind in (ALLOW, DISALLOW)})
 _SHORT_KEY_LIST = tuple(_SHORT_KEYS.get(kind, "") for kind in range(max(_SHORT_KEYS) + 1))
+#: The keys of a Disallow and of an Allow record in :func:`records_text`, as octets.
+_RULE_KEYS = (_SHORT_KEYS[DISALLOW].encode(), _SHORT_KEYS[ALLOW].encode())
 
 
-def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, int]] | None = None) -> str:
+def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, int]] | None = None,
+                 omit: array[int] | None = None) -> str:
     """A :func:`prepare` text reduced to its known records: each on its own line
     number, as ``key:value`` with the kind's shortest key, every other line empty
     (comments, unknown fields, blank lines). It parses as ``text`` does (the same
@@ -225,18 +229,34 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
     is longer than it was, so it is read as it is (the result of :func:`decode`
     without its final newline, :func:`prepare` is not needed again). In C when
     the accelerator is built; in Python from ``rows``, the text's :func:`scan`,
-    when the caller has it."""
+    when the caller has it.
+
+    ``omit`` (codes ``line << 1 | allow``, by line) names Allow and Disallow
+    rules to leave out: their lines are empty, the text has as many lines, and
+    :func:`with_rules` writes them back."""
     if speedups and _c_records_text is not None:
-        return _c_records_text(text, _KEY_LIST, _SHORT_KEY_LIST)
+        return _c_records_text(text, _KEY_LIST, _SHORT_KEY_LIST, omit)
     if rows is None:
         rows = list(scan(text, speedups))
     if not rows:
         return ""
     keys = _SHORT_KEYS
     lines = [""] * rows[-1][2]
+    left_out = {code >> 1 for code in omit} if omit else ()
     for kind, value, line in rows:
-        lines[line - 1] = keys[kind] + value
+        if line not in left_out or kind % SPECIAL not in (ALLOW, DISALLOW):
+            lines[line - 1] = keys[kind] + value
     return "\n".join(lines)
+
+
+def with_rules(records: bytes, rules: Iterable[tuple[bool, str, int]]) -> bytes:
+    """:func:`records_text`'s octets with the rules it left out (``(allow,
+    pattern, line)``) written back: the octets of the text without ``omit``."""
+    lines = records.split(b"\n")
+    keys = _RULE_KEYS
+    for allow, pattern, line in rules:
+        lines[line - 1] = keys[allow] + utf8_octets(pattern)
+    return b"\n".join(lines)
 
 
 def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: bool = True) -> ParseResult:
