@@ -93,7 +93,8 @@ typedef struct {
 /* A rule as written that the tables do not give back by themselves: a literal
  * rule whose text another rule decides for, one written with "%" escapes or
  * non-ASCII text (the tables hold its canonical form), or one without a key. Its
- * text is UTF-8 (surrogates as themselves, "surrogatepass"). */
+ * text is UTF-8, an undecodable octet of the file as itself ("surrogateescape",
+ * as parser.py decodes a file). */
 typedef struct {
     Str text;
     uint32_t code; /* line << 1 | allow */
@@ -754,36 +755,14 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
 
 /* ---- rules as written, given back --------------------------------------------- */
 
-/* The text of offs entry i (a key, a piece or an extra rule) as a str. */
-static PyObject *
-text_at(const View *v, int wide, size_t i)
-{
-    uint32_t start = OFF(v, i, wide), end = OFF(v, i + 1, wide);
-    return PyUnicode_DecodeUTF8(v->text + start, (Py_ssize_t)(end - start), "surrogatepass");
-}
-
-/* A plain wildcard rule as written: its pieces joined by "*", then "$" when anchored. */
-static PyObject *
-glob_text(const FastMatcher *self, const View *v, int wide, uint32_t k)
-{
-    size_t first = (size_t)self->nkeys + GLOB(v, k, first, wide);
-    uint32_t count = GLOB(v, k, npieces, wide), anchored = GLOB(v, k, flags, wide) & 1;
-    uint32_t start = OFF(v, first, wide), end = OFF(v, first + count, wide);
-    PyObject *out = PyUnicode_New((Py_ssize_t)(end - start + count - 1 + anchored), 127);
-    if (out == NULL)
-        return NULL;
-    char *o = (char *)PyUnicode_1BYTE_DATA(out);
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t a = OFF(v, first + i, wide), b = OFF(v, first + i + 1, wide);
-        if (i)
-            *o++ = '*';
-        memcpy(o, v->text + a, b - a);
-        o += b - a;
-    }
-    if (anchored)
-        *o = '$';
-    return out;
-}
+/* Where a rule's text as written is: key k's text, wildcard rule w's pieces joined
+ * by "*" (and "$" when anchored), or extra rule e's text; and its code. */
+enum { SRC_KEY, SRC_GLOB, SRC_EXTRA };
+typedef struct {
+    int kind;
+    uint32_t index;
+    uint32_t code; /* line << 1 | allow */
+} Src;
 
 /* The extra rule written on a line, or -1. */
 static Py_ssize_t
@@ -800,43 +779,81 @@ extra_on(const FastMatcher *self, const View *v, uint32_t line)
     return lo < (Py_ssize_t)self->nextra && (v->extra[lo] >> 1) == line ? lo : -1;
 }
 
-/* matcher.Rule(allow, pattern, line) of a code (line << 1 | allow); steals pattern. */
+/* The rule of what decide() gives, key k (k) or wildcard rule w (nkeys + w), as
+ * the tables hold it. */
+static Src
+table_src(const FastMatcher *self, const View *v, int wide, Py_ssize_t which)
+{
+    if (which < (Py_ssize_t)self->nkeys)
+        return (Src){SRC_KEY, (uint32_t)which, TABLE(v->key_rule, which, wide)};
+    uint32_t w = (uint32_t)(which - self->nkeys), flags = GLOB(v, w, flags, wide);
+    return (Src){SRC_GLOB, w, (flags >> 2) << 1 | ((flags >> 1) & 1)};
+}
+
+/* The same rule as written: an extra rule on its line has its text as written. */
+static Src
+src_of(const FastMatcher *self, const View *v, int wide, Py_ssize_t which)
+{
+    Src src = table_src(self, v, wide, which);
+    Py_ssize_t e = self->nextra ? extra_on(self, v, src.code >> 1) : -1;
+    if (e >= 0)
+        src.kind = SRC_EXTRA, src.index = (uint32_t)e;
+    return src;
+}
+
+/* The length of a rule's text as written, and the text written at out (when not NULL). */
+static size_t
+src_text(const FastMatcher *self, const View *v, int wide, Src src, char *out)
+{
+    if (src.kind != SRC_GLOB) {
+        size_t i = src.kind == SRC_KEY ? src.index : (size_t)self->nkeys + self->npieces + src.index;
+        uint32_t start = OFF(v, i, wide), end = OFF(v, i + 1, wide);
+        if (out)
+            memcpy(out, v->text + start, end - start);
+        return end - start;
+    }
+    size_t first = (size_t)self->nkeys + GLOB(v, src.index, first, wide);
+    uint32_t count = GLOB(v, src.index, npieces, wide), anchored = GLOB(v, src.index, flags, wide) & 1;
+    size_t size = OFF(v, first + count, wide) - OFF(v, first, wide) + count - 1 + anchored;
+    if (out) {
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t a = OFF(v, first + i, wide), b = OFF(v, first + i + 1, wide);
+            if (i)
+                *out++ = '*';
+            memcpy(out, v->text + a, b - a);
+            out += b - a;
+        }
+        if (anchored)
+            *out = '$';
+    }
+    return size;
+}
+
+/* matcher.Rule(allow, pattern, line) of a rule (see configure()). */
 static PyTypeObject *rule_type = NULL;
 static PyObject *
-make_rule(uint32_t code, PyObject *pattern)
+make_rule(const FastMatcher *self, const View *v, int wide, Src src)
 {
-    if (pattern == NULL)
-        return NULL;
-    PyObject *line = PyLong_FromUnsignedLong(code >> 1);
+    size_t n = src_text(self, v, wide, src, NULL);
+    char stack[256], *buf = n <= sizeof(stack) ? stack : PyMem_Malloc(n);
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    src_text(self, v, wide, src, buf);
+    /* the text as utf8_octets writes it: undecodable octets as themselves */
+    PyObject *pattern = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "surrogateescape");
+    if (buf != stack)
+        PyMem_Free(buf);
+    PyObject *line = pattern == NULL ? NULL : PyLong_FromUnsignedLong(src.code >> 1);
     PyObject *rule = line == NULL ? NULL : rule_type ? rule_type->tp_alloc(rule_type, 3) : PyTuple_New(3);
     if (rule == NULL) {
-        Py_DECREF(pattern);
+        Py_XDECREF(pattern);
         Py_XDECREF(line);
         return NULL;
     }
-    PyTuple_SET_ITEM(rule, 0, PyBool_FromLong(code & 1));
+    PyTuple_SET_ITEM(rule, 0, PyBool_FromLong(src.code & 1));
     PyTuple_SET_ITEM(rule, 1, pattern);
     PyTuple_SET_ITEM(rule, 2, line);
     return rule;
-}
-
-/* The rule as written of what decide() gives: key k (k) or wildcard rule w (nkeys + w). */
-static PyObject *
-rule_of(const FastMatcher *self, const View *v, int wide, Py_ssize_t which)
-{
-    uint32_t code;
-    if (which < (Py_ssize_t)self->nkeys)
-        code = TABLE(v->key_rule, which, wide);
-    else {
-        uint32_t flags = GLOB(v, (uint32_t)(which - self->nkeys), flags, wide);
-        code = (flags >> 2) << 1 | ((flags >> 1) & 1);
-    }
-    Py_ssize_t e = self->nextra ? extra_on(self, v, code >> 1) : -1;
-    if (e >= 0)
-        return make_rule(code, text_at(v, wide, (size_t)self->nkeys + self->npieces + (size_t)e));
-    if (which < (Py_ssize_t)self->nkeys)
-        return make_rule(code, text_at(v, wide, (size_t)which));
-    return make_rule(code, glob_text(self, v, wide, (uint32_t)(which - self->nkeys)));
 }
 
 static PyObject *
@@ -851,7 +868,7 @@ fast_best_rule(FastMatcher *self, PyObject *path)
     if (which < 0)
         Py_RETURN_NONE;
     View v = view_of(self, self->wide);
-    return rule_of(self, &v, self->wide, which);
+    return make_rule(self, &v, self->wide, src_of(self, &v, self->wide, which));
 }
 
 typedef struct {
@@ -869,39 +886,116 @@ entry_order(const void *x, const void *y)
     return (a->table > b->table) - (a->table < b->table);
 }
 
+/* Every rule as written, by line, in *out (PyMem_Malloc'd; NULL and an exception
+ * when out of memory); their number in *count. */
+static Src *
+rules_by_line(const FastMatcher *self, const View *v, int wide, size_t *count)
+{
+    size_t total = (size_t)self->nkeys + self->nwild + self->nextra, n = 0, kept = 0;
+    Entry *entries = PyMem_Malloc((total ? total : 1) * sizeof(Entry));
+    Src *out = PyMem_Malloc((total ? total : 1) * sizeof(Src));
+    if (entries == NULL || out == NULL) {
+        PyMem_Free(entries);
+        PyMem_Free(out);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (uint32_t k = 0; k < self->nkeys; k++)
+        entries[n++] = (Entry){TABLE(v->key_rule, k, wide) >> 1, 1, k};
+    for (uint32_t w = 0; w < self->nwild; w++)
+        entries[n++] = (Entry){GLOB(v, w, flags, wide) >> 2, 1, self->nkeys + w};
+    for (uint32_t e = 0; e < self->nextra; e++)
+        entries[n++] = (Entry){v->extra[e] >> 1, 0, e};
+    qsort(entries, n, sizeof(Entry), entry_order);
+    for (size_t i = 0; i < n; i++) {
+        const Entry *entry = &entries[i];
+        if (!entry->table)
+            out[kept++] = (Src){SRC_EXTRA, entry->which, v->extra[entry->which]};
+        else if (!(i && !entries[i - 1].table && entries[i - 1].line == entry->line))
+            out[kept++] = table_src(self, v, wide, entry->which); /* (else written as the extra rule before it) */
+    }
+    PyMem_Free(entries);
+    *count = kept;
+    return out;
+}
+
 /* Every rule of the group as written, in file order: [matcher.Rule]. */
 static PyObject *
 fast_written(FastMatcher *self, PyObject *Py_UNUSED(ignored))
 {
     int wide = self->wide;
     View v = view_of(self, wide);
-    size_t count = (size_t)self->nkeys + self->nwild + self->nextra, n = 0;
-    Entry *entries = PyMem_Malloc((count ? count : 1) * sizeof(Entry));
-    if (entries == NULL)
-        return PyErr_NoMemory();
-    for (uint32_t k = 0; k < self->nkeys; k++)
-        entries[n++] = (Entry){TABLE(v.key_rule, k, wide) >> 1, 1, k};
-    for (uint32_t w = 0; w < self->nwild; w++)
-        entries[n++] = (Entry){GLOB(&v, w, flags, wide) >> 2, 1, self->nkeys + w};
-    for (uint32_t e = 0; e < self->nextra; e++)
-        entries[n++] = (Entry){v.extra[e] >> 1, 0, e};
-    qsort(entries, n, sizeof(Entry), entry_order);
-    PyObject *out = PyList_New(0);
+    size_t n;
+    Src *rules = rules_by_line(self, &v, wide, &n);
+    if (rules == NULL)
+        return NULL;
+    PyObject *out = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; out != NULL && i < n; i++) {
-        const Entry *entry = &entries[i];
-        PyObject *rule;
-        if (!entry->table)
-            rule = make_rule(v.extra[entry->which],
-                             text_at(&v, wide, (size_t)self->nkeys + self->npieces + entry->which));
-        else if (i && !entries[i - 1].table && entries[i - 1].line == entry->line)
-            continue; /* written otherwise: the extra rule before it */
-        else
-            rule = rule_of(self, &v, wide, entry->which);
-        if (rule == NULL || PyList_Append(out, rule) < 0)
+        PyObject *rule = make_rule(self, &v, wide, rules[i]);
+        if (rule == NULL)
             Py_CLEAR(out);
-        Py_XDECREF(rule);
+        else
+            PyList_SET_ITEM(out, (Py_ssize_t)i, rule);
     }
-    PyMem_Free(entries);
+    PyMem_Free(rules);
+    return out;
+}
+
+/* fill(records: bytes, keys: (disallow_key, allow_key)) -> records with every rule
+ * written on its line as key + text (parser.with_rules): the lines are empty there. */
+static PyObject *
+fast_fill(FastMatcher *self, PyObject *args)
+{
+    Py_buffer records;
+    PyObject *keys;
+    if (!PyArg_ParseTuple(args, "y*O!:fill", &records, &PyTuple_Type, &keys))
+        return NULL;
+    PyObject *out = NULL;
+    Src *rules = NULL;
+    if (PyTuple_GET_SIZE(keys) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(keys, 0))
+        || !PyBytes_Check(PyTuple_GET_ITEM(keys, 1))) {
+        PyErr_SetString(PyExc_TypeError, "keys: (disallow_key, allow_key), bytes");
+        goto done;
+    }
+    int wide = self->wide;
+    View v = view_of(self, wide);
+    size_t n, size = (size_t)records.len;
+    rules = rules_by_line(self, &v, wide, &n);
+    if (rules == NULL)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        size += (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(keys, rules[i].code & 1)) + src_text(self, &v, wide, rules[i], NULL);
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL)
+        goto done;
+    char *o = PyBytes_AS_STRING(out);
+    const char *at = records.buf, *end = at + records.len;
+    uint32_t line = 1;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t want = rules[i].code >> 1;
+        while (line < want) {
+            const char *newline = memchr(at, '\n', (size_t)(end - at));
+            if (newline == NULL)
+                break;
+            memcpy(o, at, (size_t)(newline + 1 - at));
+            o += newline + 1 - at;
+            at = newline + 1;
+            line++;
+        }
+        if (line != want || (at < end && *at != '\n')) {
+            PyErr_SetString(PyExc_ValueError, "a rule's line is not an empty line of the records");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *key = PyTuple_GET_ITEM(keys, rules[i].code & 1);
+        memcpy(o, PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key));
+        o += PyBytes_GET_SIZE(key);
+        o += src_text(self, &v, wide, rules[i], o);
+    }
+    memcpy(o, at, (size_t)(end - at));
+done:
+    PyMem_Free(rules);
+    PyBuffer_Release(&records);
     return out;
 }
 
@@ -946,7 +1040,8 @@ add_loser(Build *b, const Key *key)
         add_extra(b, key->code, (Str){key->s, key->n});
 }
 
-/* The text of a pattern as written, in UTF-8 (surrogates kept, "surrogatepass"). */
+/* The octets of a pattern as written: UTF-8, the undecodable octets of the file as
+ * themselves (a pattern that does not come back from them is refused). */
 static int
 written_text(Build *b, PyObject *pattern, Str *out)
 {
@@ -955,9 +1050,23 @@ written_text(Build *b, PyObject *pattern, Str *out)
         out->n = PyUnicode_GET_LENGTH(pattern);
         return 0;
     }
-    PyObject *bytes = PyUnicode_AsEncodedString(pattern, "utf-8", "surrogatepass");
-    if (bytes == NULL)
+    PyObject *bytes = PyUnicode_AsEncodedString(pattern, "utf-8", "surrogateescape");
+    if (bytes == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "a pattern that is not text decoded from octets");
+        }
         return -1;
+    }
+    PyObject *back = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), "surrogateescape");
+    int same = back == NULL ? -1 : PyUnicode_Compare(back, pattern) == 0;
+    Py_XDECREF(back);
+    if (same <= 0) {
+        Py_DECREF(bytes);
+        if (same == 0)
+            PyErr_SetString(PyExc_ValueError, "a pattern that is not text decoded from octets");
+        return -1;
+    }
     if ((b->owned == NULL && (b->owned = PyList_New(0)) == NULL) || PyList_Append(b->owned, bytes) < 0) {
         Py_DECREF(bytes);
         return -1;
@@ -1396,6 +1505,8 @@ static PyMethodDef fast_methods[] = {
     {"best_rule", (PyCFunction)fast_best_rule, METH_O,
      "best_rule(canonical_path) -> the deciding rule as written (matcher.Rule), or None when no rule matches."},
     {"written", (PyCFunction)fast_written, METH_NOARGS, "written() -> every rule as written, in file order."},
+    {"fill", (PyCFunction)fast_fill, METH_VARARGS,
+     "fill(records, (disallow_key, allow_key)) -> the records with every rule written on its line."},
     {"__sizeof__", (PyCFunction)fast_sizeof, METH_NOARGS, "The matcher's size in memory, in bytes."},
     {NULL, NULL, 0, NULL},
 };

@@ -30,7 +30,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
-from .urlnorm import canonical_path, path_of
+from .urlnorm import canonical_path, path_of, utf8_octets
 
 __all__ = ["Matcher", "Rule", "compile_pattern", "compile_rules", "glob_match", "glob_pieces",
            "piece_forms"]
@@ -190,6 +190,8 @@ class _Accelerated(Protocol):
 
     def written(self) -> list[Rule]: ...
 
+    def fill(self, records: bytes, keys: tuple[bytes, bytes], /) -> bytes: ...
+
     @property
     def allowed(self) -> Callable[[str | bytes], bool]: ...
 
@@ -334,6 +336,21 @@ class Matcher:
         """Every rule as written, in the order given (a file's order)."""
         return [Rule(bool(code & 1), pattern, code >> 1) for pattern, code in zip(self._patterns, self._codes,
                                                                                    strict=True)]
+
+    def fill(self, records: bytes, keys: tuple[bytes, bytes]) -> bytes:
+        """Records (lines of octets) with every rule written on its line, as its
+        key (``keys``: Disallow's, Allow's) and its pattern's octets (see
+        :func:`~scrapy_rfc9309.parser.records_text`, which leaves them out)."""
+        lines = records.split(b"\n")
+        disallow, allow = keys
+        patterns = self._patterns
+        try:  # the patterns of a file (without newlines): one encoding for all
+            written = "\n".join(patterns).encode("utf-8", "surrogateescape").split(b"\n")
+        except UnicodeEncodeError:
+            written = [utf8_octets(pattern) for pattern in patterns]
+        for octets, code in zip(written, self._codes, strict=True):
+            lines[(code >> 1) - 1] = (allow if code & 1 else disallow) + octets
+        return b"\n".join(lines)
 
     # -- deciding -------------------------------------------------------------------
     def best_index(self, path: str) -> int:

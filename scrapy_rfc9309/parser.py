@@ -16,6 +16,7 @@ from .urlnorm import escape_undecodable, utf8_octets
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_LINE_BYTES",
+    "RULE_KEYS",
     "Group",
     "ParseResult",
     "SelectedGroup",
@@ -28,7 +29,6 @@ __all__ = [
     "records_text",
     "scan",
     "select",
-    "with_rules",
 ]
 
 #: RFC 9309, 2.5: the parsing limit must be at least 500 KiB.
@@ -217,7 +217,7 @@ _SHORT_KEYS = {kind: min((name for name, k in KEYS.items() if k == kind), key=le
 _SHORT_KEYS.update({kind + SPECIAL: _SHORT_KEYS[kind] for kind in (ALLOW, DISALLOW)})
 _SHORT_KEY_LIST = tuple(_SHORT_KEYS.get(kind, "") for kind in range(max(_SHORT_KEYS) + 1))
 #: The keys of a Disallow and of an Allow record in :func:`records_text`, as octets.
-_RULE_KEYS = (_SHORT_KEYS[DISALLOW].encode(), _SHORT_KEYS[ALLOW].encode())
+RULE_KEYS = (_SHORT_KEYS[DISALLOW].encode(), _SHORT_KEYS[ALLOW].encode())
 
 
 def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, int]] | None = None,
@@ -232,8 +232,8 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
     when the caller has it.
 
     ``omit`` (codes ``line << 1 | allow``, by line) names Allow and Disallow
-    rules to leave out: their lines are empty, the text has as many lines, and
-    :func:`with_rules` writes them back."""
+    rules to leave out: their lines are empty, and the text has as many lines (a
+    matcher's ``fill`` writes them back, with :data:`RULE_KEYS`)."""
     if speedups and _c_records_text is not None:
         return _c_records_text(text, _KEY_LIST, _SHORT_KEY_LIST, omit)
     if rows is None:
@@ -247,16 +247,6 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
         if line not in left_out or kind % SPECIAL not in (ALLOW, DISALLOW):
             lines[line - 1] = keys[kind] + value
     return "\n".join(lines)
-
-
-def with_rules(records: bytes, rules: Iterable[tuple[bool, str, int]]) -> bytes:
-    """:func:`records_text`'s octets with the rules it left out (``(allow,
-    pattern, line)``) written back: the octets of the text without ``omit``."""
-    lines = records.split(b"\n")
-    keys = _RULE_KEYS
-    for allow, pattern, line in rules:
-        lines[line - 1] = keys[allow] + utf8_octets(pattern)
-    return b"\n".join(lines)
 
 
 def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: bool = True) -> ParseResult:

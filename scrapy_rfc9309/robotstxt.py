@@ -25,8 +25,8 @@ from .parser import (
     prepare,
     records_text,
     scan,
+    RULE_KEYS,
     select,
-    with_rules,
 )
 from .urlnorm import escape_undecodable, path_of, utf8_octets
 from .usage.robotstxt_records import UsagePreference, applicable
@@ -290,7 +290,7 @@ class RobotsTxt:
         flags = self._flags
         body = zlib.decompress(self._source, _WBITS) if flags & _COMPRESSED else self._source
         if flags & _RULES_OUT:
-            return with_rules(body, self._rules.matcher.written())  # type: ignore[union-attr]
+            return self._rules.matcher.fill(body, RULE_KEYS)  # type: ignore[union-attr]
         return body
 
     @property

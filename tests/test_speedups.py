@@ -128,6 +128,13 @@ def test_accelerator_rejects_bad_input() -> None:
         fast_matcher(["/a"], [1]).best_rule("/é")
     with pytest.raises(matcher._TwoForms):  # a piece with two forms: the pure-Python tiers decide
         fast_matcher(["/*%2F"], [1])
+    for not_decoded in ["/\ud800", "/\udcc3\udca9"]:  # text no file decodes to (see RobotsTxt.rules)
+        with pytest.raises(ValueError):
+            fast_matcher([not_decoded], [2])
+    with pytest.raises(ValueError):  # a rule's line must be empty in the records
+        fast_matcher(["/a"], [2]).fill(b"x\nnot empty", (b"d:", b"a:"))
+    with pytest.raises(TypeError):
+        fast_matcher(["/a"], [2]).fill(b"\n", (b"d:",))
 
 
 @pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
@@ -162,8 +169,8 @@ def test_matcher_is_one_compact_object(hash_above: int, first_line: int) -> None
 
 # Patterns the tables hold otherwise than as written: escapes and non-ASCII text
 # (canonical form), bytes that are not UTF-8 (surrogates), equal texts (one key).
-WRITTEN = ["/a", "/a", "/%61", "/%2F", "/%2f", "/é", "/%C3%A9", "/\udcff", "/x$", "/x*y", "/%78*y$", "*", "$",
-           "/a$b", "/%", "/\ud800", "/*%7E*"]
+WRITTEN = ["/a", "/a", "/%61", "/%2F", "/%2f", "/é", "/%C3%A9", "/\udcff", "/\udce9é", "/x$", "/x*y", "/%78*y$",
+           "*", "$", "/a$b", "/%", "/*%7E*"]
 
 
 @pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
@@ -171,13 +178,16 @@ WRITTEN = ["/a", "/a", "/%61", "/%2F", "/%2f", "/é", "/%C3%A9", "/\udcff", "/x$
 @given(patterns=st.lists(st.sampled_from(WRITTEN), min_size=1, max_size=12), data=st.data())
 def test_a_matcher_gives_back_every_rule_as_written(patterns: list[str], data: st.DataObject) -> None:
     """Whatever its tables hold, a matcher gives back the rules it was given, in
-    their order, and the deciding rule as written: as the pure-Python matcher does."""
+    their order, and the deciding rule as written, and writes them back into
+    records: as the pure-Python matcher does."""
     step = data.draw(st.sampled_from([1, 2, 9000]))
     allows = data.draw(st.lists(st.booleans(), min_size=len(patterns), max_size=len(patterns)))
     codes = [(1 + n * step) << 1 | allow for n, allow in enumerate(allows)]
     fast = fast_matcher(patterns, codes, data.draw(st.sampled_from([-1, 10**6])))
     pure = matcher.Matcher(patterns, array("I", codes))
     assert fast.written() == pure.written()
+    records = b"\n".join(b"" if n % step == 0 else b"other" for n in range(len(patterns) * step + 1))
+    assert fast.fill(records, (b"d:", b"a:")) == pure.fill(records, (b"d:", b"a:"))
     for path in ["/a", "/A", "/%2F", "/%2f", "/%C3%A9", "/%FF", "/x", "/xy", "/a$b", "/%25", "/~", "/", ""]:
         assert fast.best_rule(path) == pure.best_rule(path), path
 
