@@ -33,6 +33,10 @@ class FastMatcher:
     def written(self) -> list[Any]:
         """Every rule as written, in the order of its line (of the type given to ``configure``)."""
 
+    def fill(self, records: bytes, keys: tuple[bytes, bytes], /) -> bytes:
+        """``records`` (lines of octets, each rule's line empty) with every rule written
+        on its line as its key (``keys``: Disallow's, Allow's) and its text as written."""
+
     @property
     def allowed(self) -> FastMatcher:
         """The matcher itself (``allowed(url)``, as ``matcher.Matcher`` has it)."""

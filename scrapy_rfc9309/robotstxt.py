@@ -16,6 +16,7 @@ from .parser import (
     GROUP_RECORDS,
     HOST,
     MAX_LINE_BYTES,
+    RULE_KEYS,
     SITEMAP,
     SelectedGroup,
     decode,
@@ -25,7 +26,6 @@ from .parser import (
     prepare,
     records_text,
     scan,
-    RULE_KEYS,
     select,
 )
 from .urlnorm import escape_undecodable, path_of, utf8_octets

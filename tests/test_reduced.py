@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 from test_properties import agents, robots_bytes, urls
 
-from scrapy_rfc9309 import RobotsTxt, parse
+from scrapy_rfc9309 import RobotsTxt, matcher, parse
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.change_news import ChangeNews
 from scrapy_rfc9309.config import Config
 from scrapy_rfc9309.matcher import Rule
-from scrapy_rfc9309 import matcher
 from scrapy_rfc9309.parser import ALLOW, DISALLOW, RULE_KEYS, SPECIAL, _c_records_text, prepare, records_text, scan
 from scrapy_rfc9309.record import decode, encode
 from scrapy_rfc9309.robotstxt import COMPRESS_AT_READ
