@@ -128,16 +128,17 @@ typedef struct {
 } Build;
 
 /* A matcher is one allocation, the object itself (a broad crawl keeps many): this
- * header, then its tables, then the text of every key, piece and extra rule,
- * copied (it keeps no Python object of the rules):
+ * header, then the tables a decision reads, the text of every key, piece and extra
+ * rule, copied (it keeps no Python object of the rules), and the other tables:
  *
- *   slots     int32[nslots]     the hash table of a large group (indices of keys, -1: free)
- *   extra     uint32[nextra]    the extra rules' codes (line << 1 | allow), by line
  *   offs      W[nkeys + npieces + nextra + 1]  the texts' offsets
  *   key_rule  W[nkeys]          the deciding rule of each key, line << 1 | allow
  *   wild      GlobW[nwild]      the wildcard rules, by priority
+ *   text                        (at text_at), then up to 3 octets to align the rest
+ *   extra     uint32[nextra]    the extra rules' codes (line << 1 | allow), by line
+ *   slots     int32[nslots]     the hash table of a large group (indices of keys, -1: free)
+ *   maxlen    uint32            hash table only: the longest key
  *   has_len   uint8[maxlen + 1] hash table only: whether some key has that length
- *   text
  *
  * W is uint16_t (narrow tables: the texts under 64 KiB, lines under 16384, as in
  * nearly every file) or uint32_t (wide). Key k's text is text[offs[k]:offs[k + 1]],
@@ -148,18 +149,20 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     uint32_t nkeys, nwild, npieces, nextra;
-    uint32_t maxlen;     /* hash table only: the longest key */
+    uint32_t text_at;    /* where the text starts, after the header */
     unsigned char shift; /* hash table only (0: the keys are sorted): the slot of a hash, (hash * GOLDEN) >> shift */
     unsigned char wide;  /* 4-octet tables (else 2-octet) */
 } FastMatcher;
 
-/* Where a matcher's tables are (computed on each call: the header keeps no pointers). */
+/* Where a matcher's tables are (computed on each call: the header keeps no
+ * pointers); the last four only where view_rest() filled them in. */
 typedef struct {
-    const int32_t *slots;
-    const uint32_t *extra;
     const void *offs, *key_rule, *wild;
-    const unsigned char *has_len;
     const char *text;
+    const uint32_t *extra;
+    const int32_t *slots;
+    const unsigned char *has_len;
+    uint32_t maxlen;
 } View;
 
 #define TABLE(p, i, wide) ((wide) ? ((const uint32_t *)(p))[i] : (uint32_t)((const uint16_t *)(p))[i])
@@ -175,20 +178,42 @@ slot_count(const FastMatcher *self)
     return self->shift ? (size_t)1 << (64 - self->shift) : 0;
 }
 
+/* The tables a decision reads. */
 HOT_INLINE View
 view_of(const FastMatcher *self, int wide)
 {
     View v;
     const char *at = (const char *)self + sizeof(FastMatcher);
-    size_t w = wide ? 4 : 2;
-    v.slots = (const int32_t *)at;
-    v.extra = (const uint32_t *)(at + 4 * slot_count(self));
-    v.offs = v.extra + self->nextra;
-    v.key_rule = (const char *)v.offs + w * ((size_t)self->nkeys + self->npieces + self->nextra + 1);
-    v.wild = (const char *)v.key_rule + w * self->nkeys;
-    v.has_len = (const unsigned char *)v.wild + 4 * w * self->nwild;
-    v.text = (const char *)v.has_len + (self->shift ? (size_t)self->maxlen + 1 : 0);
+    v.offs = at;
+    v.key_rule = at + (wide ? 4 : 2) * ((size_t)self->nkeys + self->npieces + self->nextra + 1);
+    v.wild = (const char *)v.key_rule + (wide ? 4 : 2) * (size_t)self->nkeys;
+    v.text = at + self->text_at;
+    v.extra = NULL;
+    v.slots = NULL;
+    v.has_len = NULL;
+    v.maxlen = 0;
     return v;
+}
+
+/* The octets of the header, the tables and the text (the rest starts after them, aligned). */
+static inline size_t
+text_end(const FastMatcher *self, const View *v, int wide)
+{
+    size_t noffs = (size_t)self->nkeys + self->npieces + self->nextra + 1;
+    return sizeof(FastMatcher) + self->text_at + OFF(v, noffs - 1, wide);
+}
+
+/* The other tables too. */
+static void
+view_rest(const FastMatcher *self, View *v, int wide)
+{
+    const char *at = (const char *)self + ((text_end(self, v, wide) + 3) & ~(size_t)3);
+    v->extra = (const uint32_t *)at;
+    v->slots = (const int32_t *)(v->extra + self->nextra);
+    if (self->shift) {
+        memcpy(&v->maxlen, v->slots + slot_count(self), sizeof(uint32_t));
+        v->has_len = (const unsigned char *)(v->slots + slot_count(self) + 1);
+    }
 }
 
 /* The matcher's size: the header, the tables and the text. */
@@ -196,8 +221,10 @@ static size_t
 matcher_size(const FastMatcher *self)
 {
     View v = view_of(self, self->wide);
-    size_t noffs = (size_t)self->nkeys + self->npieces + self->nextra + 1;
-    return (size_t)(v.text - (const char *)self) + OFF(&v, noffs - 1, self->wide);
+    view_rest(self, &v, self->wide);
+    if (self->shift)
+        return (size_t)(v.has_len - (const unsigned char *)self) + v.maxlen + 1;
+    return (size_t)((const char *)v.slots - (const char *)self);
 }
 
 /* ---- hashing: a polynomial modulo 2^61 - 1 over the text's 8-octet words (the
@@ -390,7 +417,10 @@ COLD Py_ssize_t
 longest_hashed(const FastMatcher *self, const View *v, int wide, const char *path, Py_ssize_t n)
 {
     Py_ssize_t found = -1, key;
-    Py_ssize_t limit = n < (Py_ssize_t)self->maxlen ? n : (Py_ssize_t)self->maxlen;
+    View all = *v;
+    view_rest(self, &all, wide);
+    v = &all;
+    Py_ssize_t limit = n < (Py_ssize_t)v->maxlen ? n : (Py_ssize_t)v->maxlen;
     const unsigned char *has_len = v->has_len;
     uint64_t h = 0; /* the hash of path[:base] */
     for (Py_ssize_t base = 0;; base += 8) {
@@ -868,6 +898,7 @@ fast_best_rule(FastMatcher *self, PyObject *path)
     if (which < 0)
         Py_RETURN_NONE;
     View v = view_of(self, self->wide);
+    view_rest(self, &v, self->wide);
     return make_rule(self, &v, self->wide, src_of(self, &v, self->wide, which));
 }
 
@@ -925,6 +956,7 @@ fast_written(FastMatcher *self, PyObject *Py_UNUSED(ignored))
 {
     int wide = self->wide;
     View v = view_of(self, wide);
+    view_rest(self, &v, wide);
     size_t n;
     Src *rules = rules_by_line(self, &v, wide, &n);
     if (rules == NULL)
@@ -959,6 +991,7 @@ fast_fill(FastMatcher *self, PyObject *args)
     }
     int wide = self->wide;
     View v = view_of(self, wide);
+    view_rest(self, &v, wide);
     size_t n, size = (size_t)records.len;
     rules = rules_by_line(self, &v, wide, &n);
     if (rules == NULL)
@@ -1236,18 +1269,22 @@ pack(PyTypeObject *type, Build *b)
     }
     int wide = !(text_size <= 0xFFFF && noffs <= 0xFFFF && max_line < ((uint32_t)1 << 14) && max_priority <= 0xFFFF);
     size_t w = wide ? 4 : 2;
-    size_t size = sizeof(FastMatcher) + 4 * (nslots + (size_t)b->nextra) + w * (noffs + (size_t)b->nkeys)
-                  + 4 * w * (size_t)b->nwild + (b->has_len ? (size_t)b->maxlen + 1 : 0) + text_size;
+    size_t text_at = w * (noffs + (size_t)b->nkeys) + 4 * w * (size_t)b->nwild;
+    if (text_at > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "rules too large for FastMatcher");
+        return NULL;
+    }
+    size_t rest_at = (sizeof(FastMatcher) + text_at + text_size + 3) & ~(size_t)3;
+    size_t size = rest_at + 4 * ((size_t)b->nextra + nslots) + (b->slots ? 4 + (size_t)b->maxlen + 1 : 0);
     FastMatcher *self = PyObject_Malloc(size);
     if (self == NULL)
         return (FastMatcher *)PyErr_NoMemory();
     PyObject_Init((PyObject *)self, type);
     char *at = (char *)self + sizeof(FastMatcher);
-    int32_t *slots = (int32_t *)at;
-    uint32_t *extra = (uint32_t *)(slots + nslots);
-    char *offs = (char *)(extra + b->nextra), *key_rule = offs + w * noffs, *wild = key_rule + w * (size_t)b->nkeys;
-    unsigned char *has_len = (unsigned char *)wild + 4 * w * (size_t)b->nwild;
-    char *text = (char *)has_len + (b->has_len ? (size_t)b->maxlen + 1 : 0), *end = text;
+    char *offs = at, *key_rule = offs + w * noffs, *wild = key_rule + w * (size_t)b->nkeys;
+    char *text = at + text_at, *end = text;
+    uint32_t *extra = (uint32_t *)((char *)self + rest_at);
+    int32_t *slots = (int32_t *)(extra + b->nextra);
     size_t o = 0;
     for (Py_ssize_t k = 0; k < b->nkeys; k++) {
         PUT(offs, o++, end - text, wide);
@@ -1267,6 +1304,7 @@ pack(PyTypeObject *type, Build *b)
         end += b->extra[e].text.n;
     }
     PUT(offs, o, end - text, wide);
+    memset(end, 0, (size_t)((char *)extra - end)); /* the alignment's octets */
     for (Py_ssize_t k = 0; k < b->nwild; k++) {
         const Wild *from = &b->wild[k];
         uint32_t flags = (from->code >> 1) << 2 | (uint32_t)from->allow << 1 | from->anchored;
@@ -1278,15 +1316,17 @@ pack(PyTypeObject *type, Build *b)
                                            (uint16_t)from->npieces};
     }
     if (b->slots) {
+        uint32_t maxlen = (uint32_t)b->maxlen;
         memcpy(slots, b->slots, nslots * sizeof(int32_t));
-        memcpy(has_len, b->has_len, (size_t)b->maxlen + 1);
+        memcpy(slots + nslots, &maxlen, sizeof(uint32_t));
+        memcpy((char *)(slots + nslots + 1), b->has_len, (size_t)b->maxlen + 1);
     }
     self->vectorcall = fast_vectorcall;
     self->nkeys = (uint32_t)b->nkeys;
     self->nwild = (uint32_t)b->nwild;
     self->npieces = (uint32_t)b->npieces;
     self->nextra = (uint32_t)b->nextra;
-    self->maxlen = (uint32_t)b->maxlen;
+    self->text_at = (uint32_t)text_at;
     self->shift = b->slots ? (unsigned char)b->shift : 0;
     self->wide = (unsigned char)wide;
     return self;

@@ -341,9 +341,11 @@ class Matcher:
         """Records (lines of octets) with every rule written on its line, as its
         key (``keys``: Disallow's, Allow's) and its pattern's octets (see
         :func:`~scrapy_rfc9309.parser.records_text`, which leaves them out)."""
+        patterns = self._patterns
+        if not patterns:
+            return records
         lines = records.split(b"\n")
         disallow, allow = keys
-        patterns = self._patterns
         try:  # the patterns of a file (without newlines): one encoding for all
             written = "\n".join(patterns).encode("utf-8", "surrogateescape").split(b"\n")
         except UnicodeEncodeError:
