@@ -70,7 +70,7 @@ def _compress(body: bytes) -> bytes:
     """Raw deflate at its fastest level, with a window no larger than the bytes
     (most are a few hundred bytes: a smaller state to set up)."""
     bits = min(15, max(9, (len(body) - 1).bit_length()))
-    compressor = zlib.compressobj(1, zlib.DEFLATED, -bits, min(9, bits - 4))
+    compressor = zlib.compressobj(1, zlib.DEFLATED, -bits, min(8, bits - 4))
     return compressor.compress(body) + compressor.flush()
 
 
@@ -368,12 +368,11 @@ class RobotsTxt:
             # The groups of "*" are not read again when they are built already.
             text = self._text()
             flags = self._flags
-            # The first question reduces the file to its records (without the
-            # rules of the group it builds); a file that keeps its body compresses it.
-            if flags & _KEEP_BODY:
-                reduce = not flags & _COMPRESSED
-            else:
-                reduce = last is None and not flags & _RULES_OUT
+            # The first question reduces the file to its records, without the
+            # rules of the group it builds (a file reduced as it was read, 128 KiB
+            # or more, keeps its records whole: reducing it again would double the
+            # first question's time); a file that keeps its body compresses it.
+            reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED)
             # In pure Python the text is scanned once for the groups and the records.
             rows = list(scan(text, False)) if reduce and not flags & _SPEEDUPS else None
             key, selected = select(text, token, self._speedups, star=star is None, rows=rows)
