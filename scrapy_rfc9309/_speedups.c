@@ -6,7 +6,9 @@
  * per distinct key length (building it costs no sort); the wildcard rules sorted
  * by priority. Patterns with "%" escapes or non-ASCII text are brought to their
  * canonical form by a Python callback. It keeps its own copy of the rules' text
- * and no Python object of them. Calling it with an absolute URL whose path
+ * and no Python object of them, and names each rule by its line, so that it gives
+ * every rule back as written (written, best_rule, fill: a parsed file keeps no
+ * other copy of them). Calling it with an absolute URL whose path
  * starts with "/" decides it entirely in C (canonical form included), with the
  * same semantics as the Python tiers; the canonical path of any other URL comes
  * from a Python callback and is decided here too. Every search is linear

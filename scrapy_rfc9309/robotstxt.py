@@ -303,8 +303,9 @@ class RobotsTxt:
         return utf8_octets(records_text(self._text(), self._speedups))
 
     def copy(self) -> RobotsTxt:
-        """The file with nothing built: what is asked of the copy leaves this one as
-        it is (a file not asked yet keeps its bytes as fetched)."""
+        """The file with no group built: what is asked of the copy leaves this one
+        as it is (a file not asked yet keeps its bytes as fetched; a reduced one
+        shares the matcher that holds the rules its records leave out)."""
         other = RobotsTxt.__new__(RobotsTxt)
         other.url, other._source, other._flags, other._rules = self.url, self._source, self._flags, self._rules
         other._agent, other._group, other._memo, other._allowed = _NO_AGENT, None, None, _allow_all
