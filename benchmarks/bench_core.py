@@ -508,7 +508,8 @@ def memory_breakdown(directory: str) -> dict[str, Any]:
     shared = 0
     for parser in parsed:
         seen.add(id(parser))
-        parts["file object"] += sys.getsizeof(parser) + _deep_size(parser.size, seen) + _deep_size(parser.url, seen)
+        parts["file object"] += (sys.getsizeof(parser) + _deep_size(parser._flags, seen)
+                                 + _deep_size(parser.url, seen))
         parts["kept bytes"] += _deep_size(parser._source, seen)
         merged: _MergedGroup = parser._group  # type: ignore[assignment]
         if id(merged) in seen:

@@ -6,7 +6,9 @@
  * per distinct key length (building it costs no sort); the wildcard rules sorted
  * by priority. Patterns with "%" escapes or non-ASCII text are brought to their
  * canonical form by a Python callback. It keeps its own copy of the rules' text
- * and no Python object of them. Calling it with an absolute URL whose path
+ * and no Python object of them, and names each rule by its line, so that it gives
+ * every rule back as written (written, best_rule, fill: a parsed file keeps no
+ * other copy of them). Calling it with an absolute URL whose path
  * starts with "/" decides it entirely in C (canonical form included), with the
  * same semantics as the Python tiers; the canonical path of any other URL comes
  * from a Python callback and is decided here too. Every search is linear
@@ -69,13 +71,15 @@ typedef struct {
 
 /* While a matcher is built: a literal rule by canonical text, with the rule that
  * decides for that text. */
-#define KEY_MAX_LENGTH (((Py_ssize_t)1 << 30) - 1)
+#define KEY_MAX_LENGTH (((Py_ssize_t)1 << 29) - 1)
 typedef struct {
     const char *s;
-    int32_t rule;
-    unsigned int n : 30;       /* at most KEY_MAX_LENGTH */
+    int32_t rule;              /* its index: among equal texts the first rule wins */
+    uint32_t code;             /* line << 1 | allow */
+    unsigned int n : 29;       /* at most KEY_MAX_LENGTH */
     unsigned int allow : 1;
-    unsigned int special : 1; /* written with "$", "%" or non-ASCII (loses ties to a plain one) */
+    unsigned int special : 1;  /* written with "$", "%" or non-ASCII (loses ties to a plain one) */
+    unsigned int written : 1;  /* written otherwise than its text: an Extra has it */
 } Key;
 
 /* While a matcher is built: a wildcard rule. */
@@ -83,19 +87,30 @@ typedef struct {
     Py_ssize_t priority;
     Py_ssize_t npieces;
     Str *pieces;
-    int32_t rule;
+    uint32_t code; /* line << 1 | allow */
     unsigned char allow;
     unsigned char anchored;
 } Wild;
 
-/* A built matcher's wildcard rule, 16 octets: its pieces are the texts first ..
- * first + npieces - 1 after the keys'. */
+/* A rule as written that the tables do not give back by themselves: a literal
+ * rule whose text another rule decides for, one written with "%" escapes or
+ * non-ASCII text (the tables hold its canonical form), or one without a key. Its
+ * text is UTF-8, an undecodable octet of the file as itself ("surrogateescape",
+ * as parser.py decodes a file). */
 typedef struct {
-    uint32_t priority;
-    uint32_t flags; /* rule << 2 | allow << 1 | anchored */
-    uint32_t first;
-    uint32_t npieces;
-} Glob;
+    Str text;
+    uint32_t code; /* line << 1 | allow */
+} Extra;
+
+/* A built matcher's wildcard rule: its pieces are the texts first .. first +
+ * npieces - 1 after the keys'; flags is line << 2 | allow << 1 | anchored. In
+ * 2-octet fields where the matcher's tables are narrow (see FastMatcher). */
+typedef struct {
+    uint32_t priority, flags, first, npieces;
+} Glob32;
+typedef struct {
+    uint16_t priority, flags, first, npieces;
+} Glob16;
 
 /* What fast_new builds before the matcher is packed. */
 typedef struct {
@@ -109,32 +124,110 @@ typedef struct {
     Wild *wild;
     Str *pieces; /* every wildcard's pieces, in one block */
     Py_ssize_t npieces;
+    Py_ssize_t nextra;
+    Extra *extra; /* by line */
+    PyObject *owned; /* a list of the bytes objects that extras' texts point into */
 } Build;
 
-/* A matcher keeps everything in one allocation, the object itself (a broad crawl
- * keeps many): 8 octets a literal rule (its text's offset, its rule), 16 a
- * wildcard rule and 4 a piece, the hash table of a large group, and the text of
- * every key and piece, copied (it keeps no Python object of the rules). The text
- * of key k is text[offs[k]:offs[k + 1]], that of piece p text[offs[nkeys + p]:
- * offs[nkeys + p + 1]]. */
+/* A matcher is one allocation, the object itself (a broad crawl keeps many): this
+ * header, then the tables a decision reads, the text of every key, piece and extra
+ * rule, copied (it keeps no Python object of the rules), and the other tables:
+ *
+ *   offs      W[nkeys + npieces + nextra + 1]  the texts' offsets
+ *   key_rule  W[nkeys]          the deciding rule of each key, line << 1 | allow
+ *   wild      GlobW[nwild]      the wildcard rules, by priority
+ *   text                        (at text_at), then up to 3 octets to align the rest
+ *   extra     uint32[nextra]    the extra rules' codes (line << 1 | allow), by line
+ *   slots     int32[nslots]     the hash table of a large group (indices of keys, -1: free)
+ *   maxlen    uint32            hash table only: the longest key
+ *   has_len   uint8[maxlen + 1] hash table only: whether some key has that length
+ *
+ * W is uint16_t (narrow tables: the texts under 64 KiB, lines under 16384, as in
+ * nearly every file) or uint32_t (wide). Key k's text is text[offs[k]:offs[k + 1]],
+ * piece p's text[offs[nkeys + p]:...], extra rule e's text[offs[nkeys + npieces +
+ * e]:...]. A rule is named by its line: every rule of the group, as written, can
+ * be given back (FastMatcher.written). */
 typedef struct {
-    PyObject_VAR_HEAD
+    PyObject_HEAD
     vectorcallfunc vectorcall;
-    uint32_t nkeys;
-    uint32_t nwild;
-    const uint32_t *offs;     /* [nkeys + npieces + 1] */
-    const uint32_t *key_rule; /* [nkeys]: rule << 1 | allow */
-    const Glob *wild;         /* [nwild], by priority */
-    const int32_t *slots;     /* the hash table (indices of keys, -1 when free); NULL: keys are sorted */
-    const unsigned char *has_len; /* hash table only: [maxlen + 1], whether some key has that length */
-    const char *text;
-    uint32_t maxlen;
-    int shift; /* slot of a hash: (hash * GOLDEN) >> shift */
-    PyObject *path_of; /* url -> canonical path, for the URLs decoded in Python */
+    uint32_t nkeys, nwild, npieces, nextra;
+    uint32_t text_at;    /* where the text starts, after the header */
+    unsigned char shift; /* hash table only (0: the keys are sorted): the slot of a hash, (hash * GOLDEN) >> shift */
+    unsigned char wide;  /* 4-octet tables (else 2-octet) */
 } FastMatcher;
 
-#define KEY_TEXT(self, k) ((self)->text + (self)->offs[k])
-#define KEY_LEN(self, k) ((Py_ssize_t)((self)->offs[(k) + 1] - (self)->offs[k]))
+/* Where a matcher's tables are (computed on each call: the header keeps no
+ * pointers); the last four only where view_rest() filled them in. */
+typedef struct {
+    const void *offs, *key_rule, *wild;
+    const char *text;
+    const uint32_t *extra;
+    const int32_t *slots;
+    const unsigned char *has_len;
+    uint32_t maxlen;
+} View;
+
+#define TABLE(p, i, wide) ((wide) ? ((const uint32_t *)(p))[i] : (uint32_t)((const uint16_t *)(p))[i])
+#define GLOB(v, k, field, wide) \
+    ((wide) ? ((const Glob32 *)(v)->wild)[k].field : (uint32_t)((const Glob16 *)(v)->wild)[k].field)
+#define OFF(v, i, wide) TABLE((v)->offs, i, wide)
+#define KEY_TEXT(v, k, wide) ((v)->text + OFF(v, k, wide))
+#define KEY_LEN(v, k, wide) ((Py_ssize_t)(OFF(v, (k) + 1, wide) - OFF(v, k, wide)))
+
+static inline size_t
+slot_count(const FastMatcher *self)
+{
+    return self->shift ? (size_t)1 << (64 - self->shift) : 0;
+}
+
+/* The tables a decision reads. */
+HOT_INLINE View
+view_of(const FastMatcher *self, int wide)
+{
+    View v;
+    const char *at = (const char *)self + sizeof(FastMatcher);
+    v.offs = at;
+    v.key_rule = at + (wide ? 4 : 2) * ((size_t)self->nkeys + self->npieces + self->nextra + 1);
+    v.wild = (const char *)v.key_rule + (wide ? 4 : 2) * (size_t)self->nkeys;
+    v.text = at + self->text_at;
+    v.extra = NULL;
+    v.slots = NULL;
+    v.has_len = NULL;
+    v.maxlen = 0;
+    return v;
+}
+
+/* The octets of the header, the tables and the text (the rest starts after them, aligned). */
+static inline size_t
+text_end(const FastMatcher *self, const View *v, int wide)
+{
+    size_t noffs = (size_t)self->nkeys + self->npieces + self->nextra + 1;
+    return sizeof(FastMatcher) + self->text_at + OFF(v, noffs - 1, wide);
+}
+
+/* The other tables too. */
+static void
+view_rest(const FastMatcher *self, View *v, int wide)
+{
+    const char *at = (const char *)self + ((text_end(self, v, wide) + 3) & ~(size_t)3);
+    v->extra = (const uint32_t *)at;
+    v->slots = (const int32_t *)(v->extra + self->nextra);
+    if (self->shift) {
+        memcpy(&v->maxlen, v->slots + slot_count(self), sizeof(uint32_t));
+        v->has_len = (const unsigned char *)(v->slots + slot_count(self) + 1);
+    }
+}
+
+/* The matcher's size: the header, the tables and the text. */
+static size_t
+matcher_size(const FastMatcher *self)
+{
+    View v = view_of(self, self->wide);
+    view_rest(self, &v, self->wide);
+    if (self->shift)
+        return (size_t)(v.has_len - (const unsigned char *)self) + v.maxlen + 1;
+    return (size_t)((const char *)v.slots - (const char *)self);
+}
 
 /* ---- hashing: a polynomial modulo 2^61 - 1 over the text's 8-octet words (the
  * last one zero-padded), with a random base drawn at import, so that the hashes of
@@ -270,12 +363,12 @@ key_order(const void *x, const void *y)
 
 /* Index of the last key <= text, or -1. */
 HOT_INLINE Py_ssize_t
-bisect_last(const FastMatcher *self, const char *text, Py_ssize_t n)
+bisect_last(const FastMatcher *self, const View *v, int wide, const char *text, Py_ssize_t n)
 {
     Py_ssize_t lo = 0, hi = self->nkeys;
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (compare(text, n, KEY_TEXT(self, mid), KEY_LEN(self, mid)) < 0)
+        if (compare(text, n, KEY_TEXT(v, mid, wide), KEY_LEN(v, mid, wide)) < 0)
             hi = mid;
         else
             lo = mid + 1;
@@ -285,18 +378,18 @@ bisect_last(const FastMatcher *self, const char *text, Py_ssize_t n)
 
 /* The index of the longest key that prefixes the path, or -1. */
 HOT_INLINE Py_ssize_t
-longest_sorted(const FastMatcher *self, const char *path, Py_ssize_t n)
+longest_sorted(const FastMatcher *self, const View *v, int wide, const char *path, Py_ssize_t n)
 {
-    Py_ssize_t index = bisect_last(self, path, n);
+    Py_ssize_t index = bisect_last(self, v, wide, path, n);
     while (index >= 0) {
-        const char *s = KEY_TEXT(self, index);
-        Py_ssize_t kn = KEY_LEN(self, index);
+        const char *s = KEY_TEXT(v, index, wide);
+        Py_ssize_t kn = KEY_LEN(v, index, wide);
         if (kn <= n && memcmp(s, path, (size_t)kn) == 0)
             return index;
         Py_ssize_t common = 0, limit = kn < n ? kn : n;
         while (common < limit && s[common] == path[common])
             common++;
-        index = bisect_last(self, path, common);
+        index = bisect_last(self, v, wide, path, common);
     }
     return -1;
 }
@@ -308,14 +401,14 @@ slot_of(int shift, uint64_t h)
 }
 
 static Py_ssize_t
-probe(const FastMatcher *self, uint64_t h, const char *text, Py_ssize_t n)
+probe(const FastMatcher *self, const View *v, int wide, uint64_t h, const char *text, Py_ssize_t n)
 {
     size_t mask = ((size_t)1 << (64 - self->shift)) - 1;
     for (size_t slot = slot_of(self->shift, h);; slot = (slot + 1) & mask) {
-        int32_t index = self->slots[slot];
+        int32_t index = v->slots[slot];
         if (index < 0)
             return -1;
-        if (KEY_LEN(self, index) == n && memcmp(KEY_TEXT(self, index), text, (size_t)n) == 0)
+        if (KEY_LEN(v, index, wide) == n && memcmp(KEY_TEXT(v, index, wide), text, (size_t)n) == 0)
             return index;
     }
 }
@@ -323,21 +416,25 @@ probe(const FastMatcher *self, uint64_t h, const char *text, Py_ssize_t n)
 /* The longest key that prefixes the path (-1: none): one pass over the path, one
  * probe per length that some key has (large groups only: kept out of the hot path). */
 COLD Py_ssize_t
-longest_hashed(const FastMatcher *self, const char *path, Py_ssize_t n)
+longest_hashed(const FastMatcher *self, const View *v, int wide, const char *path, Py_ssize_t n)
 {
     Py_ssize_t found = -1, key;
-    Py_ssize_t limit = n < (Py_ssize_t)self->maxlen ? n : (Py_ssize_t)self->maxlen;
+    View all = *v;
+    view_rest(self, &all, wide);
+    v = &all;
+    Py_ssize_t limit = n < (Py_ssize_t)v->maxlen ? n : (Py_ssize_t)v->maxlen;
+    const unsigned char *has_len = v->has_len;
     uint64_t h = 0; /* the hash of path[:base] */
     for (Py_ssize_t base = 0;; base += 8) {
-        if (self->has_len[base] && (key = probe(self, h, path, base)) >= 0)
+        if (has_len[base] && (key = probe(self, v, wide, h, path, base)) >= 0)
             found = key;
         Py_ssize_t rest = limit - base;
         if (rest <= 0)
             return found;
         uint64_t word = rest >= 8 ? load_word(path + base) : load_part(path + base, rest);
         for (Py_ssize_t part = 1; part < 8 && part <= rest; part++)
-            if (self->has_len[base + part]
-                && (key = probe(self, hash_word(h, word & ((1ULL << (8 * part)) - 1)), path, base + part)) >= 0)
+            if (has_len[base + part]
+                && (key = probe(self, v, wide, hash_word(h, word & ((1ULL << (8 * part)) - 1)), path, base + part)) >= 0)
                 found = key;
         if (rest < 8)
             return found;
@@ -444,62 +541,79 @@ find(const char *hay, Py_ssize_t hn, Py_ssize_t from, Str needle)
 }
 
 HOT_INLINE int
-glob(const FastMatcher *self, const char *path, Py_ssize_t n, const Glob *w)
+glob(const FastMatcher *self, const View *v, int wide, const char *path, Py_ssize_t n, uint32_t k)
 {
-    const uint32_t *offs = self->offs + self->nkeys + w->first;
-    const char *text = self->text;
-    Str first = {text + offs[0], (Py_ssize_t)(offs[1] - offs[0])};
+    size_t first_piece = (size_t)self->nkeys + GLOB(v, k, first, wide);
+    const char *text = v->text;
+    uint32_t start = OFF(v, first_piece, wide), end = OFF(v, first_piece + 1, wide);
+    Str first = {text + start, (Py_ssize_t)(end - start)};
     if (first.n > n || memcmp(first.s, path, (size_t)first.n) != 0)
         return 0;
-    Py_ssize_t last = (Py_ssize_t)w->npieces - 1;
-    int anchored = w->flags & 1;
+    Py_ssize_t last = (Py_ssize_t)GLOB(v, k, npieces, wide) - 1;
+    int anchored = GLOB(v, k, flags, wide) & 1;
     if (last == 0)
         return !anchored || n == first.n;
     Py_ssize_t pos = first.n;
-    for (Py_ssize_t i = 1; i < last; i++) {
-        Str piece = {text + offs[i], (Py_ssize_t)(offs[i + 1] - offs[i])};
+    for (Py_ssize_t i = 1; i <= last; i++) {
+        start = end;
+        end = OFF(v, first_piece + (size_t)i + 1, wide);
+        Str piece = {text + start, (Py_ssize_t)(end - start)};
+        if (i == last) {
+            if (anchored)
+                return n - piece.n >= pos && memcmp(path + n - piece.n, piece.s, (size_t)piece.n) == 0;
+            return find(path, n, pos, piece) >= 0;
+        }
         pos = find(path, n, pos, piece);
         if (pos < 0)
             return 0;
         pos += piece.n;
     }
-    Str tail = {text + offs[last], (Py_ssize_t)(offs[last + 1] - offs[last])};
-    if (anchored)
-        return n - tail.n >= pos && memcmp(path + n - tail.n, tail.s, (size_t)tail.n) == 0;
-    return find(path, n, pos, tail) >= 0;
+    return 0; /* not reached */
 }
 
-/* The deciding rule for a canonical path (-1: none), and whether it allows. */
+/* What decides a canonical path: a key k (k), a wildcard rule w (nkeys + w), or
+ * no rule (-1); and whether it allows. */
 HOT_INLINE Py_ssize_t
-decide(const FastMatcher *self, const char *path, Py_ssize_t n, int *allow_out)
+decide(const FastMatcher *self, const View *v, int wide, const char *path, Py_ssize_t n, int *allow_out)
 {
     Py_ssize_t best = -1, best_priority = -1;
     int allow = 1;
-    Py_ssize_t key = self->slots ? longest_hashed(self, path, n) : longest_sorted(self, path, n);
+    Py_ssize_t key = self->shift ? longest_hashed(self, v, wide, path, n) : longest_sorted(self, v, wide, path, n);
     if (key >= 0) {
-        best = (Py_ssize_t)(self->key_rule[key] >> 1);
-        best_priority = KEY_LEN(self, key);
-        allow = self->key_rule[key] & 1;
+        best = key;
+        best_priority = KEY_LEN(v, key, wide);
+        allow = TABLE(v->key_rule, key, wide) & 1;
     }
     for (uint32_t k = 0; k < self->nwild; k++) {
-        const Glob *w = &self->wild[k];
-        int w_allow = (w->flags >> 1) & 1;
-        if ((Py_ssize_t)w->priority < best_priority
-            || ((Py_ssize_t)w->priority == best_priority && (allow || !w_allow)))
+        Py_ssize_t priority = (Py_ssize_t)GLOB(v, k, priority, wide);
+        int w_allow = (GLOB(v, k, flags, wide) >> 1) & 1;
+        if (priority < best_priority || (priority == best_priority && (allow || !w_allow)))
             break;
-        if (glob(self, path, n, w)) {
+        if (glob(self, v, wide, path, n, k)) {
             *allow_out = w_allow;
-            return (Py_ssize_t)(w->flags >> 2);
+            return (Py_ssize_t)self->nkeys + k;
         }
     }
     *allow_out = allow;
     return best;
 }
 
+/* decide() for either width of tables, each inlined with its width known. */
+HOT_INLINE Py_ssize_t
+decide_any(const FastMatcher *self, const char *path, Py_ssize_t n, int *allow)
+{
+    if (self->wide) {
+        View v = view_of(self, 1);
+        return decide(self, &v, 1, path, n, allow);
+    }
+    View v = view_of(self, 0);
+    return decide(self, &v, 0, path, n, allow);
+}
+
 COLD Py_ssize_t
 decide_call(const FastMatcher *self, const char *path, Py_ssize_t n, int *allow)
 {
-    return decide(self, path, n, allow);
+    return decide_any(self, path, n, allow);
 }
 
 /* The canonical form of urlnorm.py: "%xx" of an ASCII octet that has no
@@ -578,10 +692,17 @@ canonical_arg(PyObject *path, const char **s, Py_ssize_t *n)
     return 0;
 }
 
+/* The canonical path of a URL not decoded in C (see configure()). */
+static PyObject *path_of_fn = NULL;
+
 static PyObject *
 decide_in_python(FastMatcher *self, PyObject *url)
 {
-    PyObject *path = PyObject_CallOneArg(self->path_of, url);
+    if (path_of_fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    PyObject *path = PyObject_CallOneArg(path_of_fn, url);
     if (path == NULL)
         return NULL;
     const char *s;
@@ -659,28 +780,273 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
     }
     int allow = 1;
     if (!(plen == 11 && memcmp(path, "/robots.txt", 11) == 0))
-        decide(self, path, plen, &allow);
+        decide_any(self, path, plen, &allow);
     PyMem_Free(heap);
     return PyBool_FromLong(allow);
 }
 
+/* ---- rules as written, given back --------------------------------------------- */
+
+/* Where a rule's text as written is: key k's text, wildcard rule w's pieces joined
+ * by "*" (and "$" when anchored), or extra rule e's text; and its code. */
+enum { SRC_KEY, SRC_GLOB, SRC_EXTRA };
+typedef struct {
+    int kind;
+    uint32_t index;
+    uint32_t code; /* line << 1 | allow */
+} Src;
+
+/* The extra rule written on a line, or -1. */
+static Py_ssize_t
+extra_on(const FastMatcher *self, const View *v, uint32_t line)
+{
+    Py_ssize_t lo = 0, hi = self->nextra;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if ((v->extra[mid] >> 1) < line)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < (Py_ssize_t)self->nextra && (v->extra[lo] >> 1) == line ? lo : -1;
+}
+
+/* The rule of what decide() gives, key k (k) or wildcard rule w (nkeys + w), as
+ * the tables hold it. */
+static Src
+table_src(const FastMatcher *self, const View *v, int wide, Py_ssize_t which)
+{
+    if (which < (Py_ssize_t)self->nkeys)
+        return (Src){SRC_KEY, (uint32_t)which, TABLE(v->key_rule, which, wide)};
+    uint32_t w = (uint32_t)(which - self->nkeys), flags = GLOB(v, w, flags, wide);
+    return (Src){SRC_GLOB, w, (flags >> 2) << 1 | ((flags >> 1) & 1)};
+}
+
+/* The same rule as written: an extra rule on its line has its text as written. */
+static Src
+src_of(const FastMatcher *self, const View *v, int wide, Py_ssize_t which)
+{
+    Src src = table_src(self, v, wide, which);
+    Py_ssize_t e = self->nextra ? extra_on(self, v, src.code >> 1) : -1;
+    if (e >= 0)
+        src.kind = SRC_EXTRA, src.index = (uint32_t)e;
+    return src;
+}
+
+/* The length of a rule's text as written, and the text written at out (when not NULL). */
+static size_t
+src_text(const FastMatcher *self, const View *v, int wide, Src src, char *out)
+{
+    if (src.kind != SRC_GLOB) {
+        size_t i = src.kind == SRC_KEY ? src.index : (size_t)self->nkeys + self->npieces + src.index;
+        uint32_t start = OFF(v, i, wide), end = OFF(v, i + 1, wide);
+        if (out)
+            memcpy(out, v->text + start, end - start);
+        return end - start;
+    }
+    size_t first = (size_t)self->nkeys + GLOB(v, src.index, first, wide);
+    uint32_t count = GLOB(v, src.index, npieces, wide), anchored = GLOB(v, src.index, flags, wide) & 1;
+    size_t size = OFF(v, first + count, wide) - OFF(v, first, wide) + count - 1 + anchored;
+    if (out) {
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t a = OFF(v, first + i, wide), b = OFF(v, first + i + 1, wide);
+            if (i)
+                *out++ = '*';
+            memcpy(out, v->text + a, b - a);
+            out += b - a;
+        }
+        if (anchored)
+            *out = '$';
+    }
+    return size;
+}
+
+/* matcher.Rule(allow, pattern, line) of a rule (see configure()). */
+static PyTypeObject *rule_type = NULL;
 static PyObject *
-fast_best(FastMatcher *self, PyObject *path)
+make_rule(const FastMatcher *self, const View *v, int wide, Src src)
+{
+    size_t n = src_text(self, v, wide, src, NULL);
+    char stack[256], *buf = n <= sizeof(stack) ? stack : PyMem_Malloc(n);
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    src_text(self, v, wide, src, buf);
+    /* the text as utf8_octets writes it: undecodable octets as themselves */
+    PyObject *pattern = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "surrogateescape");
+    if (buf != stack)
+        PyMem_Free(buf);
+    PyObject *line = pattern == NULL ? NULL : PyLong_FromUnsignedLong(src.code >> 1);
+    PyObject *rule = line == NULL ? NULL : rule_type ? rule_type->tp_alloc(rule_type, 3) : PyTuple_New(3);
+    if (rule == NULL) {
+        Py_XDECREF(pattern);
+        Py_XDECREF(line);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(rule, 0, PyBool_FromLong(src.code & 1));
+    PyTuple_SET_ITEM(rule, 1, pattern);
+    PyTuple_SET_ITEM(rule, 2, line);
+    return rule;
+}
+
+static PyObject *
+fast_best_rule(FastMatcher *self, PyObject *path)
 {
     const char *s;
     Py_ssize_t n;
     int allow;
     if (canonical_arg(path, &s, &n) < 0)
         return NULL;
-    return PyLong_FromSsize_t(decide_call(self, s, n, &allow));
+    Py_ssize_t which = decide_call(self, s, n, &allow);
+    if (which < 0)
+        Py_RETURN_NONE;
+    View v = view_of(self, self->wide);
+    view_rest(self, &v, self->wide);
+    return make_rule(self, &v, self->wide, src_of(self, &v, self->wide, which));
+}
+
+typedef struct {
+    uint32_t line;
+    uint32_t table; /* 0: an extra rule (first among rules of one line), 1: a key or a wildcard rule */
+    uint32_t which; /* the extra rule, or what decide() gives */
+} Entry;
+
+static int
+entry_order(const void *x, const void *y)
+{
+    const Entry *a = x, *b = y;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    return (a->table > b->table) - (a->table < b->table);
+}
+
+/* Every rule as written, by line, in *out (PyMem_Malloc'd; NULL and an exception
+ * when out of memory); their number in *count. */
+static Src *
+rules_by_line(const FastMatcher *self, const View *v, int wide, size_t *count)
+{
+    size_t total = (size_t)self->nkeys + self->nwild + self->nextra, n = 0, kept = 0;
+    Entry *entries = PyMem_Malloc((total ? total : 1) * sizeof(Entry));
+    Src *out = PyMem_Malloc((total ? total : 1) * sizeof(Src));
+    if (entries == NULL || out == NULL) {
+        PyMem_Free(entries);
+        PyMem_Free(out);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (uint32_t k = 0; k < self->nkeys; k++)
+        entries[n++] = (Entry){TABLE(v->key_rule, k, wide) >> 1, 1, k};
+    for (uint32_t w = 0; w < self->nwild; w++)
+        entries[n++] = (Entry){GLOB(v, w, flags, wide) >> 2, 1, self->nkeys + w};
+    for (uint32_t e = 0; e < self->nextra; e++)
+        entries[n++] = (Entry){v->extra[e] >> 1, 0, e};
+    qsort(entries, n, sizeof(Entry), entry_order);
+    for (size_t i = 0; i < n; i++) {
+        const Entry *entry = &entries[i];
+        if (!entry->table)
+            out[kept++] = (Src){SRC_EXTRA, entry->which, v->extra[entry->which]};
+        else if (!(i && !entries[i - 1].table && entries[i - 1].line == entry->line))
+            out[kept++] = table_src(self, v, wide, entry->which); /* (else written as the extra rule before it) */
+    }
+    PyMem_Free(entries);
+    *count = kept;
+    return out;
+}
+
+/* Every rule of the group as written, in file order: [matcher.Rule]. */
+static PyObject *
+fast_written(FastMatcher *self, PyObject *Py_UNUSED(ignored))
+{
+    int wide = self->wide;
+    View v = view_of(self, wide);
+    view_rest(self, &v, wide);
+    size_t n;
+    Src *rules = rules_by_line(self, &v, wide, &n);
+    if (rules == NULL)
+        return NULL;
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; out != NULL && i < n; i++) {
+        PyObject *rule = make_rule(self, &v, wide, rules[i]);
+        if (rule == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, (Py_ssize_t)i, rule);
+    }
+    PyMem_Free(rules);
+    return out;
+}
+
+/* fill(records: bytes, keys: (disallow_key, allow_key)) -> records with every rule
+ * written on its line as key + text (parser.with_rules): the lines are empty there. */
+static PyObject *
+fast_fill(FastMatcher *self, PyObject *args)
+{
+    Py_buffer records;
+    PyObject *keys;
+    if (!PyArg_ParseTuple(args, "y*O!:fill", &records, &PyTuple_Type, &keys))
+        return NULL;
+    PyObject *out = NULL;
+    Src *rules = NULL;
+    if (PyTuple_GET_SIZE(keys) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(keys, 0))
+        || !PyBytes_Check(PyTuple_GET_ITEM(keys, 1))) {
+        PyErr_SetString(PyExc_TypeError, "keys: (disallow_key, allow_key), bytes");
+        goto done;
+    }
+    int wide = self->wide;
+    View v = view_of(self, wide);
+    view_rest(self, &v, wide);
+    size_t n, size = (size_t)records.len;
+    rules = rules_by_line(self, &v, wide, &n);
+    if (rules == NULL)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        size += (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(keys, rules[i].code & 1)) + src_text(self, &v, wide, rules[i], NULL);
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL)
+        goto done;
+    char *o = PyBytes_AS_STRING(out);
+    const char *at = records.buf, *end = at + records.len;
+    uint32_t line = 1;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t want = rules[i].code >> 1;
+        while (line < want) {
+            const char *newline = memchr(at, '\n', (size_t)(end - at));
+            if (newline == NULL)
+                break;
+            memcpy(o, at, (size_t)(newline + 1 - at));
+            o += newline + 1 - at;
+            at = newline + 1;
+            line++;
+        }
+        if (line != want || (at < end && *at != '\n')) {
+            PyErr_SetString(PyExc_ValueError, "a rule's line is not an empty line of the records");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *key = PyTuple_GET_ITEM(keys, rules[i].code & 1);
+        memcpy(o, PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key));
+        o += PyBytes_GET_SIZE(key);
+        o += src_text(self, &v, wide, rules[i], o);
+    }
+    memcpy(o, at, (size_t)(end - at));
+done:
+    PyMem_Free(rules);
+    PyBuffer_Release(&records);
+    return out;
+}
+
+static PyObject *
+fast_sizeof(FastMatcher *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSize_t(matcher_size(self));
 }
 
 static void
 fast_dealloc(FastMatcher *self)
 {
-    Py_XDECREF(self->path_of);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    PyObject_Free(self);
 }
+
+/* ---- building ------------------------------------------------------------------ */
 
 static void
 build_free(Build *b)
@@ -690,6 +1056,60 @@ build_free(Build *b)
     PyMem_Free(b->has_len);
     PyMem_Free(b->wild);
     PyMem_Free(b->pieces);
+    PyMem_Free(b->extra);
+    Py_XDECREF(b->owned);
+}
+
+static void
+add_extra(Build *b, uint32_t code, Str text)
+{
+    b->extra[b->nextra].text = text;
+    b->extra[b->nextra++].code = code;
+}
+
+/* A key another rule decides for: kept as an extra rule unless it is one already. */
+static void
+add_loser(Build *b, const Key *key)
+{
+    if (!key->written)
+        add_extra(b, key->code, (Str){key->s, key->n});
+}
+
+/* The octets of a pattern as written: UTF-8, the undecodable octets of the file as
+ * themselves (a pattern that does not come back from them is refused). */
+static int
+written_text(Build *b, PyObject *pattern, Str *out)
+{
+    if (PyUnicode_IS_ASCII(pattern)) {
+        out->s = (const char *)PyUnicode_1BYTE_DATA(pattern);
+        out->n = PyUnicode_GET_LENGTH(pattern);
+        return 0;
+    }
+    PyObject *bytes = PyUnicode_AsEncodedString(pattern, "utf-8", "surrogateescape");
+    if (bytes == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "a pattern that is not text decoded from octets");
+        }
+        return -1;
+    }
+    PyObject *back = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), "surrogateescape");
+    int same = back == NULL ? -1 : PyUnicode_Compare(back, pattern) == 0;
+    Py_XDECREF(back);
+    if (same <= 0) {
+        Py_DECREF(bytes);
+        if (same == 0)
+            PyErr_SetString(PyExc_ValueError, "a pattern that is not text decoded from octets");
+        return -1;
+    }
+    if ((b->owned == NULL && (b->owned = PyList_New(0)) == NULL) || PyList_Append(b->owned, bytes) < 0) {
+        Py_DECREF(bytes);
+        return -1;
+    }
+    Py_DECREF(bytes); /* b->owned keeps it */
+    out->s = PyBytes_AS_STRING(bytes);
+    out->n = PyBytes_GET_SIZE(bytes);
+    return 0;
 }
 
 /* Dedupe the keys in a hash table: one entry per text, the better rule kept. */
@@ -727,8 +1147,12 @@ build_hash(Build *b, Py_ssize_t nkeys)
             }
             Key *same = &b->keys[index];
             if (same->n == key.n && memcmp(same->s, key.s, (size_t)key.n) == 0) {
-                if (better(&key, same))
+                if (better(&key, same)) {
+                    add_loser(b, same);
                     *same = key;
+                }
+                else
+                    add_loser(b, &key);
                 break;
             }
         }
@@ -745,8 +1169,10 @@ build_sorted(Build *b, Py_ssize_t nkeys)
     Py_ssize_t count = 0;
     for (Py_ssize_t k = 0; k < nkeys; k++) {
         Key *key = &b->keys[k];
-        if (count && key->n == b->keys[count - 1].n && memcmp(key->s, b->keys[count - 1].s, (size_t)key->n) == 0)
+        if (count && key->n == b->keys[count - 1].n && memcmp(key->s, b->keys[count - 1].s, (size_t)key->n) == 0) {
+            add_loser(b, key);
             continue;
+        }
         b->keys[count++] = *key;
     }
     b->nkeys = count;
@@ -802,72 +1228,112 @@ sort_wild(Build *b)
     return 0;
 }
 
+static int
+extra_order(const void *x, const void *y)
+{
+    uint32_t a = ((const Extra *)x)->code >> 1, b = ((const Extra *)y)->code >> 1;
+    return (a > b) - (a < b);
+}
+
+#define PUT(p, i, value, wide) \
+    ((wide) ? (void)(((uint32_t *)(p))[i] = (uint32_t)(value)) : (void)(((uint16_t *)(p))[i] = (uint16_t)(value)))
+
 /* The matcher of what was built: one object holding the tables and a copy of the
  * text (see FastMatcher). */
 static FastMatcher *
-pack(PyTypeObject *type, const Build *b, PyObject *path_of)
+pack(PyTypeObject *type, Build *b)
 {
+    qsort(b->extra, (size_t)b->nextra, sizeof(Extra), extra_order);
     size_t text_size = 0;
-    for (Py_ssize_t k = 0; k < b->nkeys; k++)
+    uint32_t max_line = 0;
+    Py_ssize_t max_priority = 0;
+    for (Py_ssize_t k = 0; k < b->nkeys; k++) {
         text_size += (size_t)b->keys[k].n;
+        if (b->keys[k].code >> 1 > max_line)
+            max_line = b->keys[k].code >> 1;
+    }
     for (Py_ssize_t p = 0; p < b->npieces; p++)
         text_size += (size_t)b->pieces[p].n;
+    for (Py_ssize_t w = 0; w < b->nwild; w++) {
+        if (b->wild[w].code >> 1 > max_line)
+            max_line = b->wild[w].code >> 1;
+        if (b->wild[w].priority > max_priority)
+            max_priority = b->wild[w].priority;
+    }
+    for (Py_ssize_t e = 0; e < b->nextra; e++)
+        text_size += (size_t)b->extra[e].text.n;
     size_t nslots = b->slots ? (size_t)1 << (64 - b->shift) : 0;
-    size_t noffs = (size_t)(b->nkeys + b->npieces + 1);
-    if (text_size > UINT32_MAX || noffs > UINT32_MAX || b->maxlen > (Py_ssize_t)UINT32_MAX) {
+    size_t noffs = (size_t)(b->nkeys + b->npieces + b->nextra + 1);
+    if (text_size > UINT32_MAX || noffs > UINT32_MAX || b->maxlen > (Py_ssize_t)UINT32_MAX
+        || max_priority > (Py_ssize_t)UINT32_MAX || max_line >= ((uint32_t)1 << 30)) {
         PyErr_SetString(PyExc_ValueError, "rules too large for FastMatcher");
         return NULL;
     }
-    /* The tables of 4-octet items first, then the lengths and the text. */
-    size_t size = (noffs + (size_t)b->nkeys + 4 * (size_t)b->nwild + nslots) * sizeof(uint32_t)
-                  + (b->has_len ? (size_t)b->maxlen + 1 : 0) + text_size;
-    FastMatcher *self = (FastMatcher *)type->tp_alloc(type, (Py_ssize_t)size);
-    if (self == NULL)
+    int wide = !(text_size <= 0xFFFF && noffs <= 0xFFFF && max_line < ((uint32_t)1 << 14) && max_priority <= 0xFFFF);
+    size_t w = wide ? 4 : 2;
+    size_t text_at = w * (noffs + (size_t)b->nkeys) + 4 * w * (size_t)b->nwild;
+    if (text_at > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "rules too large for FastMatcher");
         return NULL;
-    char *at = (char *)self + type->tp_basicsize;
-    uint32_t *offs = (uint32_t *)at, *key_rule = offs + noffs;
-    Glob *wild = (Glob *)(key_rule + b->nkeys);
-    int32_t *slots = (int32_t *)(wild + b->nwild);
-    unsigned char *has_len = (unsigned char *)(slots + nslots);
-    char *text = (char *)has_len + (b->has_len ? (size_t)b->maxlen + 1 : 0), *end = text;
+    }
+    size_t rest_at = (sizeof(FastMatcher) + text_at + text_size + 3) & ~(size_t)3;
+    size_t size = rest_at + 4 * ((size_t)b->nextra + nslots) + (b->slots ? 4 + (size_t)b->maxlen + 1 : 0);
+    FastMatcher *self = PyObject_Malloc(size);
+    if (self == NULL)
+        return (FastMatcher *)PyErr_NoMemory();
+    PyObject_Init((PyObject *)self, type);
+    char *at = (char *)self + sizeof(FastMatcher);
+    char *offs = at, *key_rule = offs + w * noffs, *wild = key_rule + w * (size_t)b->nkeys;
+    char *text = at + text_at, *end = text;
+    uint32_t *extra = (uint32_t *)((char *)self + rest_at);
+    int32_t *slots = (int32_t *)(extra + b->nextra);
+    size_t o = 0;
     for (Py_ssize_t k = 0; k < b->nkeys; k++) {
-        offs[k] = (uint32_t)(end - text);
-        key_rule[k] = (uint32_t)b->keys[k].rule << 1 | b->keys[k].allow;
+        PUT(offs, o++, end - text, wide);
+        PUT(key_rule, k, b->keys[k].code, wide);
         memcpy(end, b->keys[k].s, (size_t)b->keys[k].n);
         end += b->keys[k].n;
     }
     for (Py_ssize_t p = 0; p < b->npieces; p++) {
-        offs[b->nkeys + p] = (uint32_t)(end - text);
+        PUT(offs, o++, end - text, wide);
         memcpy(end, b->pieces[p].s, (size_t)b->pieces[p].n);
         end += b->pieces[p].n;
     }
-    offs[noffs - 1] = (uint32_t)(end - text);
-    for (Py_ssize_t w = 0; w < b->nwild; w++) {
-        const Wild *from = &b->wild[w];
-        wild[w].priority = (uint32_t)from->priority;
-        wild[w].flags = (uint32_t)from->rule << 2 | (uint32_t)from->allow << 1 | from->anchored;
-        wild[w].first = (uint32_t)(from->pieces - b->pieces);
-        wild[w].npieces = (uint32_t)from->npieces;
+    for (Py_ssize_t e = 0; e < b->nextra; e++) {
+        PUT(offs, o++, end - text, wide);
+        extra[e] = b->extra[e].code;
+        memcpy(end, b->extra[e].text.s, (size_t)b->extra[e].text.n);
+        end += b->extra[e].text.n;
+    }
+    PUT(offs, o, end - text, wide);
+    memset(end, 0, (size_t)((char *)extra - end)); /* the alignment's octets */
+    for (Py_ssize_t k = 0; k < b->nwild; k++) {
+        const Wild *from = &b->wild[k];
+        uint32_t flags = (from->code >> 1) << 2 | (uint32_t)from->allow << 1 | from->anchored;
+        uint32_t first = (uint32_t)(from->pieces - b->pieces);
+        if (wide)
+            ((Glob32 *)wild)[k] = (Glob32){(uint32_t)from->priority, flags, first, (uint32_t)from->npieces};
+        else
+            ((Glob16 *)wild)[k] = (Glob16){(uint16_t)from->priority, (uint16_t)flags, (uint16_t)first,
+                                           (uint16_t)from->npieces};
     }
     if (b->slots) {
+        uint32_t maxlen = (uint32_t)b->maxlen;
         memcpy(slots, b->slots, nslots * sizeof(int32_t));
-        memcpy(has_len, b->has_len, (size_t)b->maxlen + 1);
+        memcpy(slots + nslots, &maxlen, sizeof(uint32_t));
+        memcpy((char *)(slots + nslots + 1), b->has_len, (size_t)b->maxlen + 1);
     }
     self->vectorcall = fast_vectorcall;
     self->nkeys = (uint32_t)b->nkeys;
     self->nwild = (uint32_t)b->nwild;
-    self->offs = offs;
-    self->key_rule = key_rule;
-    self->wild = wild;
-    self->slots = b->slots ? slots : NULL;
-    self->has_len = b->slots ? has_len : NULL;
-    self->text = text;
-    self->maxlen = (uint32_t)b->maxlen;
-    self->shift = b->shift;
-    Py_INCREF(path_of);
-    self->path_of = path_of;
+    self->npieces = (uint32_t)b->npieces;
+    self->nextra = (uint32_t)b->nextra;
+    self->text_at = (uint32_t)text_at;
+    self->shift = b->slots ? (unsigned char)b->shift : 0;
+    self->wide = (unsigned char)wide;
     return self;
 }
+#undef PUT
 
 /* What a pattern's octets hold. */
 enum { STAR = 1, DOLLAR = 2, PERCENT = 4 };
@@ -876,19 +1342,19 @@ static unsigned char octet_class[256];
 enum { LITERAL, WILDCARD, CANONICAL, SKIP };
 
 /* FastMatcher(patterns: list[str], codes: array("I") (line << 1 | allow), canon,
- *             path_of, hash_above: int)
+ *             hash_above: int)
  *
  * ``canon(pattern)`` is called for a pattern with "%" or non-ASCII text only: it
  * returns the canonical key of a literal rule (str; empty: no rule), or
- * ``(priority, pieces: list[str], anchored)`` for a wildcard rule. ``path_of(url)``
- * gives the canonical path of a URL that is not decoded here. The literal keys
- * are hashed when there are more than ``hash_above``, else sorted. */
+ * ``(priority, pieces: list[str], anchored)`` for a wildcard rule. The literal
+ * keys are hashed when there are more than ``hash_above``, else sorted. Every
+ * rule is named by its line (the codes' lines are distinct, as a file's are). */
 static PyObject *
 fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
-    PyObject *patterns_arg, *codes_arg, *canon, *path_of;
+    PyObject *patterns_arg, *codes_arg, *canon;
     Py_ssize_t hash_above;
-    if (!PyArg_ParseTuple(args, "OOOOn:FastMatcher", &patterns_arg, &codes_arg, &canon, &path_of, &hash_above))
+    if (!PyArg_ParseTuple(args, "OOOn:FastMatcher", &patterns_arg, &codes_arg, &canon, &hash_above))
         return NULL;
     PyObject *patterns = PySequence_Tuple(patterns_arg);
     if (patterns == NULL)
@@ -911,12 +1377,14 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
     const unsigned int *codes = view.buf;
     kinds = PyMem_Malloc((size_t)(count ? count : 1));
     bd->keys = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Key));
-    if (!kinds || !bd->keys) {
+    bd->extra = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Extra));
+    if (!kinds || !bd->keys || !bd->extra) {
         PyErr_NoMemory();
         goto fail;
     }
     /* One look at each pattern: a plain literal becomes a key at once; the others
-     * are counted, and those with "%" or non-ASCII text put in canonical form. */
+     * are counted, and those with "%" or non-ASCII text put in canonical form (an
+     * extra rule keeps how they are written). */
     Py_ssize_t nkeys = 0, nwild = 0, npieces = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *pattern = PyTuple_GET_ITEM(patterns, i);
@@ -938,12 +1406,8 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
             goto fail;
         }
         if (!(found & (STAR | PERCENT)) && !(n && s[n - 1] == '$')) {
-            Key *key = &bd->keys[nkeys++];
-            key->s = s;
-            key->n = (unsigned int)n;
-            key->rule = (int32_t)i;
-            key->allow = codes[i] & 1;
-            key->special = (found & DOLLAR) != 0 ? 1 : 0;
+            bd->keys[nkeys++] = (Key){s, (int32_t)i, codes[i], (unsigned int)n, codes[i] & 1,
+                                      (found & DOLLAR) != 0, 0};
             kinds[i] = LITERAL;
             continue;
         }
@@ -965,29 +1429,32 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
             goto fail;
         forms[i] = form;
         kinds[i] = CANONICAL;
+        Str written;
+        if (written_text(bd, pattern, &written) < 0)
+            goto fail;
         if (PyUnicode_Check(form)) {
             Str text;
             if (ascii_str(form, &text) < 0)
                 goto fail;
             if (text.n == 0) {
                 kinds[i] = SKIP;
+                add_extra(bd, codes[i], written);
                 continue;
             }
             if (text.n > KEY_MAX_LENGTH) {
                 PyErr_SetString(PyExc_ValueError, "a pattern too long for FastMatcher");
                 goto fail;
             }
-            Key *key = &bd->keys[nkeys++];
-            key->s = text.s;
-            key->n = (unsigned int)text.n;
-            key->rule = (int32_t)i;
-            key->allow = codes[i] & 1;
-            key->special = 1;
+            int same = written.n == text.n && memcmp(written.s, text.s, (size_t)text.n) == 0;
+            bd->keys[nkeys++] = (Key){text.s, (int32_t)i, codes[i], (unsigned int)text.n, codes[i] & 1, 1, !same};
+            if (!same)
+                add_extra(bd, codes[i], written);
         }
         else if (PyTuple_Check(form) && PyTuple_GET_SIZE(form) == 3 && PyList_Check(PyTuple_GET_ITEM(form, 1))
                  && PyList_GET_SIZE(PyTuple_GET_ITEM(form, 1)) > 0) {
             nwild++;
             npieces += PyList_GET_SIZE(PyTuple_GET_ITEM(form, 1));
+            add_extra(bd, codes[i], written);
         }
         else {
             PyErr_SetString(PyExc_TypeError, "canon() gives a str or (priority, pieces, anchored)");
@@ -1013,7 +1480,7 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
         if (kinds[i] == LITERAL || kinds[i] == SKIP || (kinds[i] == CANONICAL && PyUnicode_Check(form)))
             continue;
         Wild *wild = &bd->wild[w++];
-        wild->rule = (int32_t)i;
+        wild->code = codes[i];
         wild->allow = codes[i] & 1;
         wild->pieces = &bd->pieces[p];
         if (form) {
@@ -1060,7 +1527,7 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
     }
     else
         build_sorted(bd, nkeys);
-    self = pack(type, bd, path_of);
+    self = pack(type, bd);
     goto done;
 fail:
     Py_CLEAR(self);
@@ -1077,15 +1544,18 @@ done:
 }
 
 static PyMethodDef fast_methods[] = {
-    {"best", (PyCFunction)fast_best, METH_O,
-     "best(canonical_path) -> the index of the deciding rule, or -1 when no rule matches."},
-    {"best_index", (PyCFunction)fast_best, METH_O, "best_index(canonical_path) -> the same as best()."},
+    {"best_rule", (PyCFunction)fast_best_rule, METH_O,
+     "best_rule(canonical_path) -> the deciding rule as written (matcher.Rule), or None when no rule matches."},
+    {"written", (PyCFunction)fast_written, METH_NOARGS, "written() -> every rule as written, in file order."},
+    {"fill", (PyCFunction)fast_fill, METH_VARARGS,
+     "fill(records, (disallow_key, allow_key)) -> the records with every rule written on its line."},
+    {"__sizeof__", (PyCFunction)fast_sizeof, METH_NOARGS, "The matcher's size in memory, in bytes."},
     {NULL, NULL, 0, NULL},
 };
 
 /* A matcher is its group's matcher as robotstxt.py uses one (the Matcher of
- * matcher.py): ``allowed`` is the matcher itself, and it keeps no rule's text
- * (``has_patterns``), so that a group needs no Python object around it. */
+ * matcher.py): ``allowed`` is the matcher itself, so that a group needs no Python
+ * object around it. */
 static PyObject *
 fast_allowed(PyObject *self, void *Py_UNUSED(closure))
 {
@@ -1093,15 +1563,8 @@ fast_allowed(PyObject *self, void *Py_UNUSED(closure))
     return self;
 }
 
-static PyObject *
-fast_has_patterns(PyObject *Py_UNUSED(self), void *Py_UNUSED(closure))
-{
-    Py_RETURN_FALSE;
-}
-
 static PyGetSetDef fast_getset[] = {
     {"allowed", fast_allowed, NULL, "The matcher itself: allowed(url) decides a URL.", NULL},
-    {"has_patterns", fast_has_patterns, NULL, "False: the matcher keeps no rule's text.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1109,7 +1572,7 @@ static PyTypeObject FastMatcherType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "scrapy_rfc9309._speedups.FastMatcher",
     .tp_basicsize = sizeof(FastMatcher),
-    .tp_itemsize = 1,
+    .tp_itemsize = 0,
     .tp_dealloc = (destructor)fast_dealloc,
     .tp_vectorcall_offset = offsetof(FastMatcher, vectorcall),
     .tp_call = PyVectorcall_Call,
@@ -1119,6 +1582,26 @@ static PyTypeObject FastMatcherType = {
     .tp_getset = fast_getset,
     .tp_new = fast_new,
 };
+
+/* configure(path_of, rule_type): the canonical path of a URL that is not decoded in
+ * C (urlnorm.path_of), and the type of a rule as written (matcher.Rule, a tuple of
+ * (allow, pattern, line)), for every matcher. */
+static PyObject *
+configure(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *path_of, *rule;
+    if (!PyArg_ParseTuple(args, "OO!:configure", &path_of, &PyType_Type, &rule))
+        return NULL;
+    if (!PyCallable_Check(path_of) || !PyType_IsSubtype((PyTypeObject *)rule, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "configure(path_of: callable, rule_type: a tuple type)");
+        return NULL;
+    }
+    Py_INCREF(path_of);
+    Py_XSETREF(path_of_fn, path_of);
+    Py_INCREF(rule);
+    Py_XSETREF(rule_type, (PyTypeObject *)rule);
+    Py_RETURN_NONE;
+}
 
 /* ---- the line scanner of parser.py ---------------------------------------------
  * scan_lines(text, keys) -> [(kind, value, lineno)] for the lines that hold a known
@@ -1306,9 +1789,14 @@ fail:
     return NULL;
 }
 
-/* ---- records_text(text, keys, short_keys) -> the text reduced to its known records:
- * each on its own line number as short_keys[kind] followed by its value, every
- * other line empty (parser.records_text, without a Python object per record). */
+/* Record kinds (parser.py). */
+enum { K_USER_AGENT = 0, K_ALLOW = 1, K_DISALLOW = 2, K_SITEMAP = 3, K_HOST = 7, K_SPECIAL = 8 };
+
+/* ---- records_text(text, keys, short_keys[, omit]) -> the text reduced to its known
+ * records: each on its own line number as short_keys[kind] followed by its value,
+ * every other line empty (parser.records_text, without a Python object per
+ * record). ``omit``, codes (line << 1 | allow, array("I")) by line, names rules
+ * left out (their lines empty); the text has as many lines either way. */
 typedef struct {
     long kind;
     Py_ssize_t vstart, vend, line;
@@ -1317,27 +1805,50 @@ typedef struct {
 static PyObject *
 records_text(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *text, *keys, *short_keys, *out = NULL;
+    PyObject *text, *keys, *short_keys, *omit_arg = Py_None, *out = NULL;
     Scanner sc;
-    if (!PyArg_ParseTuple(args, "UO!O!:records_text", &text, &PyList_Type, &keys, &PyTuple_Type, &short_keys)
+    if (!PyArg_ParseTuple(args, "UO!O!|O:records_text", &text, &PyList_Type, &keys, &PyTuple_Type, &short_keys,
+                          &omit_arg)
         || scanner_init(&sc, text, keys) < 0)
         return NULL;
+    Py_buffer omit = {0};
+    Py_ssize_t nomit = 0, next_omit = 0;
+    if (omit_arg != Py_None) {
+        if (PyObject_GetBuffer(omit_arg, &omit, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            return NULL;
+        if (omit.itemsize != (Py_ssize_t)sizeof(unsigned int) || omit.format == NULL || strcmp(omit.format, "I") != 0) {
+            PyBuffer_Release(&omit);
+            PyErr_SetString(PyExc_ValueError, "omit: an array of \"I\"");
+            return NULL;
+        }
+        nomit = omit.len / omit.itemsize;
+    }
+    const unsigned int *omitted = omit.buf;
     Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys);
     for (Py_ssize_t k = 0; k < nshort; k++) {
         PyObject *key = PyTuple_GET_ITEM(short_keys, k);
         if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) {
             PyErr_SetString(PyExc_TypeError, "short keys are ASCII str");
+            PyBuffer_Release(&omit);
             return NULL;
         }
     }
     Found *found = NULL;
-    Py_ssize_t nfound = 0, cap = 0, total = 0, start = 0, lineno = 0, last = 1;
+    Py_ssize_t nfound = 0, cap = 0, total = 0, start = 0, lineno = 0, last = 1, last_record = 1;
     Py_UCS4 maxchar = 127;
     while (start < sc.n) {
         Py_ssize_t end = line_end(&sc, start), vstart, vend;
         lineno++;
         long kind = line_record(&sc, start, end, &vstart, &vend);
         if (kind >= 0) {
+            last_record = lineno;
+            while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < lineno)
+                next_omit++;
+            if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == lineno
+                && (kind % K_SPECIAL == K_ALLOW || kind % K_SPECIAL == K_DISALLOW)) {
+                start = end + 1;
+                continue;
+            }
             if (kind >= nshort) {
                 PyErr_SetString(PyExc_ValueError, "a kind without a short key");
                 goto done;
@@ -1365,6 +1876,7 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
         }
         start = end + 1;
     }
+    total += last_record - last; /* the lines of the rules left out after the last record kept */
     out = PyUnicode_New(total, maxchar);
     if (out == NULL)
         goto done;
@@ -1383,15 +1895,18 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
             for (Py_ssize_t v = found[f].vstart; v < found[f].vend; v++)
                 PyUnicode_WRITE(okind, odata, o++, AT(&sc, v));
         }
+        for (; last < last_record; last++)
+            PyUnicode_WRITE(okind, odata, o++, '\n');
     }
 done:
     PyMem_Free(found);
+    if (omit_arg != Py_None)
+        PyBuffer_Release(&omit);
     return out;
 }
 
 /* ---- select_groups: the groups one product token selects, built in one pass. ---- */
 
-enum { K_USER_AGENT = 0, K_ALLOW = 1, K_DISALLOW = 2, K_SITEMAP = 3, K_HOST = 7, K_SPECIAL = 8 };
 
 typedef struct {
     long kind;
@@ -1633,6 +2148,7 @@ static PyMethodDef speedups_methods[] = {
     {"scan_lines", scan_lines, METH_VARARGS, "The known records of a robots.txt text: [(kind, value, line)]."},
     {"select_groups", select_groups, METH_VARARGS, "The groups a product token selects: (key, groups)."},
     {"records_text", records_text, METH_VARARGS, "A robots.txt text reduced to its known records."},
+    {"configure", configure, METH_VARARGS, "configure(path_of, rule_type): what every matcher calls."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,7 +1,7 @@
 """Types of the optional C accelerator, ``_speedups.c`` (see its method tables)."""
 
 from collections.abc import Callable, Iterable
-from typing import final
+from typing import Any, final
 
 from typing_extensions import Buffer
 
@@ -14,32 +14,36 @@ class FastMatcher:
         patterns: Iterable[str],
         codes: Buffer,
         canon: Callable[[str], str | tuple[int, list[str], bool]],
-        path_of: Callable[[str | bytes], str],
         hash_above: int,
         /,
     ) -> FastMatcher:
-        """``codes``: one C ``unsigned int`` (``array("I")``) per pattern, ``line << 1 | allow``.
-        ``canon(pattern)`` gives the canonical key of a literal rule written with ``%``
-        or non-ASCII text (``""``: no rule), or ``(priority, pieces, anchored)`` for
-        such a wildcard rule. ``path_of(url)`` gives the canonical path of a URL not
-        decoded in C. The literal keys are hashed when there are more than ``hash_above``."""
+        """``codes``: one C ``unsigned int`` (``array("I")``) per pattern, ``line << 1 | allow``,
+        the lines distinct. ``canon(pattern)`` gives the canonical key of a literal rule
+        written with ``%`` or non-ASCII text (``""``: no rule), or ``(priority, pieces,
+        anchored)`` for such a wildcard rule. The literal keys are hashed when there are
+        more than ``hash_above``."""
 
     def __call__(self, url: str | bytes, /) -> bool:
         """Whether the rules allow the URL."""
 
-    def best(self, canonical_path: str, /) -> int:
-        """The index of the deciding rule, or -1 when no rule matches."""
+    def best_rule(self, canonical_path: str, /) -> Any:
+        """The deciding rule as written (of the type given to ``configure``), or None
+        when no rule matches."""
 
-    def best_index(self, canonical_path: str, /) -> int:
-        """The same as ``best``: the name ``matcher.Matcher`` has."""
+    def written(self) -> list[Any]:
+        """Every rule as written, in the order of its line (of the type given to ``configure``)."""
+
+    def fill(self, records: bytes, keys: tuple[bytes, bytes], /) -> bytes:
+        """``records`` (lines of octets, each rule's line empty) with every rule written
+        on its line as its key (``keys``: Disallow's, Allow's) and its text as written."""
 
     @property
     def allowed(self) -> FastMatcher:
         """The matcher itself (``allowed(url)``, as ``matcher.Matcher`` has it)."""
 
-    @property
-    def has_patterns(self) -> bool:
-        """False: the matcher keeps no rule's text (the caller reads the rule again)."""
+def configure(path_of: Callable[[str | bytes], str], rule_type: type[tuple[Any, ...]], /) -> None:
+    """What every matcher calls: ``path_of(url)``, the canonical path of a URL not decoded
+    in C; ``rule_type(allow, pattern, line)``, a rule as written (a tuple type)."""
 
 def scan_lines(text: str, keys: list[tuple[str, int]], /) -> list[tuple[int, str, int]]:
     """The known records of a robots.txt text: ``[(kind, value, line)]``. ``keys`` are
@@ -51,6 +55,10 @@ def select_groups(
     """The groups of a robots.txt text that a product token selects: ``(key, groups)``
     (see ``parser.select``); with ``star`` false, the groups of ``*`` are not built."""
 
-def records_text(text: str, keys: list[tuple[str, int]], short_keys: tuple[str, ...], /) -> str:
+def records_text(
+    text: str, keys: list[tuple[str, int]], short_keys: tuple[str, ...], omit: Buffer | None = None, /
+) -> str:
     """The text reduced to its known records (see ``parser.records_text``): each on
-    its own line number as ``short_keys[kind]`` and its value, every other line empty."""
+    its own line number as ``short_keys[kind]`` and its value, every other line empty;
+    the Allow and Disallow rules ``omit`` names (``array("I")`` of ``line << 1 | allow``,
+    by line) left out, the text as many lines long."""

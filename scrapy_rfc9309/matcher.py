@@ -16,7 +16,10 @@ backtrack:
 When the C accelerator is built, none of this is built (unless a wildcard piece
 has two forms, see :func:`piece_forms`): the group's rules go as parsed to a
 ``FastMatcher`` (see ``_speedups.c``), which compiles them in one C pass and
-decides every URL and verdict, with the same answers.
+decides every URL and verdict, with the same answers. Either matcher gives back
+every rule of its group as written, with its line (``written``), and the deciding
+rule of a path (``best_rule``): a parsed file keeps no other copy of the rules of
+the group it was first asked about (see :class:`~scrapy_rfc9309.RobotsTxt`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
-from .urlnorm import canonical_path, path_of
+from .urlnorm import canonical_path, path_of, utf8_octets
 
 __all__ = ["Matcher", "Rule", "compile_pattern", "compile_rules", "glob_match", "glob_pieces",
            "piece_forms"]
@@ -51,8 +54,10 @@ _plain_path = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*(/[\x00-\x22\x24\x
 
 try:  # the optional C accelerator (built at install when a compiler is there)
     from ._speedups import FastMatcher
+    from ._speedups import configure as _configure
 except ImportError:  # pragma: no cover - depends on the build
     FastMatcher = None  # type: ignore[misc,assignment]
+    _configure = None  # type: ignore[assignment]
 
 
 class Rule(NamedTuple):
@@ -181,15 +186,14 @@ class _Accelerated(Protocol):
 
     def __call__(self, url: str | bytes, /) -> bool: ...
 
-    def best(self, path: str, /) -> int: ...
+    def best_rule(self, path: str, /) -> Rule | None: ...
 
-    def best_index(self, path: str, /) -> int: ...
+    def written(self) -> list[Rule]: ...
+
+    def fill(self, records: bytes, keys: tuple[bytes, bytes], /) -> bytes: ...
 
     @property
     def allowed(self) -> Callable[[str | bytes], bool]: ...
-
-    @property
-    def has_patterns(self) -> bool: ...
 
 
 class _TwoForms(Exception):
@@ -216,8 +220,9 @@ def _url_path(url: str | bytes) -> str:
 
 
 class Matcher:
-    """Decides URLs for one merged group. ``allowed(url)`` is the hot entry point;
-    ``best_rule(canonical_path)`` gives the deciding rule.
+    """Decides URLs for one merged group in pure Python (the C accelerator's
+    ``FastMatcher`` does the same, see :func:`compile_rules`). ``allowed(url)`` is
+    the hot entry point; ``best_rule(canonical_path)`` gives the deciding rule.
 
     Rules come as the parser keeps them: ``patterns[i]`` and ``codes[i] = line << 1
     | allow``; the matcher refers to rules by index and builds :class:`Rule` only
@@ -226,7 +231,6 @@ class Matcher:
     __slots__ = (
         "_any_needle",
         "_by_key",
-        "_c",
         "_codes",
         "_key_allows",
         "_key_rules",
@@ -239,22 +243,14 @@ class Matcher:
         "allowed",
     )
 
-    #: Whether :meth:`rule` can name a rule by itself (a ``FastMatcher`` cannot: see :func:`compile_rules`).
-    has_patterns = True
-
-    def __init__(self, patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
-                 special: Sequence[int] | None = None, allows: Sequence[int] | None = None) -> None:
+    def __init__(self, patterns: Sequence[str], codes: Sequence[int], special: Sequence[int] | None = None,
+                 allows: Sequence[int] | None = None) -> None:
         """``special`` and ``allows`` (indices of the patterns that are more than
         plain literals, and of the allow rules, both ascending) are derived when
-        not given; the parser gives them. With the C accelerator they are not
-        needed."""
+        not given; the parser gives them."""
         self._patterns = patterns
         self._codes = codes
-        self._c: _Accelerated | None = _accelerated(patterns, codes) if speedups else None
         self.allowed: Callable[[str | bytes], bool] = _allow_all
-        if self._c is not None:
-            self.allowed = self._c
-            return
         self._compile(patterns, special, allows)
         if self._keys or self._by_key or self._wildcards:
             self.allowed = self.exact_allowed
@@ -336,11 +332,31 @@ class Matcher:
         code = self._codes[index]
         return Rule(bool(code & 1), self._patterns[index], code >> 1)
 
+    def written(self) -> list[Rule]:
+        """Every rule as written, in the order given (a file's order)."""
+        return [Rule(bool(code & 1), pattern, code >> 1) for pattern, code in zip(self._patterns, self._codes,
+                                                                                   strict=True)]
+
+    def fill(self, records: bytes, keys: tuple[bytes, bytes]) -> bytes:
+        """Records (lines of octets) with every rule written on its line, as its
+        key (``keys``: Disallow's, Allow's) and its pattern's octets (see
+        :func:`~scrapy_rfc9309.parser.records_text`, which leaves them out)."""
+        patterns = self._patterns
+        if not patterns:
+            return records
+        lines = records.split(b"\n")
+        disallow, allow = keys
+        try:  # the patterns of a file (without newlines): one encoding for all
+            written = "\n".join(patterns).encode("utf-8", "surrogateescape").split(b"\n")
+        except UnicodeEncodeError:
+            written = [utf8_octets(pattern) for pattern in patterns]
+        for octets, code in zip(written, self._codes, strict=True):
+            lines[(code >> 1) - 1] = (allow if code & 1 else disallow) + octets
+        return b"\n".join(lines)
+
     # -- deciding -------------------------------------------------------------------
     def best_index(self, path: str) -> int:
         """Index of the deciding rule for a canonical path, or -1."""
-        if self._c is not None:
-            return self._c.best(path)
         codes = self._codes
         best, best_priority = -1, -1
         if self._by_key is not None:
@@ -410,7 +426,7 @@ def _accelerated(patterns: Sequence[str], codes: Sequence[int]) -> _Accelerated 
         codes = array("I", codes)
     try:
         # _c_form gives plain str pieces only (it raises _TwoForms otherwise).
-        return FastMatcher(patterns, codes, _c_form, _url_path, _C_HASH_ABOVE)  # type: ignore[arg-type]
+        return FastMatcher(patterns, codes, _c_form, _C_HASH_ABOVE)  # type: ignore[arg-type,no-any-return]
     except _TwoForms:
         return None
 
@@ -421,17 +437,22 @@ def compile_rules(patterns: Sequence[str], codes: Sequence[int], speedups: bool 
     it takes them, else a :class:`Matcher`; one shared matcher for every group
     without rules (a broad crawl keeps many).
 
-    A ``FastMatcher`` keeps no text, index or line of the rules as written (a broad
-    crawl keeps many): ``has_patterns`` is false, and a verdict names the deciding
-    rule by its index, the caller reading the rule itself again (see
-    :meth:`RobotsTxt.verdict <scrapy_rfc9309.RobotsTxt.verdict>`)."""
+    A ``FastMatcher`` keeps the rules compactly (a broad crawl keeps many): the
+    canonical text of each literal key and wildcard piece once, each rule named by
+    its line, and the text as written of the few rules whose canonical text differs
+    or whose text another rule decides for; ``written()`` and ``best_rule()`` give
+    the rules as written. The codes' lines must be distinct (a file's are)."""
     if not patterns:
         return _NO_RULES
     accelerated = _accelerated(patterns, codes) if speedups else None
     if accelerated is not None:
         return accelerated
-    return Matcher(patterns, codes, False, special)
+    return Matcher(patterns, codes, special)
 
 
 #: The matcher of every group without rules.
-_NO_RULES = Matcher((), array("I"), False)
+_NO_RULES = Matcher((), array("I"))
+
+
+if _configure is not None:
+    _configure(_url_path, Rule)

@@ -16,6 +16,7 @@ from .urlnorm import escape_undecodable, utf8_octets
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_LINE_BYTES",
+    "RULE_KEYS",
     "Group",
     "ParseResult",
     "SelectedGroup",
@@ -215,9 +216,12 @@ def scan(text: str, speedups: bool = True) -> Iterable[tuple[int, str, int]]:
 _SHORT_KEYS = {kind: min((name for name, k in KEYS.items() if k == kind), key=len) + ":" for kind in set(KEYS.values())}
 _SHORT_KEYS.update({kind + SPECIAL: _SHORT_KEYS[kind] for kind in (ALLOW, DISALLOW)})
 _SHORT_KEY_LIST = tuple(_SHORT_KEYS.get(kind, "") for kind in range(max(_SHORT_KEYS) + 1))
+#: The keys of a Disallow and of an Allow record in :func:`records_text`, as octets.
+RULE_KEYS = (_SHORT_KEYS[DISALLOW].encode(), _SHORT_KEYS[ALLOW].encode())
 
 
-def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, int]] | None = None) -> str:
+def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, int]] | None = None,
+                 omit: array[int] | None = None) -> str:
     """A :func:`prepare` text reduced to its known records: each on its own line
     number, as ``key:value`` with the kind's shortest key, every other line empty
     (comments, unknown fields, blank lines). It parses as ``text`` does (the same
@@ -225,17 +229,23 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
     is longer than it was, so it is read as it is (the result of :func:`decode`
     without its final newline, :func:`prepare` is not needed again). In C when
     the accelerator is built; in Python from ``rows``, the text's :func:`scan`,
-    when the caller has it."""
+    when the caller has it.
+
+    ``omit`` (codes ``line << 1 | allow``, by line) names Allow and Disallow
+    rules to leave out: their lines are empty, and the text has as many lines (a
+    matcher's ``fill`` writes them back, with :data:`RULE_KEYS`)."""
     if speedups and _c_records_text is not None:
-        return _c_records_text(text, _KEY_LIST, _SHORT_KEY_LIST)
+        return _c_records_text(text, _KEY_LIST, _SHORT_KEY_LIST, omit)
     if rows is None:
         rows = list(scan(text, speedups))
     if not rows:
         return ""
     keys = _SHORT_KEYS
     lines = [""] * rows[-1][2]
+    left_out = {code >> 1 for code in omit} if omit else ()
     for kind, value, line in rows:
-        lines[line - 1] = keys[kind] + value
+        if line not in left_out or kind % SPECIAL not in (ALLOW, DISALLOW):
+            lines[line - 1] = keys[kind] + value
     return "\n".join(lines)
 
 

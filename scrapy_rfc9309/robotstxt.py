@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from .agent import product_token
-from .matcher import Matcher, Rule, compile_rules
+from .matcher import Rule, compile_rules
 from .parser import (
     DEFAULT_MAX_BYTES,
     GROUP_RECORDS,
     HOST,
     MAX_LINE_BYTES,
+    RULE_KEYS,
     SITEMAP,
     SelectedGroup,
     decode,
@@ -41,21 +42,35 @@ USAGE_RECORDS = frozenset({"content-usage", "content-signal"})
 #: Agents and tokens remembered per file before the memo is reset.
 _MAX_MEMO = 64
 #: Bodies at least this long are compressed as they are read; shorter ones when
-#: first used (compressing 128 KiB takes about a millisecond), from this size (a
-#: shorter one would save too little for the microseconds it costs).
+#: first used (compressing 128 KiB takes about a millisecond). Kept bytes from
+#: this size are compressed when that makes them shorter (shorter ones save too
+#: little for the microseconds it costs).
 COMPRESS_AT_READ = 128 * 1024
-COMPRESS_FROM = 256
-#: Raw deflate, no header: the bytes are only ever read back here.
+COMPRESS_FROM = 64
+#: Raw deflate, no header: the bytes are only ever read back here (with the
+#: largest window, which reads what a smaller one wrote).
 _WBITS = -15
 #: Bits of ``RobotsTxt._flags``: the kept bytes are compressed; they are the text
 #: the parser reads (see :func:`decode`); they are the file's records only (see
 #: :func:`~scrapy_rfc9309.parser.records_text`); the file keeps its bytes as
-#: fetched (``keep_body``); the C accelerator may be used.
-_COMPRESSED, _NORMALIZED, _REDUCED, _KEEP_BODY, _SPEEDUPS = 1, 2, 4, 8, 16
+#: fetched (``keep_body``); the C accelerator may be used; the body was longer
+#: than the parsing limit; the kept records leave out the rules of the file's
+#: first merged group (``RobotsTxt._rules``, whose matcher gives them back). The
+#: body's length is kept above these bits (one int for both: a broad crawl keeps
+#: many files).
+_COMPRESSED, _NORMALIZED, _REDUCED, _KEEP_BODY, _SPEEDUPS, _TRUNCATED, _RULES_OUT = 1, 2, 4, 8, 16, 32, 64
+_SIZE_SHIFT = 8
+#: The bits a file keeps when it is reduced.
+_KEPT = ~(_COMPRESSED | _NORMALIZED | _REDUCED | _RULES_OUT)
+#: A file that keeps its bytes as fetched compresses them from this size.
+_COMPACT_FROM = 256
 
 
 def _compress(body: bytes) -> bytes:
-    compressor = zlib.compressobj(1, zlib.DEFLATED, _WBITS)
+    """Raw deflate at its fastest level, with a window no larger than the bytes
+    (most are a few hundred bytes: a smaller state to set up)."""
+    bits = min(15, max(9, (len(body) - 1).bit_length()))
+    compressor = zlib.compressobj(1, zlib.DEFLATED, -bits, min(8, bits - 4))
     return compressor.compress(body) + compressor.flush()
 
 
@@ -153,9 +168,6 @@ def _applies(record: tuple[int, str, int, bool, bool], token: str) -> bool:
     return names_star if token == "*" else names_token
 
 
-#: The file and merged group whose rules were read last, and its patterns and codes
-#: (see :meth:`RobotsTxt._rules_of`).
-_last_rules: tuple[RobotsTxt, _MergedGroup, list[str], array[int]] | None = None
 #: Stands for "no agent asked yet" (``None`` is an agent: it names no token).
 _NO_AGENT = object()
 
@@ -164,12 +176,14 @@ class RobotsTxt:
     """A parsed robots.txt. Create it with :func:`parse`.
 
     A crawl asks one file about one or two agents, so the file is kept compactly
-    (its bytes until its first question, then its records only, compressed unless
-    under 256 bytes: see :attr:`body`) and each product token's groups are built
-    on its first question, from the groups that token selects only: a million
-    files in memory cost little more than their compressed records and the rules
-    their crawl obeys. A question about another token builds that token's groups
-    from the records (those of the last few dozen agents are kept).
+    (its bytes until its first question, then its records only, compressed when
+    that makes them shorter: see :attr:`body`) and each product token's groups
+    are built on its first question, from the groups that token selects only: a
+    million files in memory cost little more than their compressed records and
+    the rules their crawl obeys. The rules of the group the first question
+    builds are kept once, in its matcher, which gives them back as written: the
+    kept records leave them out. A question about another token builds that
+    token's groups from the records (those of the last few dozen agents are kept).
 
     ``url`` is the file's own URL when it is known (the last one, after
     redirects). ``sitemaps`` lists the Sitemap URLs in file order, without
@@ -186,9 +200,8 @@ class RobotsTxt:
         "_flags",
         "_group",
         "_memo",
+        "_rules",
         "_source",
-        "size",
-        "truncated",
         "url",
     )
 
@@ -197,13 +210,13 @@ class RobotsTxt:
         if isinstance(body, str):
             body = utf8_octets(body)
         size = len(body)
-        self.size: int = size
-        self.truncated: bool = size > max_bytes
         self._source = body[:max_bytes] if size > max_bytes else body
-        self._flags = (_SPEEDUPS if speedups else 0) | (_KEEP_BODY if keep_body else 0)
+        self._flags = (size << _SIZE_SHIFT | (_SPEEDUPS if speedups else 0) | (_KEEP_BODY if keep_body else 0)
+                       | (_TRUNCATED if size > max_bytes else 0))
         self.url: str | None = url or None
         self._agent: object = _NO_AGENT  # the last agent asked about, and its merged group
         self._group: _MergedGroup | None = None
+        self._rules: _MergedGroup | None = None  # the group whose rules the kept records leave out
         self._memo: dict[str | bytes | None, _MergedGroup] | None = None
         self._allowed: Callable[[str | bytes], bool] = _allow_all
         # A large body is reduced (or compressed) now, its parse would be long
@@ -216,6 +229,16 @@ class RobotsTxt:
                 self._reduce(self._text())
 
     # -- the file ---------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """The body's length."""
+        return self._flags >> _SIZE_SHIFT
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the body was longer than the parsing limit."""
+        return bool(self._flags & _TRUNCATED)
+
     @property
     def _speedups(self) -> bool:
         return bool(self._flags & _SPEEDUPS)
@@ -231,20 +254,28 @@ class RobotsTxt:
         self._source = _compress(body)
         self._flags |= _COMPRESSED
 
-    def _reduce(self, text: str, rows: list[tuple[int, str, int]] | None = None) -> None:
+    def _reduce(self, text: str, rows: list[tuple[int, str, int]] | None = None,
+                rules: _MergedGroup | None = None, omit: array[int] | None = None) -> None:
         """After the first decision: keep the file's records only (see
-        :func:`~scrapy_rfc9309.parser.records_text`), compressed unless short; or,
-        for a file that keeps its body, the bytes as fetched, compressed."""
+        :func:`~scrapy_rfc9309.parser.records_text`), without the rules ``omit``
+        names (``line << 1 | allow``), which the matcher of ``rules`` gives back,
+        compressed when that makes them shorter; or, for a file that keeps its
+        body, the bytes as fetched, compressed."""
         flags = self._flags
         if flags & _KEEP_BODY:
-            if not flags & _COMPRESSED and len(self._source) >= COMPRESS_FROM:
+            if not flags & _COMPRESSED and len(self._source) >= _COMPACT_FROM:
                 self._compact()
             return
-        reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS), rows))
-        flags = flags & _SPEEDUPS | _NORMALIZED | _REDUCED
+        reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS), rows, omit))
+        flags = flags & _KEPT | _NORMALIZED | _REDUCED
+        if omit:
+            flags |= _RULES_OUT
+            self._rules = rules
         if len(reduced) >= COMPRESS_FROM:
-            reduced = _compress(reduced)
-            flags |= _COMPRESSED
+            packed = _compress(reduced)
+            if len(packed) < len(reduced):
+                reduced = packed
+                flags |= _COMPRESSED
         self._source, self._flags = reduced, flags
 
     @property
@@ -256,7 +287,11 @@ class RobotsTxt:
         :func:`~scrapy_rfc9309.parser.records_text`); and a file with a line
         longer than the parser reads, as the parser reads it (see
         :func:`~scrapy_rfc9309.parser.normalize`). Each parses as the file does."""
-        return zlib.decompress(self._source, _WBITS) if self._flags & _COMPRESSED else self._source
+        flags = self._flags
+        body = zlib.decompress(self._source, _WBITS) if flags & _COMPRESSED else self._source
+        if flags & _RULES_OUT:
+            return self._rules.matcher.fill(body, RULE_KEYS)  # type: ignore[union-attr]
+        return body
 
     @property
     def records_body(self) -> bytes:
@@ -268,11 +303,11 @@ class RobotsTxt:
         return utf8_octets(records_text(self._text(), self._speedups))
 
     def copy(self) -> RobotsTxt:
-        """The file with nothing built: what is asked of the copy leaves this one as
-        it is (a file not asked yet keeps its bytes as fetched)."""
+        """The file with no group built: what is asked of the copy leaves this one
+        as it is (a file not asked yet keeps its bytes as fetched; a reduced one
+        shares the matcher that holds the rules its records leave out)."""
         other = RobotsTxt.__new__(RobotsTxt)
-        other.size, other.truncated, other.url = self.size, self.truncated, self.url
-        other._source, other._flags = self._source, self._flags
+        other.url, other._source, other._flags, other._rules = self.url, self._source, self._flags, self._rules
         other._agent, other._group, other._memo, other._allowed = _NO_AGENT, None, None, _allow_all
         return other
 
@@ -334,10 +369,15 @@ class RobotsTxt:
             # The groups of "*" are not read again when they are built already.
             text = self._text()
             flags = self._flags
-            reduce = not flags & _REDUCED and flags & (_KEEP_BODY | _COMPRESSED) != _KEEP_BODY | _COMPRESSED
+            # The first question reduces the file to its records, without the
+            # rules of the group it builds (a file reduced as it was read, 128 KiB
+            # or more, keeps its records whole: reducing it again would double the
+            # first question's time); a file that keeps its body compresses it.
+            reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED)
             # In pure Python the text is scanned once for the groups and the records.
             rows = list(scan(text, False)) if reduce and not flags & _SPEEDUPS else None
             key, selected = select(text, token, self._speedups, star=star is None, rows=rows)
+            omit = None
             if key == "*" and star is not None:
                 merged = star
             elif last is not None and last.token == key:
@@ -346,10 +386,12 @@ class RobotsTxt:
                 merged = memo[key]
             elif any(group[0] or group[3] for group in selected):
                 merged = _MergedGroup(key, selected, self._speedups)
+                if any(group[0] for group in selected):
+                    omit = array("I", b"".join(group[1] for group in selected))
             else:
                 merged = _empty_group(key)
             if reduce:
-                self._reduce(text, rows)
+                self._reduce(text, rows, merged, omit)
         if last is not None:
             if memo is None or len(memo) >= _MAX_MEMO:
                 memo = self._memo = {}
@@ -395,35 +437,12 @@ class RobotsTxt:
 
     def rules(self, user_agent: str | bytes | None) -> list[Rule]:
         """The Allow and Disallow rules of the agent's merged group, in file order."""
-        patterns, codes = self._rules_of(self._group_for(user_agent))
-        return [Rule(bool(code & 1), pattern, code >> 1) for pattern, code in zip(patterns, codes, strict=True)]
+        return self._group_for(user_agent).matcher.written()
 
     def _rule_for(self, merged: _MergedGroup, path: str) -> Rule | None:
         if path == "/robots.txt":
             return None
-        matcher = merged.matcher
-        index = matcher.best_index(path)
-        if index < 0:
-            return None
-        if isinstance(matcher, Matcher):
-            return matcher.rule(index)
-        patterns, codes = self._rules_of(merged)
-        return Rule(bool(codes[index] & 1), patterns[index], codes[index] >> 1)
-
-    def _rules_of(self, merged: _MergedGroup) -> tuple[list[str], array[int]]:
-        """The patterns and codes of a merged group whose matcher keeps no text
-        (see :func:`~scrapy_rfc9309.matcher.compile_rules`), read again from the
-        file (the last file's last group's are remembered: a verdict is asked for
-        each URL a group forbids, often for several in a row)."""
-        global _last_rules
-        last = _last_rules
-        if last is not None and last[0] is self and last[1] is merged:
-            return last[2], last[3]
-        _key, groups = select(self._text(), merged.token, self._speedups)
-        patterns = [pattern for group in groups for pattern in group[0]]
-        codes = array("I", b"".join(group[1] for group in groups))
-        _last_rules = (self, merged, patterns, codes)
-        return patterns, codes
+        return merged.matcher.best_rule(path)
 
     # -- other records --------------------------------------------------------------
     def crawl_delay(self, user_agent: str | bytes | None) -> float | None:

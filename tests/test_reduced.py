@@ -4,6 +4,8 @@ both tiers; a file made with ``keep_body`` (the ledger's) keeps its bytes as fet
 
 from __future__ import annotations
 
+import zlib
+from array import array
 from pathlib import Path
 
 import pytest
@@ -12,13 +14,15 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 from test_properties import agents, robots_bytes, urls
 
-from scrapy_rfc9309 import RobotsTxt, parse
+from scrapy_rfc9309 import RobotsTxt, matcher, parse
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.change_news import ChangeNews
 from scrapy_rfc9309.config import Config
-from scrapy_rfc9309.parser import _c_records_text, prepare, records_text
+from scrapy_rfc9309.matcher import Rule
+from scrapy_rfc9309.parser import ALLOW, DISALLOW, RULE_KEYS, SPECIAL, _c_records_text, prepare, records_text, scan
 from scrapy_rfc9309.record import decode, encode
 from scrapy_rfc9309.robotstxt import COMPRESS_AT_READ
+from scrapy_rfc9309.urlnorm import utf8_octets
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SAMPLE = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "corpus").iterdir())
@@ -58,12 +62,61 @@ def test_a_reduced_file_answers_as_the_file_that_keeps_its_bytes(body, url_list,
 
 
 @SETTINGS
-@given(body=robots_bytes)
-def test_the_records_text_is_the_same_in_c_and_in_python(body):
+@given(body=robots_bytes, url_list=st.lists(urls, max_size=3), first=agents)
+def test_a_reduced_file_gives_back_its_records_with_the_rules_it_left_out(body, url_list, first):
+    """The kept records leave out the rules of the first agent's group (its
+    matcher has them), and ``body`` writes them back: the records text of the
+    file, for a copy too."""
+    for speedups in TIERS:
+        reduced, kept = reduced_and_kept(body, speedups, first)
+        assert reduced.body == kept.records_body
+        copy = reduced.copy()
+        assert answers(copy, url_list, ["Googlebot", first]) == answers(kept, url_list, ["Googlebot", first])
+        assert copy.body == reduced.body
+
+
+@SETTINGS
+@given(body=robots_bytes, data=st.data())
+def test_the_records_text_is_the_same_in_c_and_in_python(body, data):
     text = prepare(body, len(body))[0]
     reduced = records_text(text, speedups=False)
     assert records_text(text) == reduced
     assert len(reduced) <= len(text)
+    # Rules left out: empty lines, as many, written back as they were by the
+    # matcher of those rules, in either tier.
+    rules = [(kind % SPECIAL == ALLOW, value, line) for kind, value, line in scan(text, False)
+             if kind % SPECIAL in (ALLOW, DISALLOW) and value]
+    chosen = data.draw(st.lists(st.sampled_from(rules), unique=True) if rules else st.just([]))
+    chosen.sort(key=lambda rule: rule[2])
+    omit = array("I", [line << 1 | allow for allow, _value, line in chosen])
+    without = records_text(text, speedups=False, omit=omit)
+    assert records_text(text, omit=omit) == without
+    assert without.count("\n") == reduced.count("\n")
+    octets = utf8_octets(without)
+    assert all(not octets.split(b"\n")[line - 1] for _allow, _value, line in chosen)
+    patterns = [value for _allow, value, _line in chosen]
+    for tier in TIERS:
+        rules_matcher = matcher.compile_rules(patterns, omit, tier)
+        assert rules_matcher.fill(octets, RULE_KEYS) == utf8_octets(reduced)
+
+
+def test_the_kept_records_leave_out_the_first_groups_rules():
+    body = (b"User-agent: *\nDisallow: /private\nAllow: /private/%41\nDisallow: /private\n"
+            b"User-agent: FooBot\nUser-agent: *\nDisallow: /shared*x$\n"
+            b"User-agent: Other\nDisallow: /other\nSitemap: https://e.com/s.xml\n" + b"# padding\n" * 40)
+    for speedups in TIERS:
+        robots = parse(body, speedups=speedups)
+        assert not robots.allowed("https://e.com/private/x", "bot")
+        stored = zlib.decompress(robots._source, -15) if robots._flags & 1 else robots._source
+        assert stored == (b"useragent:*\n\n\n\nuseragent:FooBot\nuseragent:*\n\n"
+                          b"useragent:Other\ndisalow:/other\nsitemap:https://e.com/s.xml")
+        assert robots.body == parse(body).records_body
+        assert robots.rules("bot") == [Rule(False, "/private", 2), Rule(True, "/private/%41", 3),
+                                       Rule(False, "/private", 4), Rule(False, "/shared*x$", 7)]
+        assert robots.verdict("https://e.com/private/A", "bot").rule == Rule(True, "/private/%41", 3)
+        assert robots.rules("FooBot") == [Rule(False, "/shared*x$", 7)]
+        assert robots.rules("Other") == [Rule(False, "/other", 9)]
+        assert robots.sitemaps == ["https://e.com/s.xml"]
 
 
 @pytest.mark.parametrize("speedups", TIERS)

@@ -103,14 +103,11 @@ def test_matchers_are_freed() -> None:
         assert not rt.allowed("http://h/private/x", "bot")
         assert not rt.verdict("http://h/private/x", "bot").allowed
     del rt
-    # The group whose patterns the last verdict read stays remembered, one at most.
-    assert alive() <= before + 1
-    robotstxt._last_rules = None
     assert alive() <= before
 
 
-def fast_matcher(patterns: list[str], codes: list[int], hash_above: int = 0) -> object:
-    return matcher.FastMatcher(patterns, array("I", codes), matcher._c_form, matcher._url_path, hash_above)
+def fast_matcher(patterns: list[str], codes: list[int], hash_above: int = 0) -> matcher._Accelerated:
+    return matcher.FastMatcher(patterns, array("I", codes), matcher._c_form, hash_above)  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
@@ -120,36 +117,79 @@ def test_accelerator_rejects_bad_input() -> None:
     with pytest.raises(ValueError):
         fast_matcher(["/a"], [])
     with pytest.raises(ValueError):
-        matcher.FastMatcher(["/a"], b"\x01", matcher._c_form, matcher._url_path, 0)  # not an array("I")
+        matcher.FastMatcher(["/a"], b"\x01", matcher._c_form, 0)  # not an array("I")
     with pytest.raises(ValueError):
-        matcher.FastMatcher(["/%41"], array("I", [1]), lambda p: "/é", matcher._url_path, 0)
+        matcher.FastMatcher(["/%41"], array("I", [1]), lambda p: "/é", 0)
     with pytest.raises(TypeError):
-        matcher.FastMatcher(["/%41"], array("I", [1]), lambda p: 1, matcher._url_path, 0)
+        matcher.FastMatcher(["/%41"], array("I", [1]), lambda p: 1, 0)
     with pytest.raises(TypeError):
-        fast_matcher(["/a"], [1])("a", "b")  # type: ignore[operator]
+        fast_matcher(["/a"], [1])("a", "b")  # type: ignore[call-arg]
     with pytest.raises(ValueError):
-        fast_matcher(["/a"], [1]).best("/é")  # type: ignore[attr-defined]
+        fast_matcher(["/a"], [1]).best_rule("/é")
     with pytest.raises(matcher._TwoForms):  # a piece with two forms: the pure-Python tiers decide
         fast_matcher(["/*%2F"], [1])
+    for not_decoded in ["/\ud800", "/\udcc3\udca9"]:  # text no file decodes to (see RobotsTxt.rules)
+        with pytest.raises(ValueError):
+            fast_matcher([not_decoded], [2])
+    with pytest.raises(ValueError):  # a rule's line must be empty in the records
+        fast_matcher(["/a"], [2]).fill(b"x\nnot empty", (b"d:", b"a:"))
+    with pytest.raises(TypeError):
+        fast_matcher(["/a"], [2]).fill(b"\n", (b"d:",))
 
 
 @pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
 @pytest.mark.parametrize("hash_above", [10**6, 0])
-def test_matcher_is_one_compact_object(hash_above: int) -> None:
-    """A matcher is its group's matcher by itself, in one allocation: at most 8
-    octets a literal rule, 16 a wildcard rule and 4 a piece beside the copied text
-    (and the hash table of a large group), plus a fixed header."""
+@pytest.mark.parametrize("first_line", [1, 20000])
+def test_matcher_is_one_compact_object(hash_above: int, first_line: int) -> None:
+    """A matcher is its group's matcher by itself, in one allocation: a fixed
+    header, 2 octets a text offset and 2 a literal rule's line, 8 a wildcard rule,
+    beside the copied text (and the hash table of a large group); twice as much
+    where a line is 16384 or more (or the text 64 KiB). It names each rule by its
+    line and gives it back as written."""
     literals = [f"/section-{n}/page" for n in range(300)]
     wildcards = [f"/*/item-{n}/*.html$" for n in range(40)]
     patterns = literals + wildcards
-    fast = fast_matcher(patterns, [n << 1 | n % 2 for n in range(len(patterns))], hash_above)
+    codes = [(first_line + n) << 1 | n % 2 for n in range(len(patterns))]
+    fast = fast_matcher(patterns, codes, hash_above)
     text = sum(map(len, literals)) + sum(len(w) - 3 for w in wildcards)  # without "*" and "$"
-    table = 0 if hash_above else 4 * 1024 + max(map(len, literals)) + 1  # 300 keys: 1024 slots
-    fixed = 128
-    assert sys.getsizeof(fast) <= fixed + 8 * len(literals) + (16 + 3 * 4) * len(wildcards) + 4 + text + table
-    assert fast.allowed is fast and fast.has_patterns is False  # type: ignore[attr-defined]
-    assert fast.best_index("/section-7/page/x") == fast.best("/section-7/page/x") == 7  # type: ignore[attr-defined]
-    assert fast.best_index("/a/item-3/b.html") == 303  # type: ignore[attr-defined]
+    table = 0 if hash_above else 4 * 1024 + 4 + max(map(len, literals)) + 1  # 300 keys: 1024 slots, the longest
+    width = 2 if first_line < 16384 else 4
+    header = 48
+    offsets = len(literals) + 3 * len(wildcards) + 1
+    read = header + width * (offsets + len(literals)) + 4 * width * len(wildcards) + text  # by a decision
+    assert sys.getsizeof(fast) == (read + 3) // 4 * 4 + table
+    assert fast.allowed is fast
+    assert fast.best_rule("/section-7/page/x") == matcher.Rule(True, "/section-7/page", first_line + 7)
+    assert fast.best_rule("/a/item-3/b.html") == matcher.Rule(True, "/*/item-3/*.html$", first_line + 303)
+    assert fast.best_rule("/elsewhere") is None
+    assert fast.written() == [matcher.Rule(bool(code & 1), pattern, code >> 1)
+                              for pattern, code in zip(patterns, codes, strict=True)]
+    assert all(type(rule) is matcher.Rule for rule in fast.written())
+
+
+# Patterns the tables hold otherwise than as written: escapes and non-ASCII text
+# (canonical form), bytes that are not UTF-8 (surrogates), equal texts (one key).
+WRITTEN = ["/a", "/a", "/%61", "/%2F", "/%2f", "/é", "/%C3%A9", "/\udcff", "/\udce9é", "/x$", "/x*y", "/%78*y$",
+           "*", "$", "/a$b", "/%", "/*%7E*"]
+
+
+@pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
+@settings(max_examples=300, deadline=None)
+@given(patterns=st.lists(st.sampled_from(WRITTEN), min_size=1, max_size=12), data=st.data())
+def test_a_matcher_gives_back_every_rule_as_written(patterns: list[str], data: st.DataObject) -> None:
+    """Whatever its tables hold, a matcher gives back the rules it was given, in
+    their order, and the deciding rule as written, and writes them back into
+    records: as the pure-Python matcher does."""
+    step = data.draw(st.sampled_from([1, 2, 9000]))
+    allows = data.draw(st.lists(st.booleans(), min_size=len(patterns), max_size=len(patterns)))
+    codes = [(1 + n * step) << 1 | allow for n, allow in enumerate(allows)]
+    fast = fast_matcher(patterns, codes, data.draw(st.sampled_from([-1, 10**6])))
+    pure = matcher.Matcher(patterns, array("I", codes))
+    assert fast.written() == pure.written()
+    records = b"\n".join(b"" if n % step == 0 else b"other" for n in range(len(patterns) * step + 1))
+    assert fast.fill(records, (b"d:", b"a:")) == pure.fill(records, (b"d:", b"a:"))
+    for path in ["/a", "/A", "/%2F", "/%2f", "/%C3%A9", "/%FF", "/x", "/xy", "/a$b", "/%25", "/~", "/", ""]:
+        assert fast.best_rule(path) == pure.best_rule(path), path
 
 
 def test_groups_without_rules_are_shared() -> None:
