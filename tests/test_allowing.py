@@ -8,6 +8,7 @@ verdict does what acting on ``judge``'s verdict does."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -71,26 +72,32 @@ def state_of(body: bytes | None) -> OriginState:
     return OriginState.initial(FetchOutcome(Access.PARSED, ROBOTS_URL, 200, body), NOW, POLICY)
 
 
+def shortcut_cases(enforced: Enforced) -> Iterator[tuple[tuple[str, str | bytes], OriginState, str | bytes,
+                                                           str, Callable[[str], bool], list[str]]]:
+    """Per robots.txt file (and a 404) and agent that :func:`allowing` gives a test for: what names the
+    case, the state, the agent, its product token, the test, and the URLs to ask."""
+    for name, body in [*files().items(), ("404", None)]:
+        state = state_of(body)
+        for agent in AGENTS:
+            test = allowing(state, agent, enforced)
+            if test is not None:
+                urls = [f"https://example.com{path}" for path in paths_of(body or b"")]
+                yield (name, agent), state, agent, product_token(agent), test, urls
+
+
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_allowing_says_true_exactly_where_judge_gives_a_bare_allowed_verdict(setting):
     enforced = SETTINGS[setting]
     shortcuts = outcomes = 0
     seen = set()
-    for name, body in [*files().items(), ("404", None)]:
-        state = state_of(body)
-        for agent in AGENTS:
-            token = product_token(agent)
-            test = allowing(state, agent, enforced)
-            if test is None:
-                continue
-            shortcuts += 1
-            for path in paths_of(body or b""):
-                url = f"https://example.com{path}"
-                verdict = judge(url, agent, token, state, NOW, enforced)
-                bare = verdict == Judgement(Kind.ALLOWED, url, token, state)
-                assert test(url) is bare, (name, agent, path, verdict)
-                seen.add(bare)
-                outcomes += 1
+    for case, state, agent, token, test, urls in shortcut_cases(enforced):
+        shortcuts += 1
+        for url in urls:
+            verdict = judge(url, agent, token, state, NOW, enforced)
+            bare = verdict == Judgement(Kind.ALLOWED, url, token, state)
+            assert test(url) is bare, (case, url, verdict)
+            seen.add(bare)
+            outcomes += 1
     if setting in ("tdmrep", "purpose tokens"):  # an allowed verdict may carry more: judge() decides
         assert shortcuts == 0
     else:  # the shortcut applies to most files, and says both things
@@ -103,23 +110,14 @@ def test_explaining_names_the_rule_judge_names_for_a_bare_allowed_verdict():
     # the shortcut allows is the value judge() gives with explain: the Allow rule that allowed it, or none.
     enforced = SETTINGS["defaults"]
     named = none = 0
-    for name, body in [*files().items(), ("404", None)]:
-        state = state_of(body)
-        for agent in AGENTS:
-            token = product_token(agent)
-            test = allowing(state, agent, enforced)
-            if test is None:
-                continue
-            rule_of = explaining(state, agent)
-            for path in paths_of(body or b""):
-                url = f"https://example.com{path}"
-                if not test(url):
-                    continue
-                rule = rule_of(url)
-                assert judge(url, agent, token, state, NOW, enforced, explain=True) == Judgement(
-                    Kind.ALLOWED, url, token, state, rule), (name, agent, path)
-                named += rule is not None
-                none += rule is None
+    for case, state, agent, token, test, urls in shortcut_cases(enforced):
+        rule_of = explaining(state, agent)
+        for url in filter(test, urls):
+            rule = rule_of(url)
+            assert judge(url, agent, token, state, NOW, enforced, explain=True) == Judgement(
+                Kind.ALLOWED, url, token, state, rule), (case, url)
+            named += rule is not None
+            none += rule is None
     assert named > 100 and none > 1000, (named, none)
 
 
