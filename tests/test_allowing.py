@@ -34,7 +34,7 @@ WRITTEN = {
     "everything": b"User-agent: *\nDisallow: /\n",
     "empty": b"",
 }
-AGENTS = ["MyBot/1.0", b"Mozilla/5.0 (compatible; Googlebot/2.1)", "bingbot", "Unlisted/3", ""]
+AGENTS: list[str | bytes] = ["MyBot/1.0", b"Mozilla/5.0 (compatible; Googlebot/2.1)", "bingbot", "Unlisted/3", ""]
 SETTINGS = {
     "defaults": Enforced(POLICY),
     "crawl delay": Enforced(POLICY, crawl_delay=True),
