@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 from crawl import run_crawl
 from middleware_support import TrackingSpider, mw_settings, page_hits, stat, text, until
@@ -143,7 +144,7 @@ SPIDER = textwrap.dedent('''
 
 def _crawl(tmp_path: Path, site: ThreadedOrigin, items: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("SCRAPY_")}
-    env.update(SITE=site.base, PAGES=str(PAGES))
+    env.update(SITE=site.base, PAGES=str(PAGES), PYTHONFAULTHANDLER="1")  # SIGABRT dumps its threads' stacks
     args = [sys.executable, "-m", "scrapy", "runspider", "spider.py", "-O", items, "-L", "INFO",
             "-s", "ADDONS={\"scrapy_rfc9309.Addon\": 0}", "-s", f"JOBDIR={tmp_path / 'job'}",
             "-s", "CONCURRENT_REQUESTS=16", "-s", "ROBOTSTXT_RETRY_DELAY=20", "-s", "ROBOTSTXT_RETRY_MAX_DELAY=20",
@@ -160,7 +161,7 @@ def test_ctrl_c_with_a_jobdir_loses_no_held_request(tmp_path):
         # The robots.txt answered 503 and the request that asked for it is held: Ctrl-C now.
         assert log.wait_for("complete disallow. Its requests are held"), log.text()
         first.send_signal(signal.SIGINT)
-        assert first.wait(timeout=60) == 0, log.text()
+        assert _ended(first, log, 60) == 0, log.text()
         text_ = log.text()
         assert "'finish_reason': 'shutdown'" in text_
         assert "'robotstxt/requeued_on_close':" in text_
@@ -168,11 +169,25 @@ def test_ctrl_c_with_a_jobdir_loses_no_held_request(tmp_path):
         site.route("/robots.txt", 200, "User-agent: *\nAllow: /\n")
         second = _crawl(tmp_path, site, "second.jsonl")
         log = _Log(second)
-        assert second.wait(timeout=120) == 0, log.text()
+        assert _ended(second, log, 120) == 0, log.text()
         assert "'finish_reason': 'finished'" in log.text()
 
     pages = Counter(path for path in site.paths() if path.startswith("/page/"))
     assert pages == Counter({f"/page/{i}": 1 for i in range(PAGES)})
+
+
+def _ended(process: subprocess.Popen[str], log: _Log, limit: float) -> int:
+    """The exit status of ``process`` once it ends; past ``limit`` seconds, the test fails with its
+    log, which ends with every thread's stack (``SIGABRT``, with the fault handler on)."""
+    try:
+        return process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        pytest.fail(f"the crawl did not end within {limit:.0f} s:\n{log.text()}")
 
 
 class _Log:
