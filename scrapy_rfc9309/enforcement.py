@@ -173,7 +173,7 @@ class Enforcement(Reporting):
         self.explain = False
         self._meta_errors_logged: set[type] = set()
         #: Per origin: the robots.txt state and agent its :func:`~.judgement.allowing` function is for.
-        #: With the function naming the rule that allowed a URL, once a teller needs it.
+        #: With the function naming the rule that allowed a URL, where a teller needs it (``explain``).
         self._allowing: BoundedDict[Origin, tuple[OriginState, str | bytes, Callable[[str], bool] | None,
                                                   Callable[[str], Rule | None] | None]] = BoundedDict(_MAX_ALLOWING)
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
@@ -213,20 +213,17 @@ class Enforcement(Reporting):
         url = request.url
         known = self._allowing.get(origin)
         if known is None or known[0] is not robots or known[1] != agent:
-            known = self._allowing[origin] = (robots, agent, allowing(robots, agent, self.enforced), None)
+            test = allowing(robots, agent, self.enforced)
+            rule_of = explaining(robots, agent) if test is not None and self.explain else None
+            known = self._allowing[origin] = (robots, agent, test, rule_of)
         test = known[2]
         if test is None or not test(url):
             return None
         self.tally.allowed += 1
         if self.allowed_tellers:
-            rule = None
-            if self.explain:
-                rule_of = known[3]
-                if rule_of is None:
-                    rule_of = explaining(robots, agent)
-                    self._allowing[origin] = (robots, agent, test, rule_of)
-                rule = rule_of(url)
-            judgement = Judgement(Kind.ALLOWED, url, self.agents.token(agent), robots, rule)
+            rule_of = known[3]
+            judgement = Judgement(Kind.ALLOWED, url, self.agents.token(agent), robots,
+                                  None if rule_of is None else rule_of(url))
             for teller in self.allowed_tellers:
                 teller.judged(request, origin, judgement)
         return test
