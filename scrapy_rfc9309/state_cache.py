@@ -112,9 +112,14 @@ class StateCache(Reporting):
         return self.holds and state.decision(now, self.policy) is Decision.HOLD
 
     def holds_now(self, origin: Origin) -> bool:
-        """Whether the origin's cached state holds its requests now."""
+        """Whether the origin's cached state holds its requests now: unreachable, and
+        not given up (a request of an origin that waiting cannot help, one whose host
+        name does not resolve, waits for its next fetch, or is dropped: never held)."""
         state = self.cache.get(origin)
-        return state is not None and self.holding(state, time.time())
+        if state is None:
+            return False
+        now = time.time()
+        return self.holding(state, now) and not state.waited_too_long(now, self.policy)
 
     def cached(self, origin: Origin, now: float) -> OriginState | None:
         """The origin's state when it is cached, fresh and reachable (judge at

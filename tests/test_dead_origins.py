@@ -8,6 +8,7 @@ was given up."""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -286,3 +287,26 @@ def test_unresolvable_hosts_behind_a_slow_resolver_end_in_no_host_and_the_proces
     lookups = [line.split() for line in log.read_text().splitlines()]
     assert sorted(name for _, name in lookups) == sorted(f"dead{i}.invalid" for i in range(dead))
     assert not [name for at, name in lookups if float(at) >= found["closed_at"]]
+
+
+def test_an_origin_given_up_does_not_hold_the_requests_parked_for_it():
+    """The parking's test for a new request of an origin with parked requests: held only while
+    waiting can help. A host name that does not resolve is given up at once (its requests wait for
+    the next fetch, or are dropped): a request parked then is not held (told ``held`` and counted in
+    ``robotstxt/held``), as a 503's are."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_rfc9309.access import Access, Cause, FetchOutcome, OriginState
+    from scrapy_rfc9309.middleware import RobotsTxtMiddleware
+    from scrapy_rfc9309.origin import Origin
+
+    crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None}})
+    mw = RobotsTxtMiddleware.from_crawler(crawler)
+    states = mw.states.states
+    for host, status, cause, holds in (("dead.example", None, Cause.NO_HOST, False),
+                                       ("busy.example", 503, Cause.TRANSIENT, True)):
+        origin = Origin.from_url(f"http://{host}/")
+        outcome = FetchOutcome(Access.UNREACHABLE, f"http://{host}/robots.txt", status, cause=cause)
+        states.cache.put(origin, OriginState.initial(outcome, time.time(), states.policy))
+        assert states.holds_now(origin) is holds, host
