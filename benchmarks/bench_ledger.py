@@ -22,7 +22,10 @@ pairs (off then on, on then off, alternating), each crawl a fresh process:
 
 Usage::
 
-    python benchmarks/bench_ledger.py [--quick] [--pages N] [--pairs N] [--timed N]
+    python benchmarks/bench_ledger.py [--quick] [--pages N] [--pairs N] [--timed N] [--parse]
+
+``--parse``: the spider reads each page's title and links and yields them as an item, the least a
+crawl does with a page, instead of ignoring it (the default, Scrapy's own cost per page alone).
 
 It measures, it does not gate: it exits 0 unless it cannot run.
 """
@@ -54,6 +57,8 @@ GOAL_CPU_PCT = 2.0
 CRAWL_TIMEOUT = 1800.0  # a crawl subprocess is killed after this many seconds
 GOAL_BYTES_PER_VERDICT = 64.0
 CONFIGS = ("ledger off", "ledger on")
+#: What the spider does with each page: ignores it, or parses it (``--parse``).
+SPIDERS = {False: "ignores the pages", True: "parses each page (its title and links, as an item)"}
 
 
 def _commit() -> str:
@@ -90,7 +95,8 @@ def _disk(directory: Path) -> dict[str, Any]:
             "compress_us_per_verdict": 1e6 * compress_cpu / verdicts if verdicts else float("nan")}
 
 
-def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CPU_CHAINS) -> dict[str, Any]:
+def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CPU_CHAINS,
+          parse: bool = False) -> dict[str, Any]:
     marks = [pages * q // 4 for q in (1, 2, 3, 4)]
     crawls: list[dict[str, dict[str, Any]]] = []
     hook_pairs: list[dict[str, dict[str, float]]] = []
@@ -107,7 +113,7 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CP
             if name == "ledger on":
                 counter[0] += 1
                 settings["ROBOTSTXT_LEDGER"] = str(workdir / f"ledger-{counter[0]}")
-            return {"urls": urls[:count], "settings": settings, "chain": chains or None, **more}
+            return {"urls": urls[:count], "settings": settings, "chain": chains or None, "parse": parse, **more}
 
         for name in CONFIGS:  # warm-up, not counted
             bm.run_crawl(spec(name, min(500, pages)), workdir, "ledger-warm")
@@ -157,7 +163,7 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CP
                   f"the slowest 1 % of the calls off / on: {_hooks(hooks['ledger off'], ' top 1 %'):.1f} / "
                   f"{_hooks(hooks['ledger on'], ' top 1 %'):.1f} µs per page)", file=sys.stderr, flush=True)
     shares = [100.0 * (p["ledger on"]["cpu"] - p["ledger off"]["cpu"]) / p["ledger off"]["cpu"] for p in crawls]
-    summary: dict[str, Any] = {"pages": pages, "chains": chains, "crawls": crawls, "shares": shares,
+    summary: dict[str, Any] = {"pages": pages, "chains": chains, "parse": parse, "crawls": crawls, "shares": shares,
                                "share": bm._median(shares), "hook_pairs": hook_pairs}
     if hook_pairs:
         added = [_hooks(p["ledger on"]) - _hooks(p["ledger off"]) for p in hook_pairs]
@@ -185,7 +191,8 @@ def report(summary: dict[str, Any]) -> str:
     out = ["### Verdict ledger benchmark", "",
            f"`benchmarks/bench_ledger.py` at commit {_commit()} ({env}), {pages} pages of one origin per crawl, "
            f"{len(crawls)} pairs (ledger off and on, alternating order), each crawl a fresh process, "
-           f"{summary['chains'] or 'no'} chains{' (every URL from start())' if not summary['chains'] else ''}.", "",
+           f"{summary['chains'] or 'no'} chains{' (every URL from start())' if not summary['chains'] else ''}, "
+           f"a spider that {SPIDERS[bool(summary.get('parse'))]}.", "",
            "| pair | CPU off / on (s) | ledger on vs off | GC CPU off / on (s) | full collections off / on | "
            "most objects left by a full collection off / on | peak RSS off / on (MiB) | bytes per verdict | "
            "load (1 min) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -240,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timed", type=int, help="pairs of crawls with the hooks timed (default 0)")
     parser.add_argument("--chains", type=int, default=bm.CPU_CHAINS,
                         help="chains of pages (default 16); 0: every URL from the spider's start()")
+    parser.add_argument("--parse", action="store_true",
+                        help="the spider parses each page (its title and links, as an item) instead of ignoring it")
     parser.add_argument("--json", help="write the results there too")
     args = parser.parse_args(argv)
     pages = args.pages or (500 if args.quick else 20000)
@@ -248,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-ledger-") as tmp:
         workdir = Path(tmp)
         bm._RUN["package_root"] = str(bm.snapshot_package(workdir))
-        summary = bench(pages, pairs, timed, workdir, args.chains)
+        summary = bench(pages, pairs, timed, workdir, args.chains, args.parse)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
     print(report(summary))

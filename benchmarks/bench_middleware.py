@@ -273,6 +273,8 @@ def crawl_main(spec_path: str, out_path: str) -> int:
     responses: list[tuple[float, str]] = []
     errors: list[tuple[float, str, str]] = []
     counts = {"ok": 0, "error": 0}
+    # parse=True: the spider reads each page's title and links (and yields them as an item).
+    parsing = bool(spec.get("parse"))
     # rss_at=[N, ...]: the process's resident memory when the Nth response reaches its callback.
     rss_at = set(spec.get("rss_at") or ())
     rss: list[tuple[int, int]] = []
@@ -290,6 +292,9 @@ def crawl_main(spec_path: str, out_path: str) -> int:
                 rss.append((counts["ok"], _rss_kb()))
             if record:
                 responses.append((time.time(), response.url))
+            if parsing:  # what a crawl does with a page at the least: its title and links, as an item
+                yield {"url": response.url, "title": response.css("title::text").get(),
+                       "links": response.css("a::attr(href)").getall()}
             following = response.meta["i"] + chain
             if following < len(urls):
                 yield scrapy.Request(urls[following], callback=self.parse, errback=self.failed, meta={"i": following})

@@ -25,6 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
+#ifdef _WIN32
+#include <io.h>
+#define RFC_WRITE(fd, data, n) _write((fd), (data), (unsigned int)(n))
+#else
+#include <unistd.h>
+#define RFC_WRITE(fd, data, n) write((fd), (data), (size_t)(n))
+#endif
 
 /* Which compiler's extensions are used: GCC's (GCC and Clang, clang-cl included),
  * MSVC's, or none. */
@@ -718,17 +726,12 @@ decide_in_python(FastMatcher *self, PyObject *url)
     return PyBool_FromLong(allow);
 }
 
-static PyObject *
-fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* The canonical path of a str URL, decoded in C: 0 with *path and *plen set (in
+ * stack, of 2048 bytes, or in *heap, to PyMem_Free), 1 for a URL the Python tier
+ * decodes (see configure()), -1 with an exception. */
+static int
+url_path_c(PyObject *url, const char **path_out, Py_ssize_t *plen_out, char *stack, char **heap)
 {
-    FastMatcher *self = (FastMatcher *)callable;
-    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, "FastMatcher takes one URL");
-        return NULL;
-    }
-    PyObject *url = args[0];
-    if (!PyUnicode_Check(url))
-        return decide_in_python(self, url);
     const char *u;
     Py_ssize_t n;
     int ascii = PyUnicode_IS_ASCII(url);
@@ -740,44 +743,68 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
         u = PyUnicode_AsUTF8AndSize(url, &n);
         if (u == NULL) { /* lone surrogates: the Python tier knows what to do */
             PyErr_Clear();
-            return decide_in_python(self, url);
+            return 1;
         }
     }
     /* scheme "://" authority, then the path must start with "/" */
     Py_ssize_t i = 0;
     if (n == 0 || !((u[0] | 32) >= 'a' && (u[0] | 32) <= 'z'))
-        return decide_in_python(self, url);
+        return 1;
     for (i = 1; i < n; i++) {
         char c = u[i];
         if (!(((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '.' || c == '-'))
             break;
     }
     if (i + 3 > n || u[i] != ':' || u[i + 1] != '/' || u[i + 2] != '/')
-        return decide_in_python(self, url);
+        return 1;
     for (i += 3; i < n; i++) {
         char c = u[i];
         if (c == '/' || c == '?' || c == ';' || c == '#')
             break;
     }
     if (i >= n || u[i] != '/')
-        return decide_in_python(self, url);
+        return 1;
     const char *path = u + i;
     Py_ssize_t plen = n - i;
     const char *hash = memchr(path, '#', (size_t)plen);
     if (hash)
         plen = hash - path;
-    char stack[2048], *heap = NULL;
     if (!ascii || memchr(path, '%', (size_t)plen)) {
         char *buf = stack;
-        if (plen * 3 > (Py_ssize_t)sizeof(stack)) {
-            heap = PyMem_Malloc((size_t)plen * 3);
-            if (heap == NULL)
-                return PyErr_NoMemory();
-            buf = heap;
+        if (plen * 3 > 2048) {
+            *heap = buf = PyMem_Malloc((size_t)plen * 3);
+            if (buf == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
         }
         plen = canonical_path_c(path, plen, buf);
         path = buf;
     }
+    *path_out = path;
+    *plen_out = plen;
+    return 0;
+}
+
+static PyObject *
+fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FastMatcher *self = (FastMatcher *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "FastMatcher takes one URL");
+        return NULL;
+    }
+    PyObject *url = args[0];
+    if (!PyUnicode_Check(url))
+        return decide_in_python(self, url);
+    char stack[2048], *heap = NULL;
+    const char *path;
+    Py_ssize_t plen;
+    int found = url_path_c(url, &path, &plen, stack, &heap);
+    if (found < 0)
+        return NULL;
+    if (found > 0)
+        return decide_in_python(self, url);
     int allow = 1;
     if (!(plen == 11 && memcmp(path, "/robots.txt", 11) == 0))
         decide_any(self, path, plen, &allow);
@@ -902,6 +929,46 @@ fast_best_rule(FastMatcher *self, PyObject *path)
     View v = view_of(self, self->wide);
     view_rest(self, &v, self->wide);
     return make_rule(self, &v, self->wide, src_of(self, &v, self->wide, which));
+}
+
+/* The rule that decides a URL (None: none, the URL is allowed): best_rule() of
+ * its canonical path, as the call decodes it, in one call. */
+static PyObject *
+fast_url_rule(FastMatcher *self, PyObject *url)
+{
+    char stack[2048], *heap = NULL;
+    const char *path;
+    Py_ssize_t plen;
+    PyObject *decoded = NULL;
+    int found = PyUnicode_Check(url) ? url_path_c(url, &path, &plen, stack, &heap) : 1;
+    if (found < 0)
+        return NULL;
+    if (found > 0) {
+        if (path_of_fn == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+            return NULL;
+        }
+        decoded = PyObject_CallOneArg(path_of_fn, url);
+        if (decoded == NULL)
+            return NULL;
+        if (canonical_arg(decoded, &path, &plen) < 0) {
+            Py_DECREF(decoded);
+            return NULL;
+        }
+    }
+    PyObject *out = NULL;
+    int allow;
+    Py_ssize_t which = plen == 11 && memcmp(path, "/robots.txt", 11) == 0 ? -1 : decide_call(self, path, plen, &allow);
+    if (which < 0)
+        out = Py_NewRef(Py_None);
+    else {
+        View v = view_of(self, self->wide);
+        view_rest(self, &v, self->wide);
+        out = make_rule(self, &v, self->wide, src_of(self, &v, self->wide, which));
+    }
+    Py_XDECREF(decoded);
+    PyMem_Free(heap);
+    return out;
 }
 
 typedef struct {
@@ -1544,6 +1611,8 @@ done:
 }
 
 static PyMethodDef fast_methods[] = {
+    {"url_rule", (PyCFunction)fast_url_rule, METH_O,
+     "url_rule(url) -> the rule that decides the URL (best_rule of its canonical path), or None."},
     {"best_rule", (PyCFunction)fast_best_rule, METH_O,
      "best_rule(canonical_path) -> the deciding rule as written (matcher.Rule), or None when no rule matches."},
     {"written", (PyCFunction)fast_written, METH_NOARGS, "written() -> every rule as written, in file order."},
@@ -2144,11 +2213,185 @@ done:
 
 #undef AT
 
+/* ---- the verdict ledger's records (ledger.py) -----------------------------------
+ * write_record(fd, previous, head, url, fingerprint, when) -> (chain hash, size):
+ * writes the line head + JSON(url) + ',"fp":"' + hex(fingerprint) + '","t":' +
+ * format(when, ".3f") + ',"p":"' + hex(previous[:8]) + '"}' and its line break to fd
+ * (a short write completed), and gives SHA-256(previous + line) and the bytes
+ * written. JSON(url) is json.encoder's ASCII form; hashlib's SHA-256 hashes.
+ */
+static PyObject *sha256_fn = NULL, *json_ascii_fn = NULL;
+
+static int
+ledger_imports(void)
+{
+    if (sha256_fn != NULL)
+        return 0;
+    PyObject *hashlib = PyImport_ImportModule("hashlib");
+    PyObject *encoder = hashlib == NULL ? NULL : PyImport_ImportModule("json.encoder");
+    PyObject *sha = encoder == NULL ? NULL : PyObject_GetAttrString(hashlib, "sha256");
+    PyObject *ascii = sha == NULL ? NULL : PyObject_GetAttrString(encoder, "encode_basestring_ascii");
+    Py_XDECREF(hashlib);
+    Py_XDECREF(encoder);
+    if (ascii == NULL) {
+        Py_XDECREF(sha);
+        return -1;
+    }
+    json_ascii_fn = ascii;
+    sha256_fn = sha;
+    return 0;
+}
+
+static const char hex_digits[] = "0123456789abcdef";
+
+static char *
+put_hex(char *out, const unsigned char *data, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *out++ = hex_digits[data[i] >> 4];
+        *out++ = hex_digits[data[i] & 15];
+    }
+    return out;
+}
+
+static PyObject *
+write_record(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "write_record(fd, previous, head, url, fingerprint, when)");
+        return NULL;
+    }
+    long fd_value = PyLong_AsLong(args[0]);
+    if (fd_value == -1 && PyErr_Occurred())
+        return NULL;
+    if (fd_value < 0 || fd_value > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "write_record: a file descriptor is a non-negative int");
+        return NULL;
+    }
+    int fd = (int)fd_value;
+    PyObject *previous = args[1], *head = args[2], *url = args[3], *fingerprint = args[4];
+    if (!PyBytes_Check(previous) || !PyUnicode_Check(head) || !PyUnicode_Check(url) || !PyBytes_Check(fingerprint)) {
+        PyErr_SetString(PyExc_TypeError, "write_record(fd: int, previous: bytes, head: str, url: str, "
+                                         "fingerprint: bytes, when: float)");
+        return NULL;
+    }
+    double when = PyFloat_AsDouble(args[5]);
+    if (when == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (ledger_imports() < 0)
+        return NULL;
+    Py_ssize_t head_n, url_n, prev_n = PyBytes_GET_SIZE(previous), fp_n = PyBytes_GET_SIZE(fingerprint);
+    const char *head_s = PyUnicode_AsUTF8AndSize(head, &head_n);
+    if (head_s == NULL)
+        return NULL;
+    /* The URL as JSON: quoted as it is when it is printable ASCII without '"' or '\\' (the common case). */
+    PyObject *quoted = NULL;
+    const char *url_s = NULL;
+    int plain = PyUnicode_IS_ASCII(url);
+    if (plain) {
+        url_s = (const char *)PyUnicode_1BYTE_DATA(url);
+        url_n = PyUnicode_GET_LENGTH(url);
+        for (Py_ssize_t i = 0; i < url_n; i++) {
+            unsigned char c = (unsigned char)url_s[i];
+            if (c < ' ' || c > '~' || c == '"' || c == '\\') {
+                plain = 0;
+                break;
+            }
+        }
+    }
+    if (!plain) {
+        quoted = PyObject_CallOneArg(json_ascii_fn, url);
+        if (quoted == NULL)
+            return NULL;
+        url_s = PyUnicode_AsUTF8AndSize(quoted, &url_n);
+        if (url_s == NULL) {
+            Py_DECREF(quoted);
+            return NULL;
+        }
+    }
+    char *when_s = PyOS_double_to_string(when, 'f', 3, 0, NULL);
+    if (when_s == NULL) {
+        Py_XDECREF(quoted);
+        return NULL;
+    }
+    Py_ssize_t when_n = (Py_ssize_t)strlen(when_s), link_n = prev_n < 8 ? prev_n : 8;
+    /* previous, then the line and its line break: the first part is hashed, the rest written */
+    Py_ssize_t line_n = head_n + url_n + (plain ? 2 : 0) + 7 + 2 * fp_n + 6 + when_n + 6 + 2 * link_n + 2;
+    PyObject *buffer = PyBytes_FromStringAndSize(NULL, prev_n + line_n + 1);
+    if (buffer == NULL) {
+        PyMem_Free(when_s);
+        Py_XDECREF(quoted);
+        return NULL;
+    }
+    char *start = PyBytes_AS_STRING(buffer), *out = start;
+    memcpy(out, PyBytes_AS_STRING(previous), (size_t)prev_n);
+    out += prev_n;
+    char *line = out;
+    memcpy(out, head_s, (size_t)head_n);
+    out += head_n;
+    if (plain)
+        *out++ = '"';
+    memcpy(out, url_s, (size_t)url_n);
+    out += url_n;
+    if (plain)
+        *out++ = '"';
+    memcpy(out, ",\"fp\":\"", 7);
+    out += 7;
+    out = put_hex(out, (const unsigned char *)PyBytes_AS_STRING(fingerprint), fp_n);
+    memcpy(out, "\",\"t\":", 6);
+    out += 6;
+    memcpy(out, when_s, (size_t)when_n);
+    out += when_n;
+    memcpy(out, ",\"p\":\"", 6);
+    out += 6;
+    out = put_hex(out, (const unsigned char *)PyBytes_AS_STRING(previous), link_n);
+    *out++ = '"';
+    *out++ = '}';
+    *out = '\n';
+    PyMem_Free(when_s);
+    Py_XDECREF(quoted);
+    /* written first, then hashed (the hash is kept by the caller only once the line is written) */
+    const char *data = line;
+    Py_ssize_t left = line_n + 1;
+    while (left > 0) {
+        Py_ssize_t done = RFC_WRITE(fd, data, left);
+        if (done < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) {
+                    Py_DECREF(buffer);
+                    return NULL;
+                }
+                continue;
+            }
+            Py_DECREF(buffer);
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        if (done == 0) {
+            Py_DECREF(buffer);
+            errno = EIO;
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        data += done;
+        left -= done;
+    }
+    PyObject *view = PyMemoryView_FromMemory(start, prev_n + line_n, PyBUF_READ);
+    PyObject *hashed = view == NULL ? NULL : PyObject_CallOneArg(sha256_fn, view);
+    Py_XDECREF(view);
+    PyObject *digest = hashed == NULL ? NULL : PyObject_CallMethod(hashed, "digest", NULL);
+    Py_XDECREF(hashed);
+    Py_DECREF(buffer);
+    if (digest == NULL)
+        return NULL;
+    return Py_BuildValue("(Nn)", digest, line_n + 1);
+}
+
 static PyMethodDef speedups_methods[] = {
     {"scan_lines", scan_lines, METH_VARARGS, "The known records of a robots.txt text: [(kind, value, line)]."},
     {"select_groups", select_groups, METH_VARARGS, "The groups a product token selects: (key, groups)."},
     {"records_text", records_text, METH_VARARGS, "A robots.txt text reduced to its known records."},
     {"configure", configure, METH_VARARGS, "configure(path_of, rule_type): what every matcher calls."},
+    {"write_record", (PyCFunction)(void (*)(void))write_record, METH_FASTCALL,
+     "write_record(fd, previous, head, url, fingerprint, when) -> (chain hash, size): a ledger record written."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,6 +30,9 @@ class FastMatcher:
         """The deciding rule as written (of the type given to ``configure``), or None
         when no rule matches."""
 
+    def url_rule(self, url: str | bytes, /) -> Any:
+        """The rule that decides the URL (``best_rule`` of its canonical path), or None."""
+
     def written(self) -> list[Any]:
         """Every rule as written, in the order of its line (of the type given to ``configure``)."""
 
@@ -62,3 +65,8 @@ def records_text(
     its own line number as ``short_keys[kind]`` and its value, every other line empty;
     the Allow and Disallow rules ``omit`` names (``array("I")`` of ``line << 1 | allow``,
     by line) left out, the text as many lines long."""
+
+def write_record(
+    fd: int, previous: bytes, head: str, url: str, fingerprint: bytes, when: float, /
+) -> tuple[bytes, int]:
+    """A ledger record written (``ledger.write_record``): its chain hash and the bytes written."""

@@ -144,6 +144,9 @@ class RunReport:
     #: ``ended`` (sealed with ``end``), ``not sealed`` (killed: the last segment open), ``incomplete``
     #: (segments missing or altered).
     ending: str = "incomplete"
+    #: The responses its segments record (its first head's ``resp``): ``all``, or ``refused`` (those a
+    #: usage preference kept from the spider; a passed response is implied by its ``allowed`` verdict).
+    responses: str = "all"
     #: What the manifest check reads: the first head's ``man``, the last seal's ``h``, the last segment's number.
     manifest_line: str | None = field(default=None, repr=False)
     last_seal: str | None = field(default=None, repr=False)
@@ -203,7 +206,7 @@ class Audit:
                 for report in sorted(self.origins.values(), key=lambda report: report.origin)
             ],
             "runs": [{"run": run.run, "directory": run.directory, "segments": run.segments, "records": run.records,
-                      "ending": run.ending} for run in self.runs],
+                      "ending": run.ending, "responses": run.responses} for run in self.runs],
             "problem_count": dict(sorted(self.kinds.items())),
             "problems": [{"file": p.file, "line": p.line, "kind": p.kind, "message": p.message}
                          for p in self.problems],
@@ -477,6 +480,7 @@ class _Auditor:
             segment.verify()
             if number == 1:
                 report.manifest_line = segment.head_man
+                report.responses = segment.head_responses
             report.last_seal, report.last_segment = segment.seal_hash, number
             report.segments += 1
             report.records += segment.records
@@ -535,6 +539,7 @@ class _Segment:
         self.directory = directory
         #: The ``man`` of the head of a run's first segment.
         self.head_man: str | None = None
+        self.head_responses = "all"
         self.context = context
         self.path = path
         self.closed = closed
@@ -628,6 +633,11 @@ class _Segment:
         self.head_prev = prev if isinstance(prev, str) else None
         if self.number == 1 and prev != "":
             self.problem(number, CORRUPT, "the run's first segment has a prev")
+        responses = record.get("resp", "all")  # a run written before the key recorded them all
+        if responses in ("all", "refused"):
+            self.head_responses = responses
+        else:
+            self.problem(number, CORRUPT, f"head's resp {responses!r} is neither 'all' nor 'refused'")
         man = record.get("man")
         if self.number == 1:
             if isinstance(man, str):
@@ -935,7 +945,8 @@ def format_text(result: Audit, allow_unsealed: bool = False) -> str:
     out.append("Runs")
     for run in runs:
         out.append(f"  {run.run} ({run.directory}): {_count(run.segments, 'segment')}, "
-                   f"{_count(run.records, 'record')}, {run.ending}")
+                   f"{_count(run.records, 'record')}, {run.ending}"
+                   f"{'' if run.responses == 'all' else ', responses passed to the spider not recorded'}")
     out.append("")
     status = result.exit_status(allow_unsealed)
     total = sum(result.kinds.values())

@@ -131,6 +131,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ROBOTSTXT_LEDGER_ROTATE_BYTES", 64 * 1024 * 1024, "int",
             "size of the ledger's open segment (plain JSON Lines) at which it is sealed, compressed and a new one "
             "started", 4096, 1 << 40, example=16_777_216),
+    Setting("ROBOTSTXT_LEDGER_RESPONSES", False, "bool",
+            "also record every response passed to the spider (a `response` record with its status, written before "
+            "the spider gets it); by default the ledger records the responses a usage preference kept from the "
+            "spider, the decisions it made on responses, and a passed response is implied by its request's "
+            "`allowed` verdict", example=True),
     Setting("ROBOTSTXT_MAX_WAITING", 100_000, "int",
             "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place (most of them "
             "parked outside the downloader, about 1 KB each); beyond, waiting requests take places again, so the "
@@ -322,6 +327,7 @@ class Config:
     tdmrep: bool = False
     ledger: str | None = None
     ledger_rotate_bytes: int = 64 * 1024 * 1024
+    ledger_responses: bool = False
     max_wait_idle: float = 120.0
 
     @classmethod
@@ -370,6 +376,7 @@ class Config:
             tdmrep=flag(settings, "ROBOTSTXT_TDMREP"),
             ledger=_path(settings, "ROBOTSTXT_LEDGER"),
             ledger_rotate_bytes=_number(settings, "ROBOTSTXT_LEDGER_ROTATE_BYTES"),
+            ledger_responses=flag(settings, "ROBOTSTXT_LEDGER_RESPONSES"),
             max_wait_idle=_number(settings, "ROBOTSTXT_MAX_WAIT_IDLE"),
         )
 

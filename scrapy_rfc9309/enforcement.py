@@ -24,7 +24,7 @@ from .exceptions import (
     RobotsTxtUnreachable,
     RobotsTxtUsageDenied,
 )
-from .judgement import DROP_REASONS, Enforced, Judgement, Kind, allowing, explaining
+from .judgement import DROP_REASONS, Enforced, Judgement, Kind, allowed, allowing, explaining
 from .meta import AGENT_META, TDMREP_META, USAGE_META
 from .reporting import Reporting
 from .user_agents import UserAgents
@@ -55,11 +55,15 @@ DROP_STATS = {
 
 
 class Teller(Protocol):
-    """Something told of every verdict and of every response of a judged request
-    (registered once with :meth:`Enforcement.add`). ``explains``: it needs the rule
-    that allowed an allowed request (see :func:`~.judgement.judge`)."""
+    """Something told of every verdict and of every response of a judged request that
+    was kept from the spider (registered once with :meth:`Enforcement.add`).
+    ``explains``: it needs the rule that allowed an allowed request (see
+    :func:`~.judgement.judge`). ``passed_responses``: it is told of the responses
+    passed to the spider too (without such a teller the middleware has no
+    ``process_response``)."""
 
     explains: bool
+    passed_responses: bool
 
     def judged(self, request: Request, origin: Origin, judgement: Judgement) -> None: ...
 
@@ -74,6 +78,7 @@ class SignalTeller:
     with a handler connected)."""
 
     explains = True
+    passed_responses = False
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -93,6 +98,7 @@ class Tally:
     summary."""
 
     explains = False
+    passed_responses = False
 
     def __init__(self) -> None:
         self.allowed = 0
@@ -107,8 +113,7 @@ class Tally:
         self.counts[key] = self.counts.get(key, 0) + 1
 
     def responded(self, request: Request, status: int, outcome: str) -> None:
-        if outcome != "passed":
-            self.responses[outcome] = self.responses.get(outcome, 0) + 1
+        self.responses[outcome] = self.responses.get(outcome, 0) + 1
 
     async def close(self) -> None:
         return None
@@ -167,8 +172,10 @@ class Enforcement(Reporting):
         self.tellers: tuple[Teller, ...] = (self.tally,)
         #: The tellers of allowed verdicts, the most frequent: the tally counts those in :meth:`act`.
         self.allowed_tellers: tuple[Teller, ...] = ()
-        #: Tellers of responses (the tally counts refused ones only): none, most crawls.
+        #: Tellers of the responses kept from the spider (the tally counts them apart): none, most crawls.
         self.response_tellers: tuple[Teller, ...] = ()
+        #: Tellers of the responses passed to the spider (``ROBOTSTXT_LEDGER_RESPONSES``): none, most crawls.
+        self.passed_tellers: tuple[Teller, ...] = ()
         #: Whether an allowed request's rule is resolved (a teller needs it).
         self.explain = False
         self._meta_errors_logged: set[type] = set()
@@ -196,10 +203,12 @@ class Enforcement(Reporting):
         return enforcement
 
     def add(self, teller: Teller) -> None:
-        """Tell ``teller`` of every verdict and every response from now on."""
+        """Tell ``teller`` of every verdict and every response it asks for from now on."""
         self.tellers += (teller,)
         self.allowed_tellers += (teller,)
         self.response_tellers += (teller,)
+        if teller.passed_responses:
+            self.passed_tellers += (teller,)
         self.explain = self.explain or teller.explains
 
     def allows(self, request: Request, origin: Origin, agent: str | bytes,
@@ -217,16 +226,43 @@ class Enforcement(Reporting):
             rule_of = explaining(robots, agent) if test is not None and self.explain else None
             known = self._allowing[origin] = (robots, agent, test, rule_of)
         test = known[2]
-        if test is None or not test(url):
+        if test is None:
             return None
+        rule_of = known[3]
+        if rule_of is None:
+            if not test(url):
+                return None
+            rule = None
+        else:  # the rule that decides, which says whether it allows: one look-up
+            rule = rule_of(url)
+            if rule is not None and not rule.allow:
+                return None
         self.tally.allowed += 1
         if self.allowed_tellers:
-            rule_of = known[3]
-            judgement = Judgement(Kind.ALLOWED, url, self.agents.token(agent), robots,
-                                  None if rule_of is None else rule_of(url))
+            judgement = allowed(url, self.agents.token(agent), robots, rule)
             for teller in self.allowed_tellers:
                 teller.judged(request, origin, judgement)
         return test
+
+    def telling(self, origin: Origin, agent: str | bytes, robots: OriginState) -> Callable[[Request], None] | None:
+        """For the shortcut of ``origin`` (see :mod:`.shortcuts`), made after :meth:`allows`
+        allowed one of its requests: what tells the tellers of allowed verdicts of each
+        request the shortcut allows, the verdict :meth:`allows` would tell (None: no teller
+        reads allowed verdicts)."""
+        if not self.allowed_tellers:
+            return None
+        known = self._allowing.get(origin)
+        rule_of = (known[3] if known is not None and known[0] is robots and known[1] == agent
+                   else explaining(robots, agent) if self.explain else None)
+        token = self.agents.token(agent)
+
+        def tell(request: Request) -> None:
+            url = request.url
+            judgement = allowed(url, token, robots, None if rule_of is None else rule_of(url))
+            for teller in self.allowed_tellers:
+                teller.judged(request, origin, judgement)
+
+        return tell
 
     def count_allowed(self, count: int) -> None:
         """Count ``count`` allowed verdicts that :meth:`allows` would have given (answered
@@ -318,11 +354,14 @@ class Enforcement(Reporting):
 
     def responded(self, request: Request, status: int, outcome: str) -> None:
         """Tell the response tellers of a judged request's response: ``"passed"`` to
-        the spider, or why not."""
+        the spider (those that ask for it), or why not."""
+        if outcome == "passed":
+            for teller in self.passed_tellers:
+                teller.responded(request, status, outcome)
+            return
         for teller in self.response_tellers:
             teller.responded(request, status, outcome)
-        if outcome != "passed":
-            self.tally.responded(request, status, outcome)
+        self.tally.responded(request, status, outcome)
 
     async def close(self) -> None:
         """Close the tellers (the ledger seals its run), once every verdict is told."""

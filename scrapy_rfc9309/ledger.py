@@ -105,6 +105,26 @@ _LINK_BYTES = LINK_DIGITS // 2
 _string: Callable[[str], str] = json.encoder.c_encode_basestring_ascii or json.encoder.py_encode_basestring_ascii  # type: ignore[attr-defined]
 
 
+def write_record(fd: int, previous: bytes, head: str, url: str, fingerprint: bytes, when: float) -> tuple[bytes, int]:
+    """Write a ``verdict`` or ``response`` record, whose keys end with ``u``, ``fp``,
+    ``t``, ``p``: the line ``head`` + the URL as JSON + its fingerprint, time and link
+    (after the record whose chain hash is ``previous``), and its line break (a short
+    write completed). Returns its chain hash and the bytes written. The C accelerator's
+    ``write_record`` does the same in one call."""
+    data = (f'{head}{_string(url)},"fp":"{fingerprint.hex()}","t":{when:.3f},'
+            f'"p":"{previous[:_LINK_BYTES].hex()}"}}\n').encode()
+    done = os.write(fd, data)
+    if done < len(data):  # a short write: the rest, or the error that stopped it
+        _write_all(fd, data[done:])
+    return _sha256(previous + data[:-1]).digest(), len(data)
+
+
+try:
+    from ._speedups import write_record as _write_record
+except ImportError:  # the C accelerator is not built: the same in Python
+    _write_record = write_record
+
+
 def prepare_directory(directory: str) -> None:
     """Create the ledger's directories if missing and check that they are writable
     (start-up: raises :class:`RobotsTxtConfigError` naming ``ROBOTSTXT_LEDGER``)."""
@@ -127,6 +147,8 @@ class Ledger(Reporting):
         self.directory = config.ledger
         self.tdmrep = config.tdmrep
         self.rotate_bytes = config.ledger_rotate_bytes
+        #: Whether a response passed to the spider has a record (``ROBOTSTXT_LEDGER_RESPONSES``).
+        self.passed_responses = config.ledger_responses
         self._policy = config.policy
         prepare_directory(self.directory)
         self._runs = os.path.join(self.directory, RUNS_DIR)
@@ -144,7 +166,6 @@ class Ledger(Reporting):
         self._size = 0
         self._count = 0
         self._hash = GENESIS
-        self._link = ""
         #: Records handed to the OS (read by the worker, which syncs when it changed).
         self.written = 0
         #: Per document: origin -> (the parsed file, or the state, whose version it is; its digest).
@@ -203,18 +224,18 @@ class Ledger(Reporting):
         if self.tdmrep:
             more += self._tdm_fields(origin, judgement, kind)
         url = request.url
-        fingerprint = self._fingerprint(request).hex()
-        request.meta[FINGERPRINT_META] = (url, fingerprint)
+        fingerprint = self._fingerprint(request)
+        if self.passed_responses:  # read back by the response's record
+            request.meta[FINGERPRINT_META] = (url, fingerprint)
         # The token whose group decided: a purpose token's, for a request its group refused.
         agent = judgement.purpose or judgement.token
         # The fields that repeat first, then the URL, the fingerprint, the time and the link: what changes from one
         # record to the next is one run, and a response record's URL and fingerprint one back-reference to its
         # verdict's, in the gzip of the segment (about 2.5 B per verdict less than with the time and link first).
-        self._write(f'{{"k":"verdict","m":{_string(request.method)},'
-                    f'"o":{self._origins.get(origin) or self._origin_json(origin)},'
-                    f'"a":{self._agents.get(agent) or self._agent_json(agent)},"ver":{version},"d":"{kind._value_}",'
-                    f'"r":{rule}{more},"u":{_string(url)},"fp":"{fingerprint}","t":{time.time():.3f},'
-                    f'"p":"{self._link}"}}\n')
+        self._record(f'{{"k":"verdict","m":{_string(request.method)},'
+                     f'"o":{self._origins.get(origin) or self._origin_json(origin)},'
+                     f'"a":{self._agents.get(agent) or self._agent_json(agent)},"ver":{version},'
+                     f'"d":"{kind._value_}","r":{rule}{more},"u":', url, fingerprint)
 
     def _tdm_fields(self, origin: Origin, judgement: Judgement, kind: Kind) -> str:
         """The verdict record's ``tv`` and ``tr`` (with ``ROBOTSTXT_TDMREP``)."""
@@ -225,16 +246,16 @@ class Ledger(Reporting):
         return f',"tv":{_dumps(version)},"tr":{_dumps(rule)}'
 
     def responded(self, request: Request, status: int, outcome: str) -> None:
-        """Record the response of a judged request: ``"passed"`` to the spider, or why not
-        (a name of this module's, nothing to escape)."""
+        """Record the response of a judged request: ``"passed"`` to the spider (told only
+        with ``ROBOTSTXT_LEDGER_RESPONSES``), or why not (a name of this module's,
+        nothing to escape)."""
         url = request.url
         known = request.meta.get(FINGERPRINT_META)
         if known is not None and known[0] == url:  # not a copy of another request's meta
             fingerprint = known[1]
         else:
-            fingerprint = self._fingerprint(request).hex()
-        self._write(f'{{"k":"response","s":{int(status)},"d":"{outcome}","u":{_string(url)},"fp":"{fingerprint}",'
-                    f'"t":{time.time():.3f},"p":"{self._link}"}}\n')
+            fingerprint = self._fingerprint(request)
+        self._record(f'{{"k":"response","s":{int(status)},"d":"{outcome}","u":', url, fingerprint)
 
     def _first_fingerprint(self, request: Request) -> bytes:
         """Scrapy's fingerprinter's method (it caches a request's fingerprint: the
@@ -317,30 +338,56 @@ class Ledger(Reporting):
         except RobotsTxtLedgerError:
             pass  # logged, and the spider closes
 
-    def _write(self, text: str, seal: bool = False) -> None:
-        """Hand one record's line (``text``, ending with its line break) to the OS (one
-        ``write``; a short one is completed), and chain it. The chain hash is computed
-        before the ``write`` and kept once the line is written: measured in a crawl, a
-        little cheaper than after the system call."""
+    def _record(self, head: str, url: str, fingerprint: bytes) -> None:
+        """Hand a ``verdict`` or ``response`` record to the OS (:func:`write_record`:
+        one call, in C where the accelerator is built), and chain it. Every request's
+        record comes here: :meth:`_open_fd` and :meth:`_written` are inlined."""
         fd = self._fd
         if fd < 0 or self.failure is not None:
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
-        data = text.encode()
-        digest = _sha256(self._hash + data[:-1]).digest()
         try:
-            done = os.write(fd, data)
-            if done < len(data):  # a short write: the rest, or the error that stopped it
-                _write_all(fd, data[done:])
+            self._hash, size = _write_record(fd, self._hash, head, url, fingerprint, time.time())
         except OSError as exc:
-            self._failed(self._path, exc)
-            raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure})") from None
-        self._hash = digest
-        self._link = digest[:_LINK_BYTES].hex()
+            raise self._cannot_write(exc) from None
         self._count += 1
         self.written += 1
-        self._size += len(data)
+        self._size += size
+        if self._size >= self.rotate_bytes:
+            self._rotate()
+
+    def _write(self, text: str, seal: bool = False) -> None:
+        """Hand one record's line (``text``, ending with its line break) to the OS (one
+        ``write``; a short one is completed), and chain it."""
+        data = text.encode()
+        try:
+            _write_all(self._open_fd(), data)
+        except OSError as exc:
+            raise self._cannot_write(exc) from None
+        self._hash = _sha256(self._hash + data[:-1]).digest()
+        self._written(len(data), seal)
+
+    def _open_fd(self) -> int:
+        """The open segment's file descriptor (raises once the ledger cannot be written)."""
+        if self._fd < 0 or self.failure is not None:
+            raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
+        return self._fd
+
+    def _cannot_write(self, exc: OSError) -> RobotsTxtLedgerError:
+        self._failed(self._path, exc)
+        return RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure})")
+
+    def _written(self, size: int, seal: bool = False) -> None:
+        """Count a record written, and rotate the segment once it is large enough."""
+        self._count += 1
+        self.written += 1
+        self._size += size
         if self._size >= self.rotate_bytes and not seal:
             self._rotate()
+
+    @property
+    def _link(self) -> str:
+        """The link (``p``) of the next record: the start of the last record's chain hash."""
+        return self._hash[:_LINK_BYTES].hex()
 
     # -- segments ------------------------------------------------------------------------
     def _open_segment(self, previous: str) -> None:
@@ -354,10 +401,11 @@ class Ledger(Reporting):
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure})") from None
         self._fd, self._path = fd, path
         self._size = self._count = 0
-        self._hash, self._link = GENESIS, ""
+        self._hash = GENESIS
         self._inc("ledger/segments")
         head: dict[str, Any] = {"k": "head", "t": round(time.time(), 3), "p": "", "v": FORMAT, "run": self.run,
-                                "seg": self._segment, "prev": previous, "pkg": __version__, "agent": self.agent}
+                                "seg": self._segment, "prev": previous, "pkg": __version__, "agent": self.agent,
+                                "resp": "all" if self.passed_responses else "refused"}
         if self._segment == 1:
             head["man"] = self._manifest_line
         self._write(_dumps(head) + "\n")

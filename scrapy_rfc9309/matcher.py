@@ -188,6 +188,8 @@ class _Accelerated(Protocol):
 
     def best_rule(self, path: str, /) -> Rule | None: ...
 
+    def url_rule(self, url: str | bytes, /) -> Rule | None: ...
+
     def written(self) -> list[Rule]: ...
 
     def fill(self, records: bytes, keys: tuple[bytes, bytes], /) -> bytes: ...
@@ -394,6 +396,12 @@ class Matcher:
         """The deciding rule for a canonical path, or None when no rule matches."""
         best = self.best_index(path)
         return None if best < 0 else self.rule(best)
+
+    def url_rule(self, url: str | bytes) -> Rule | None:
+        """The deciding rule for a URL (:meth:`best_rule` of its canonical path), or
+        None: the URL is allowed by no rule."""
+        path = _url_path(url)
+        return None if path == "/robots.txt" else self.best_rule(path)
 
     def exact_allowed(self, url: str | bytes) -> bool:
         if type(url) is str and (found := _plain_path(url)) is not None:  # path_of, the common case first

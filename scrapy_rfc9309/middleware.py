@@ -117,7 +117,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
                                     self.policy, config.max_wait_idle)
-        if self.enforcement.response_tellers:  # without any, Scrapy has no process_response to call
+        if self.enforcement.passed_tellers:  # without any, Scrapy has no process_response to call
             self.process_response = self._responded
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -144,6 +144,8 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                                          and not has_header(headers, b"User-Agent")))
                     and shortcut[4](url)):
                 shortcut[0] -= 1  # counted when it is refreshed
+                if shortcut[6] is not None:  # the tellers of allowed verdicts (the ledger) are told
+                    shortcut[6](request)
                 return None
         else:
             if KEEPER_META in meta:
@@ -185,8 +187,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         if robots is not None:
             enforcement = self.enforcement
             if tdm is None and not special and (test := enforcement.allows(request, origin, agent, robots)):
-                if not enforcement.allowed_tellers:  # nothing reads the verdict: the next ones need not be made
-                    self.shortcuts.remember(url, agent, robots, test)
+                self.shortcuts.remember(url, agent, robots, test, enforcement.telling(origin, agent, robots))
                 return None  # a bare allowed verdict, the most frequent: nothing else to do
             tdm_state = None
             if tdm is not None:
@@ -269,8 +270,9 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         return state
 
     def _responded(self, request: Request, response: Response, spider: Any = None) -> Response:
-        """``process_response`` with a response teller (the ledger): tell it of the
-        response of a judged request, before it goes to the spider."""
+        """``process_response`` with a teller of passed responses (the ledger with
+        ``ROBOTSTXT_LEDGER_RESPONSES``): tell it of the response of a judged request,
+        before it goes to the spider."""
         enforcement = self.enforcement
         meta = request.meta
         if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):

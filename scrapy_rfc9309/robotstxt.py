@@ -431,9 +431,11 @@ class RobotsTxt:
         """The rule that decides ``url`` (``None``: no rule matched, the URL is
         allowed): :meth:`verdict`'s rule without the rest of the verdict, for a
         caller that asks for the rule of every request (the verdict ledger)."""
-        if not isinstance(url, str):
-            url = url.decode("utf-8", "surrogateescape")
-        return self._rule_for(self._group_for(user_agent), path_of(url))
+        return self._group_for(user_agent).matcher.url_rule(url)
+
+    def decider(self, user_agent: str | bytes | None) -> Callable[[str | bytes], Rule | None]:
+        """:meth:`deciding_rule` for one agent, as a function of the URL."""
+        return self._group_for(user_agent).matcher.url_rule
 
     def rules(self, user_agent: str | bytes | None) -> list[Rule]:
         """The Allow and Disallow rules of the agent's merged group, in file order."""

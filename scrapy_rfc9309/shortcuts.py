@@ -3,7 +3,8 @@ plugin's meta keys, for the crawl's own agent, that the robots.txt allows and wh
 verdict carries nothing else (see :func:`~.judgement.allowing`). Once
 :meth:`.Enforcement.allows` has judged such a request, the next ones of its origin are
 answered in ``RobotsTxtMiddleware.process_request`` by one look-up of the URL's
-``scheme://authority`` text, two comparisons and one call of the matcher, while the
+``scheme://authority`` text, two comparisons and one call of the matcher (and, where a
+teller reads allowed verdicts, one call that tells it), while the
 origin's cached state is the one the shortcut was made from (the cache has not changed
 since, and the state is fresh); the path through the origin's states, the agent and
 :func:`~.judgement.judge` crosses ten Python functions, each of which a crawl's other
@@ -50,11 +51,13 @@ def key_of(url: str) -> str:
 class Shortcuts(dict[str, list[Any]]):
     """The shortcuts of one crawl, by the ``scheme://authority`` text of their origin
     (only for a text that names one origin: see :class:`~.origin.HttpOrigins`).
-    A shortcut is ``[remaining, expires_at, cache_version, any_headers, test, cache]``:
+    A shortcut is ``[remaining, expires_at, cache_version, any_headers, test, cache, tell]``:
     the requests it answers before a refresh, when its state expires, the
     :attr:`.MemoryStore.version` of ``cache`` it was made at, whether it applies whatever
     the request's headers (``ROBOTSTXT_USER_AGENT`` is set; else only to a request without
-    a ``User-Agent`` header, whose agent is ``USER_AGENT``), the matcher's test."""
+    a ``User-Agent`` header, whose agent is ``USER_AGENT``), the matcher's test, and what
+    tells the tellers of allowed verdicts (the ledger, ``robotstxt_verdict``) of each
+    request it allows (:meth:`.Enforcement.telling`; None without any)."""
 
     def __init__(self, states: StateCache, enforcement: Enforcement, agents: UserAgents) -> None:
         super().__init__()
@@ -62,8 +65,7 @@ class Shortcuts(dict[str, list[Any]]):
         self.enforcement = enforcement
         self.agents = agents
 
-    def remember(self, url: str, agent: str | bytes, robots: OriginState,
-                 test: Any) -> None:
+    def remember(self, url: str, agent: str | bytes, robots: OriginState, test: Any, tell: Any = None) -> None:
         """After :meth:`.Enforcement.allows` allowed a request for ``url`` of the crawl's
         own agent with ``test``: (re)make the shortcut of its origin, counting what the old one answered."""
         key = key_of(url)
@@ -79,7 +81,7 @@ class Shortcuts(dict[str, list[Any]]):
             self.flush()
             self.clear()
         cache = self.states.cache
-        self[key] = [REFRESH, robots.expires_at, cache.version, bool(configured), test, cache]
+        self[key] = [REFRESH, robots.expires_at, cache.version, bool(configured), test, cache, tell]
 
     def flush(self) -> None:
         """Count what the shortcuts answered (before the close summary and the stats are written)."""

@@ -121,8 +121,10 @@ class Run:
     gzipped at rotation and close. ``kill()`` leaves the open segment as it is."""
 
     def __init__(self, directory: Path, run: str = "20260921T120000Z-host-100-0000aaaa", agent: str = "testbot",
-                 ) -> None:
+                 responses: str | None = None) -> None:
         self.directory = directory
+        #: The heads' ``resp`` (None: left out, as a run written before the key).
+        self.responses = responses
         self.run = run
         self.agent = agent
         (directory / RUNS_DIR).mkdir(parents=True, exist_ok=True)
@@ -140,7 +142,9 @@ class Run:
         self.count = 0
         self.path = self.directory / RUNS_DIR / segment_name(self.run, number, closed=False)
         self.handle = open(self.path, "ab")
-        extra = {"man": self.manifest_line} if number == 1 else {}
+        extra: dict[str, Any] = {"man": self.manifest_line} if number == 1 else {}
+        if self.responses is not None:
+            extra["resp"] = self.responses
         self.write("head", v=2, run=self.run, seg=number, prev=self.prev_seal, pkg="0.1.0", agent=self.agent,
                    **extra)
 

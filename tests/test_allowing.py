@@ -15,7 +15,7 @@ import pytest
 
 from scrapy_rfc9309.access import Access, Cause, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.agent import product_token
-from scrapy_rfc9309.judgement import Enforced, Judgement, Kind, allowing, explaining, judge
+from scrapy_rfc9309.judgement import Enforced, Judgement, Kind, allowed, allowing, explaining, judge
 
 NOW = 1_000_000.0
 POLICY = Policy(max_wait=60.0, max_wait_refused=10.0)
@@ -108,17 +108,28 @@ def test_allowing_says_true_exactly_where_judge_gives_a_bare_allowed_verdict(set
 def test_explaining_names_the_rule_judge_names_for_a_bare_allowed_verdict():
     # What a teller of allowed verdicts (the ledger, a robotstxt_verdict receiver) is told for a request
     # the shortcut allows is the value judge() gives with explain: the Allow rule that allowed it, or none.
+    # Its function decides by itself where a teller needs the rule: a Disallow rule where the test says False.
     enforced = SETTINGS["defaults"]
-    named = none = 0
+    named = none = refused = 0
     for case, state, agent, token, test, urls in shortcut_cases(enforced):
         rule_of = explaining(state, agent)
-        for url in filter(test, urls):
-            rule = rule_of(url)
-            assert judge(url, agent, token, state, NOW, enforced, explain=True) == Judgement(
-                Kind.ALLOWED, url, token, state, rule), (case, url)
+        for url in urls:
+            rule = None if rule_of is None else rule_of(url)
+            if not test(url):
+                if rule_of is None:  # a group without Allow rules: the test alone decides
+                    continue
+                assert rule is not None and not rule.allow, (case, url)
+                assert judge(url, agent, token, state, NOW, enforced).rule == rule, (case, url)
+                refused += 1
+                continue
+            assert rule is None or rule.allow, (case, url)
+            verdict = allowed(url, token, state, rule)  # what a teller is told
+            assert type(verdict) is Judgement and verdict._asdict() == Judgement(
+                Kind.ALLOWED, url, token, state, rule)._asdict() == judge(
+                url, agent, token, state, NOW, enforced, explain=True)._asdict(), (case, url)
             named += rule is not None
             none += rule is None
-    assert named > 100 and none > 1000, (named, none)
+    assert named > 100 and none > 1000 and refused > 100, (named, none, refused)
 
 
 @pytest.mark.parametrize(("name", "agent", "setting", "path"), [

@@ -533,6 +533,24 @@ def killed(tmp_path: Path) -> tuple[Path, Path]:
     return directory, segment(directory, run, 2, closed=False)
 
 
+@pytest.mark.parametrize(("written", "read"), [(None, "all"), ("all", "all"), ("refused", "refused"),
+                                               ("some", None)])
+def test_a_runs_head_says_which_responses_it_records(tmp_path: Path, written: str | None, read: str | None) -> None:
+    version = write_version(tmp_path, "http://a.test/robots.txt", ROBOTS_A1)
+    run = Run(tmp_path, RUN1, responses=written)
+    run.state(A, version)
+    run.verdict("http://a.test/1", "k1", "allowed", version)
+    run.close()
+    result = audit([tmp_path])
+    if read is None:
+        assert [(p.line, p.kind) for p in result.problems] == [(1, CORRUPT)]
+        assert "head's resp 'some'" in result.problems[0].message
+        return
+    assert result.problems == [] and result.runs[0].responses == read
+    assert ("responses passed to the spider not recorded" in format_text(result)) is (read == "refused")
+    assert result.as_dict()["runs"][0]["responses"] == read
+
+
 def test_a_killed_run_verifies_and_reports_the_missing_seal(tmp_path: Path) -> None:
     directory, open_segment = killed(tmp_path)
     result = audit([directory])

@@ -61,7 +61,8 @@ def test_a_robots_txt_changing_mid_crawl_gives_two_versions_each_verdict_tied_to
     site["/robots.txt"] = Sequence([text(V1), text(V2)])
     urls = [site.url(p) for p in ("/a", "/b", "/c")]
     directory = tmp_path / "ledger"
-    result = yield run_crawl(BatchSpider, mw_settings(ROBOTSTXT_LEDGER=str(directory), ROBOTSTXT_CACHE_TTL=0.2),
+    result = yield run_crawl(BatchSpider, mw_settings(ROBOTSTXT_LEDGER=str(directory), ROBOTSTXT_CACHE_TTL=0.2,
+                                                      ROBOTSTXT_LEDGER_RESPONSES=True),
                              batches=[(0, urls), (0.5, urls)])
     assert len(robots_hits(site)) == 2
     # The audit re-parses each version and recomputes each verdict against the version in force.
@@ -120,7 +121,7 @@ def test_an_unavailable_robots_txt_is_a_version_and_dont_obey_requests_are_recor
     site = origins("127.0.0.1")
     site["/robots.txt"] = Static(b"gone", 404, {"Content-Type": "text/plain"})
     yield run_crawl([site.url("/a"), Request(site.url("/b"), meta={"dont_obey_robotstxt": True})],
-                    mw_settings(ROBOTSTXT_LEDGER=str(tmp_path)))
+                    mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_LEDGER_RESPONSES=True))
     report = passes(tmp_path).origins[base(site)]
     assert (report.requests["allowed"], report.requests["not_judged"], report.responses) == (1, 1, {"passed": 1})
     [version] = versions(tmp_path).values()
@@ -142,7 +143,8 @@ def test_segments_rotate_by_size_each_sealed_and_compressed_chained_by_their_hea
     site = origins("127.0.0.1")
     site.robots("User-agent: *\nDisallow: /private\n")
     urls = [site.url(f"/page/{n}?{'x' * 100}") for n in range(60)]
-    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_LEDGER_ROTATE_BYTES=4096))
+    result = yield run_crawl(urls, mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_LEDGER_ROTATE_BYTES=4096,
+                                               ROBOTSTXT_LEDGER_RESPONSES=True))
     # The audit checks each head's prev against the seal before it, and the last seal's end.
     [run] = passes(tmp_path).runs
     assert run.segments >= 3 and run.ending == "ended"
@@ -153,6 +155,36 @@ def test_segments_rotate_by_size_each_sealed_and_compressed_chained_by_their_hea
     assert stat(result, "ledger/segments") == run.segments
     assert sorted(r["u"] for r in records(tmp_path, "verdict")) == sorted(urls)
     assert len(records(tmp_path, "response")) == len(result.responses) == 60
+
+
+@pytest.mark.parametrize("every", [False, True], ids=["default: refused responses", "ROBOTSTXT_LEDGER_RESPONSES"])
+@pytest_twisted.inlineCallbacks
+def test_a_response_a_usage_preference_refuses_is_recorded_and_a_passed_one_only_when_asked(origins, tmp_path,
+                                                                                          every):
+    site = origins("127.0.0.1")
+    site.robots("User-agent: *\nDisallow: /private\n")
+    site["/denied"] = text("no training", Content_Usage="train-ai=n")
+    urls = [site.url("/a"), site.url("/denied"), site.url("/private")]
+    settings = mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_USAGE_DENY=["train-ai"])
+    if every:
+        settings["ROBOTSTXT_LEDGER_RESPONSES"] = True
+    result = yield run_crawl(urls, settings)
+    assert result.responses == [site.url("/a")]
+    assert stat(result, "usage_denied_response") == 1
+    responses = sorted((r["u"], r["s"], r["d"]) for r in records(tmp_path, "response"))
+    refused = [(site.url("/denied"), 200, "usage_denied")]
+    assert responses == sorted([*refused, (site.url("/a"), 200, "passed")] if every else refused)
+    [head] = records(tmp_path, "head")
+    assert head["resp"] == ("all" if every else "refused")
+    # Every verdict is recorded either way: the passed response is implied by its allowed verdict.
+    assert sorted((r["u"], r["d"]) for r in records(tmp_path, "verdict")) == [
+        (urls[0], "allowed"), (urls[1], "allowed"), (urls[2], "disallowed")]
+    audited = passes(tmp_path)
+    [run] = audited.runs
+    assert run.responses == head["resp"]
+    report = audited.origins[base(site)]
+    assert report.responses == ({"passed": 1, "usage_denied": 1} if every else {"usage_denied": 1})
+    assert ("responses passed to the spider not recorded" in format_text(audited)) is not every
 
 
 @pytest.mark.parametrize("value", [100, 0, "big", 1 << 41])
@@ -204,7 +236,7 @@ def test_tdmrep_versions_are_written_and_each_verdict_names_the_rule_and_version
     site["/.well-known/tdmrep.json"] = Static(rules, 200, {"Content-Type": "application/json"})
     urls = [site.url("/public/1"), site.url("/reserved/1"), site.url("/private/1")]
     result = yield run_crawl(urls, mw_settings(ROBOTSTXT_LEDGER=str(tmp_path), ROBOTSTXT_TDMREP=True,
-                                               ROBOTSTXT_USAGE_DENY=["train-ai"]))
+                                               ROBOTSTXT_USAGE_DENY=["train-ai"], ROBOTSTXT_LEDGER_RESPONSES=True))
     assert result.responses == [site.url("/public/1")]
     report = passes(tmp_path).origins[base(site)]  # the tdm_reserved verdict recomputed from tdmrep.json
     assert (report.requests["allowed"], report.requests["tdm_reserved"], report.requests["disallowed"]) == (1, 1, 1)
@@ -257,7 +289,7 @@ def test_a_stale_copy_from_a_store_names_its_good_version_while_the_origin_is_un
     site = origins("127.0.0.1")
     site["/robots.txt"] = text(V1, Cache_Control="max-age=0")  # stale at once: the next process fetches again
     settings: dict[str, Any] = {"ROBOTSTXT_STORE": store, "ROBOTSTXT_CACHE_MIN_TTL": 0, "ROBOTSTXT_RETRY_DELAY": 600,
-                                "ROBOTSTXT_RETRY_MAX_DELAY": 600}
+                                "ROBOTSTXT_RETRY_MAX_DELAY": 600, "ROBOTSTXT_LEDGER_RESPONSES": True}
     if store == "disk":
         settings["ROBOTSTXT_STORE_PATH"] = str(tmp_path / "store")
     else:

@@ -32,6 +32,8 @@ def test_a_redis_fleet_writes_one_version_per_robots_txt_and_its_audit_passes(or
     # Every chain and seal, every version's digest, every verdict recomputed, every response proven.
     result = passes(*directories)
     assert len(result.runs) == 2 and {run.ending for run in result.runs} == {"ended"}
+    # ROBOTSTXT_LEDGER_RESPONSES off: the responses passed to the spider are implied by their verdicts.
+    assert {run.responses for run in result.runs} == {"refused"}
     assert sorted(run.directory for run in result.runs) == sorted(str(d) for d in directories) * (2 // len(directories))
     # One version per robots.txt, the same digest whichever process wrote it.
     assert result.versions == 6
@@ -41,7 +43,7 @@ def test_a_redis_fleet_writes_one_version_per_robots_txt_and_its_audit_passes(or
         assert (use.document, use.access, use.status) == ("robots.txt", "parsed", 200)
         shared_site = n < len(sites)
         assert report.requests == ({"allowed": 2, "disallowed": 2} if shared_site else {"allowed": 1})
-        assert report.responses == {"passed": 2 if shared_site else 1}
+        assert report.responses == {}
     written = [versions(d) for d in directories]
     assert {v.body for found in written for v in found.values()} == {RULES.encode()}
     states = [r for d in directories for r in records(d, "state")]
@@ -65,7 +67,8 @@ def test_a_full_disk_stops_the_crawl_and_no_response_is_without_its_record(origi
     site.robots("User-agent: *\nDisallow: /private\n")
     directory = tmp_path / "ledger"
     urls = [site.url(f"/page/{n}") for n in range(40)]
-    report = yield _crawl({"settings": _settings(ROBOTSTXT_LEDGER=str(directory), CONCURRENT_REQUESTS=2),
+    report = yield _crawl({"settings": _settings(ROBOTSTXT_LEDGER=str(directory), CONCURRENT_REQUESTS=2,
+                                                 ROBOTSTXT_LEDGER_RESPONSES=True),
                            "urls": urls, "fsize_limit": 4000}, tmp_path, "full")
     assert report["stats"]["finish_reason"] == "robotstxt_ledger_error"
     assert report["stats"]["robotstxt/ledger/error"] == 1
@@ -99,7 +102,8 @@ def test_kill_9_mid_crawl_leaves_files_whose_audit_verifies_all_and_reports_the_
     directory = tmp_path / "ledger"
     fast = [site.url(f"/page/{n}") for n in range(30)]
     slow = [site.url(f"/slow/{n}") for n in range(4)]
-    spec = {"settings": _settings(ROBOTSTXT_LEDGER=str(directory), CONCURRENT_REQUESTS=4), "urls": fast + slow}
+    spec = {"settings": _settings(ROBOTSTXT_LEDGER=str(directory), CONCURRENT_REQUESTS=4,
+                                  ROBOTSTXT_LEDGER_RESPONSES=True), "urls": fast + slow}
     processes: list[Any] = []
     running = _crawl(spec, tmp_path, "killed", started=processes.append, exit_code=None)
 

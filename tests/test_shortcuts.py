@@ -1,8 +1,8 @@
 """The shortcuts for a bare allowed verdict (``Enforcement.allows``, ``scrapy_rfc9309.shortcuts``).
 In real crawls with the add-on: taken where nothing reads more than the count (the close summary still
-counts every request), and bypassed for ``judge`` where an allowed verdict carries something (a usage
-preference set in the request's meta) or a teller reads every verdict (a ``robotstxt_verdict``
-receiver gets each one, with the rule that allowed it). On a middleware whose states are put in its
+counts every request, and a teller of every verdict, a ``robotstxt_verdict`` receiver or the ledger, is
+told each one, with the rule that allowed it), and bypassed for ``judge`` where an allowed verdict
+carries something (a usage preference set in the request's meta). On a middleware whose states are put in its
 cache: what ends a shortcut (another agent, a state put in the cache, its state's expiry), and what it
 makes up (the count, the cache's least-recently-used order)."""
 
@@ -147,6 +147,27 @@ def test_a_shortcut_is_made_by_a_bare_allowed_verdict_and_answers_the_next_reque
     assert mw.enforcement.tally.allowed > 300 - REFRESH
     mw.shortcuts.flush()
     assert mw.enforcement.tally.allowed == 301
+
+
+def test_a_shortcut_tells_the_tellers_of_allowed_verdicts_each_verdict_with_its_rule():
+    from scrapy import signals
+
+    mw = _middleware()
+    told: list[Judgement] = []
+    mw.crawler.signals.connect(lambda request, judgement: told.append(judgement), signal=robotstxt_verdict, weak=False)
+    mw.crawler.signals.send_catch_log(signals.spider_opened, spider=None)  # the verdict receiver is found then
+    _put(mw, b"User-agent: *\nDisallow: /private\nAllow: /p/\n")
+    urls = ["https://example.com/a", *(f"https://example.com/p/{n}" for n in range(200)), "https://example.com/b"]
+    for url in urls:
+        assert _judged(mw, url) == "allowed"
+    assert _judged(mw, "https://example.com/private/1") == "forbidden"
+    assert list(mw.shortcuts) == ["https://example.com"]  # taken with a teller too
+    # Each request told once, with the verdict judge() gives: the Allow rule that allowed it, or none.
+    assert [(j.kind, j.url, j.rule) for j in told] == [
+        *((Kind.ALLOWED, url, Rule(True, "/p/", 3) if "/p/" in url else None) for url in urls),
+        (Kind.FORBIDDEN, "https://example.com/private/1", Rule(False, "/private", 2))]
+    mw.shortcuts.flush()
+    assert mw.enforcement.tally.allowed == len(urls)
 
 
 def test_a_request_with_a_user_agent_header_is_judged_for_its_own_agent():

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import matcher, parse, parser, robotstxt
+from scrapy_rfc9309.urlnorm import path_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,6 +174,12 @@ WRITTEN = ["/a", "/a", "/%61", "/%2F", "/%2f", "/é", "/%C3%A9", "/\udcff", "/\u
            "*", "$", "/a$b", "/%", "/*%7E*"]
 
 
+#: URLs whose rule the C tier finds itself and that it leaves to the Python tier.
+URLS = ["http://h/a", "https://h:8080/A?q#frag", "http://h/%2F", "http://h/é", "HTTP://h/%c3%a9", "http://h/x",
+        "http://h/xy#y", "http://h/a$b", "http://h/%25", "http://h/~", "http://h", "http://h?a", "h/a", "",
+        "http://h/robots.txt", "http://h/robots.txt?x", "http://h;p/a", "//h/a"]
+
+
 @pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
 @settings(max_examples=300, deadline=None)
 @given(patterns=st.lists(st.sampled_from(WRITTEN), min_size=1, max_size=12), data=st.data())
@@ -190,6 +197,11 @@ def test_a_matcher_gives_back_every_rule_as_written(patterns: list[str], data: s
     assert fast.fill(records, (b"d:", b"a:")) == pure.fill(records, (b"d:", b"a:"))
     for path in ["/a", "/A", "/%2F", "/%2f", "/%C3%A9", "/%FF", "/x", "/xy", "/a$b", "/%25", "/~", "/", ""]:
         assert fast.best_rule(path) == pure.best_rule(path), path
+    # The rule of a URL, decoded in C or by the Python tier (bytes, lone surrogates, no path, a long escaped one).
+    for url in [*URLS, "http://h/x?" + "%78" * 1000 + "y", b"http://h/%78y", "http://h/\udcff"]:
+        path = path_of(url if isinstance(url, str) else url.decode("utf-8", "surrogateescape"))
+        expected = None if path == "/robots.txt" else pure.best_rule(path)
+        assert fast.url_rule(url) == pure.url_rule(url) == expected, url
 
 
 def test_groups_without_rules_are_shared() -> None:
@@ -300,3 +312,33 @@ def test_c_selects_the_groups_the_reference_selects(body: str | bytes, token: st
     octets = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
     text, _ = parser.prepare(octets, parser.DEFAULT_MAX_BYTES)
     assert parser.select(text, token, star=star) == parser.select(text, token, speedups=False, star=star)
+
+
+@pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
+@settings(max_examples=400, deadline=None)
+@given(previous=st.sampled_from([b""]) | st.binary(min_size=32, max_size=32),
+       head=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80),
+       url=st.text(st.characters(blacklist_categories=())) | st.sampled_from(["http://h/a?b=c#d", 'http://h/"\\']),
+       fingerprint=st.binary(max_size=32),
+       when=st.floats(min_value=0, max_value=1e12) | st.sampled_from([1789992099.0005, 0.0005, 2.5e-4, 1e16]))
+def test_a_ledger_record_is_written_alike_in_c_and_in_python(tmp_path_factory: pytest.TempPathFactory,
+                                                             previous: bytes, head: str, url: str, fingerprint: bytes,
+                                                             when: float) -> None:
+    from scrapy_rfc9309 import _speedups, ledger
+
+    directory = tmp_path_factory.mktemp("records")
+    written = []
+    for name, write in (("c", _speedups.write_record), ("python", ledger.write_record)):
+        fd = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            written.append((write(fd, previous, head, url, fingerprint, when), (directory / name).read_bytes()))
+        finally:
+            os.close(fd)
+    assert written[0] == written[1]
+    (digest, size), data = written[0]
+    assert size == len(data) and data.endswith(b"\n")
+    assert digest == ledger._sha256(previous + data[:-1]).digest()
+    line = data[:-1].decode("ascii")
+    assert line.startswith(head)
+    fields = json.loads('{"u":' + line[len(head):])
+    assert fields == {"u": url, "fp": fingerprint.hex(), "t": float(f"{when:.3f}"), "p": previous[:8].hex()}
