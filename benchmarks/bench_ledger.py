@@ -206,8 +206,9 @@ def report(summary: dict[str, Any]) -> str:
                    f"{off['load']:.1f}, {on['load']:.1f} |")
     lo, hi = (min(shares), max(shares)) if shares else (float("nan"), float("nan"))
     share = summary["share"]
-    out += ["", f"What the ledger adds to the crawl's CPU: median {share:+.2f} % of the pairs (range {lo:+.2f} to "
-            f"{hi:+.2f} %; goal <= {GOAL_CPU_PCT:g} %: {'PASS' if share <= GOAL_CPU_PCT else 'FAIL'}).", ""]
+    out += ["", f"What the ledger adds to the whole crawl's CPU: median {share:+.2f} % of the pairs (range {lo:+.2f} "
+            f"to {hi:+.2f} %; on a shared machine one crawl's CPU moves by more than that: the goal is judged on "
+            "the timed pairs, `--timed N`).", ""]
     per = [p["ledger on"]["disk"]["per_verdict"] for p in crawls if p["ledger on"].get("disk")]
     if per:
         disk = crawls[-1]["ledger on"]["disk"]
@@ -235,7 +236,8 @@ def report(summary: dict[str, Any]) -> str:
         out += ["", f"Timed pairs: `process_request` + `process_response` per page {hooks['ledger off']:.1f} µs off, "
                 f"{hooks['ledger on']:.1f} µs on (medians); the ledger adds {summary['hook_added_us']:.1f} µs, "
                 f"{summary['hook_share_pct']:.2f} % of the CPU per page of the pair's ledger-off crawl (pairs: "
-                f"{', '.join(f'{x:.2f}' for x in summary['hook_shares'])} %)."]
+                f"{', '.join(f'{x:.2f}' for x in summary['hook_shares'])} %; goal <= {GOAL_CPU_PCT:g} %: "
+                f"{'PASS' if summary['hook_share_pct'] <= GOAL_CPU_PCT else 'FAIL'})."]
     return "\n".join(out)
 
 
