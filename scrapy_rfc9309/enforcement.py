@@ -244,16 +244,14 @@ class Enforcement(Reporting):
                 teller.judged(request, origin, judgement)
         return test
 
-    def telling(self, origin: Origin, agent: str | bytes, robots: OriginState) -> Callable[[Request], None] | None:
+    def telling(self, origin: Origin) -> Callable[[Request], None] | None:
         """For the shortcut of ``origin`` (see :mod:`.shortcuts`), made after :meth:`allows`
         allowed one of its requests: what tells the tellers of allowed verdicts of each
         request the shortcut allows, the verdict :meth:`allows` would tell (None: no teller
         reads allowed verdicts)."""
         if not self.allowed_tellers:
             return None
-        known = self._allowing.get(origin)
-        rule_of = (known[3] if known is not None and known[0] is robots and known[1] == agent
-                   else explaining(robots, agent) if self.explain else None)
+        robots, agent, _test, rule_of = self._allowing[origin]  # what allows() judged its request by
         token = self.agents.token(agent)
 
         def tell(request: Request) -> None:

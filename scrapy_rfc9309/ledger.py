@@ -113,9 +113,7 @@ def write_record(fd: int, previous: bytes, head: str, url: str, fingerprint: byt
     ``write_record`` does the same in one call."""
     data = (f'{head}{_string(url)},"fp":"{fingerprint.hex()}","t":{when:.3f},'
             f'"p":"{previous[:_LINK_BYTES].hex()}"}}\n').encode()
-    done = os.write(fd, data)
-    if done < len(data):  # a short write: the rest, or the error that stopped it
-        _write_all(fd, data[done:])
+    _write_all(fd, data)
     return _sha256(previous + data[:-1]).digest(), len(data)
 
 

@@ -187,7 +187,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         if robots is not None:
             enforcement = self.enforcement
             if tdm is None and not special and (test := enforcement.allows(request, origin, agent, robots)):
-                self.shortcuts.remember(url, agent, robots, test, enforcement.telling(origin, agent, robots))
+                self.shortcuts.remember(url, agent, robots, test, enforcement.telling(origin))
                 return None  # a bare allowed verdict, the most frequent: nothing else to do
             tdm_state = None
             if tdm is not None:
