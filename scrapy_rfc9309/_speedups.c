@@ -703,24 +703,38 @@ canonical_arg(PyObject *path, const char **s, Py_ssize_t *n)
 /* The canonical path of a URL not decoded in C (see configure()). */
 static PyObject *path_of_fn = NULL;
 
+/* "/robots.txt", which every matcher allows whatever its rules. */
+static int
+is_robots_txt(const char *path, Py_ssize_t n)
+{
+    return n == 11 && memcmp(path, "/robots.txt", 11) == 0;
+}
+
+/* The canonical path of a URL not decoded in C, from path_of_fn: a new reference
+ * (or NULL with an exception), its text in *s and *n. */
 static PyObject *
-decide_in_python(FastMatcher *self, PyObject *url)
+path_in_python(PyObject *url, const char **s, Py_ssize_t *n)
 {
     if (path_of_fn == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
         return NULL;
     }
     PyObject *path = PyObject_CallOneArg(path_of_fn, url);
-    if (path == NULL)
-        return NULL;
+    if (path != NULL && canonical_arg(path, s, n) < 0)
+        Py_CLEAR(path);
+    return path;
+}
+
+static PyObject *
+decide_in_python(FastMatcher *self, PyObject *url)
+{
     const char *s;
     Py_ssize_t n;
     int allow = 1;
-    if (canonical_arg(path, &s, &n) < 0) {
-        Py_DECREF(path);
+    PyObject *path = path_in_python(url, &s, &n);
+    if (path == NULL)
         return NULL;
-    }
-    if (!(n == 11 && memcmp(s, "/robots.txt", 11) == 0))
+    if (!is_robots_txt(s, n))
         decide_call(self, s, n, &allow);
     Py_DECREF(path);
     return PyBool_FromLong(allow);
@@ -806,7 +820,7 @@ fast_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
     if (found > 0)
         return decide_in_python(self, url);
     int allow = 1;
-    if (!(plen == 11 && memcmp(path, "/robots.txt", 11) == 0))
+    if (!is_robots_txt(path, plen))
         decide_any(self, path, plen, &allow);
     PyMem_Free(heap);
     return PyBool_FromLong(allow);
@@ -943,22 +957,11 @@ fast_url_rule(FastMatcher *self, PyObject *url)
     int found = PyUnicode_Check(url) ? url_path_c(url, &path, &plen, stack, &heap) : 1;
     if (found < 0)
         return NULL;
-    if (found > 0) {
-        if (path_of_fn == NULL) {
-            PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
-            return NULL;
-        }
-        decoded = PyObject_CallOneArg(path_of_fn, url);
-        if (decoded == NULL)
-            return NULL;
-        if (canonical_arg(decoded, &path, &plen) < 0) {
-            Py_DECREF(decoded);
-            return NULL;
-        }
-    }
+    if (found > 0 && (decoded = path_in_python(url, &path, &plen)) == NULL)
+        return NULL;
     PyObject *out = NULL;
     int allow;
-    Py_ssize_t which = plen == 11 && memcmp(path, "/robots.txt", 11) == 0 ? -1 : decide_call(self, path, plen, &allow);
+    Py_ssize_t which = is_robots_txt(path, plen) ? -1 : decide_call(self, path, plen, &allow);
     if (which < 0)
         out = Py_NewRef(Py_None);
     else {

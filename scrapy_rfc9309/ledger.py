@@ -338,8 +338,7 @@ class Ledger(Reporting):
 
     def _record(self, head: str, url: str, fingerprint: bytes) -> None:
         """Hand a ``verdict`` or ``response`` record to the OS (:func:`write_record`:
-        one call, in C where the accelerator is built), and chain it. Every request's
-        record comes here: :meth:`_open_fd` and :meth:`_written` are inlined."""
+        one call, in C where the accelerator is built), and chain it."""
         fd = self._fd
         if fd < 0 or self.failure is not None:
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
@@ -355,32 +354,26 @@ class Ledger(Reporting):
 
     def _write(self, text: str, seal: bool = False) -> None:
         """Hand one record's line (``text``, ending with its line break) to the OS (one
-        ``write``; a short one is completed), and chain it."""
+        ``write``; a short one is completed), and chain it: the ``head``, ``state`` and
+        ``seal`` records, which :meth:`_record` does not format."""
+        fd = self._fd
+        if fd < 0 or self.failure is not None:
+            raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
         data = text.encode()
         try:
-            _write_all(self._open_fd(), data)
+            _write_all(fd, data)
         except OSError as exc:
             raise self._cannot_write(exc) from None
         self._hash = _sha256(self._hash + data[:-1]).digest()
-        self._written(len(data), seal)
-
-    def _open_fd(self) -> int:
-        """The open segment's file descriptor (raises once the ledger cannot be written)."""
-        if self._fd < 0 or self.failure is not None:
-            raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
-        return self._fd
+        self._count += 1
+        self.written += 1
+        self._size += len(data)
+        if self._size >= self.rotate_bytes and not seal:
+            self._rotate()
 
     def _cannot_write(self, exc: OSError) -> RobotsTxtLedgerError:
         self._failed(self._path, exc)
         return RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure})")
-
-    def _written(self, size: int, seal: bool = False) -> None:
-        """Count a record written, and rotate the segment once it is large enough."""
-        self._count += 1
-        self.written += 1
-        self._size += size
-        if self._size >= self.rotate_bytes and not seal:
-            self._rotate()
 
     @property
     def _link(self) -> str:
