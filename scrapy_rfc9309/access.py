@@ -10,6 +10,7 @@ import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from datetime import timezone
 from email.utils import parsedate_to_datetime
 
 from .documents import ROBOTS_TXT, Document, Parsed
@@ -27,6 +28,7 @@ __all__ = [
     "Validators",
     "cache_directives",
     "classify_status",
+    "http_date",
     "max_age_of",
     "validator",
 ]
@@ -218,11 +220,23 @@ def validator(name: str, value: str | bytes | None) -> str | None:
         return None
     if name == "etag":
         return value if _ETAG(value) else None
+    return value if http_date(value) is not None else None
+
+
+def http_date(value: str | bytes) -> float | None:
+    """An HTTP date (RFC 9110, 5.6.7) as a POSIX time, or None when ``value`` is none."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    if len(value) > MAX_VALIDATOR:
+        return None
     try:
-        parsedate_to_datetime(value)
+        moment = parsedate_to_datetime(value.strip())
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return value
+    try:
+        return moment.timestamp() if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc).timestamp()
+    except (ValueError, OverflowError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +259,27 @@ class Validators:
         if self.last_modified is not None:
             found["If-Modified-Since"] = self.last_modified
         return found
+
+    def selected_by(self, etag: str | bytes | None, last_modified: str | bytes | None) -> bool:
+        """Whether a ``304 Not Modified`` with these ``ETag`` and ``Last-Modified`` values
+        (None: absent) refers to the copy these validators came from (RFC 9111, 4.3.4).
+        An entity tag decides when the 304 has one: a strong one must equal the copy's
+        strong tag, a weak one match it by weak comparison (RFC 9110, 8.8.3.2); one
+        that cannot be read matches nothing. Without one, a ``Last-Modified`` must
+        be the copy's own date. A 304 with neither refers to a copy without an entity
+        tag (validated by its date, which a 304 need not repeat; a 304 must repeat the
+        ``ETag`` a 200 would carry, RFC 9110, 15.4.5)."""
+        if etag is not None:
+            tag = validator("etag", etag)
+            if tag is None or self.etag is None:
+                return False
+            if tag.startswith("W/"):
+                return tag.removeprefix("W/") == self.etag.removeprefix("W/")
+            return tag == self.etag
+        if last_modified is not None:
+            date = http_date(last_modified)
+            return date is not None and self.last_modified is not None and date == http_date(self.last_modified)
+        return self.etag is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,15 +360,23 @@ class OriginState:
 
     def validators(self, now: float, policy: Policy) -> Validators | None:
         """What a refetch sends to revalidate the good copy (None without a copy that
-        may still apply, or without validators)."""
+        may still apply, or without validators). A ``Last-Modified`` later than the
+        copy's fetch is no validator (RFC 9110, 8.8.2.1: a server never sends a date
+        ahead of its response): ``If-Modified-Since`` with a date in the future would
+        make a server that compares dates answer 304 to every later version."""
         good = self.good_fetch
         if not policy.revalidate or good is None or self.parsed is None or self.good_at is None:
             return None
         if now - self.good_at > policy.keep_cached:
             return None
-        if good.etag is None and good.last_modified is None:
+        last_modified = good.last_modified
+        if last_modified is not None:
+            date = http_date(last_modified)
+            if date is None or date > self.good_at:
+                last_modified = None
+        if good.etag is None and last_modified is None:
             return None
-        return Validators(good.url, good.etag, good.last_modified, self.parsed.size)
+        return Validators(good.url, good.etag, last_modified, self.parsed.size)
 
     @classmethod
     def initial(cls, outcome: FetchOutcome, now: float, policy: Policy) -> OriginState:
@@ -371,6 +414,10 @@ class OriginState:
         if previous is not None and previous.parsed is not None and previous.good_at is not None:
             if now - previous.good_at <= policy.keep_cached:
                 good, good_at, good_fetch = previous.parsed, previous.good_at, previous.good_fetch
+        if good_fetch is not None and outcome.status == 304:
+            # A 304 that renewed nothing (its validators are not the copy's, RFC 9111, 4.3.4): the copy
+            # stands in as for any failed fetch, and the next fetch is unconditional.
+            good_fetch = replace(good_fetch, etag=None, last_modified=None)
         return cls(Access.UNREACHABLE, now, retry_at, good, good_at, failures, outcome, since, good_fetch)
 
     @classmethod
@@ -386,8 +433,9 @@ class OriginState:
         if good is None:
             return None
         max_age = outcome.max_age if outcome.max_age is not None else good.max_age
-        fetched = replace(good, max_age=max_age, etag=outcome.etag or good.etag,
-                          last_modified=outcome.last_modified or good.last_modified, not_modified=True, headers=())
+        # The copy keeps its own validators: the 304 matched them (fetch.py), and a date it sends is
+        # not the copy's (RFC 9110, 13.1.3: If-Modified-Since is the stored Last-Modified).
+        fetched = replace(good, max_age=max_age, not_modified=True, headers=())
         return cls(Access.PARSED, now, now + policy.lifetime(max_age), previous.parsed, now, 0, fetched, None,
                    fetched)
 

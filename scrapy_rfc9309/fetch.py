@@ -11,9 +11,11 @@ its stats are counted under ``robotstxt/tdmrep/``.
 A refetch of a file whose copy is held is conditional (RFC 9309, 2.4 lets a crawler
 use HTTP caching; RFC 9111, 4.3.1): the request to the URL the copy came from carries
 the copy's ``ETag`` as ``If-None-Match`` and its ``Last-Modified`` as
-``If-Modified-Since``, and a ``304 Not Modified`` renews the copy (an outcome with
-``not_modified``). A 304 to a request that sent no validators has no file to go with
-it: the origin is unreachable for now (retried on the backoff), never "allow all".
+``If-Modified-Since`` (unless that date is later than the copy's fetch), and a
+``304 Not Modified`` whose validators are the copy's renews it (an outcome with
+``not_modified``). A 304 that names another copy, or to a request that sent no
+validators, has no file to go with it: the origin is unreachable for now (retried on
+the backoff, unconditionally), never "allow all".
 """
 
 from __future__ import annotations
@@ -338,24 +340,31 @@ class RobotsFetcher(Reporting):
 
     def _not_modified(self, response: Response, url: str, redirects: list[str], max_age: float | None,
                       validators: Validators | None, document: Document) -> FetchOutcome:
-        """The outcome of a ``304 Not Modified``. To a conditional request, the copy
-        held is renewed: its freshness from the 304's ``Cache-Control`` (RFC 9111,
-        4.3.4: the 304's header fields replace the stored ones; without a lifetime
-        there, the copy's own), its validators updated by those the 304
-        sends. To a request without validators (a cache in between answered it, or
-        the server is wrong) there is no file: unreachable, retried on the backoff."""
+        """The outcome of a ``304 Not Modified``. To a conditional request, when its
+        validators are the copy's (:meth:`Validators.selected_by`, RFC 9111, 4.3.4),
+        the copy held is renewed: its freshness from the 304's ``Cache-Control``
+        (the 304's header fields replace the stored ones; without a lifetime there,
+        the copy's own), its validators its own. A 304 whose validators are another
+        copy's, or to a request without validators (a cache in between answered it,
+        or the server is wrong), renews nothing and brings no file: unreachable,
+        retried on the backoff without validators (access.py)."""
         stat = document.stat
         if validators is None:
             self._inc(f"{stat}not_modified_unrequested")
             return FetchOutcome(Access.UNREACHABLE, url, 304, redirects=tuple(redirects),
                                 reason="304 Not Modified to a request without validators")
+        headers = response.headers
+        etag, last_modified = headers.get(b"ETag"), headers.get(b"Last-Modified")
+        if not validators.selected_by(etag, last_modified):
+            self._inc(f"{stat}not_modified_unmatched")
+            sent = ", ".join(f"{name} {value}" for name, value in validators.headers().items())
+            got = ", ".join(f"{name} {value.decode('latin-1')[:100]!r}" for name, value in
+                            (("ETag", etag), ("Last-Modified", last_modified)) if value is not None) or "no validators"
+            return FetchOutcome(Access.UNREACHABLE, url, 304, redirects=tuple(redirects),
+                                reason=f"304 Not Modified with {got}, not the copy's ({sent})")
         self._inc(f"{stat}revalidated")
         self._inc(f"{stat}revalidated_bytes", validators.size)
-        headers = response.headers
-        return FetchOutcome(Access.PARSED, url, 304, max_age=max_age, redirects=tuple(redirects),
-                            etag=validator("etag", headers.get(b"ETag")),
-                            last_modified=validator("last-modified", headers.get(b"Last-Modified")),
-                            not_modified=True)
+        return FetchOutcome(Access.PARSED, url, 304, max_age=max_age, redirects=tuple(redirects), not_modified=True)
 
 
 def _header_lines(response: Response) -> tuple[tuple[bytes, bytes], ...]:

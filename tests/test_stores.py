@@ -237,22 +237,80 @@ async def test_a_redis_lock_of_another_type_is_no_lock(redis_url: str) -> None:
 @pytest_twisted.ensureDeferred
 async def test_redis_sends_no_more_of_a_record_than_this_process_reads(redis_url: str) -> None:
     """A record written larger than any process writes (by anyone with access to the store) costs the
-    reader nothing: its body arrives cut to ``ROBOTSTXT_MAX_SIZE``, its too long metadata not at all."""
+    reader nothing: a body longer than ``ROBOTSTXT_MAX_SIZE`` or too long metadata is not read (the
+    record is unreadable: fetched again); a body as long as that is read whole."""
     store = Awaitable(RedisStore(redis_url, prefix="t", max_body=600_000))
     await store.open()
     client = redis.Redis.from_url(redis_url)
     now = time.time()
     await store.save(KEY, record(now))
+    client.hset(store.keys(KEY)[0], "body", b"x" * 600_000)
+    assert len((await store.load(KEY)).body) == 600_000
     client.hset(store.keys(KEY)[0], "body", b"Disallow: /\n" * 1_000_000)  # 12 MB
-    loaded = await store.load(KEY)
-    assert loaded is not None and len(loaded.body) == 600_000 and loaded.body.startswith(b"Disallow: /\n")
-    claim, kept = await store.claim(KEY, "a", now, 30)
-    assert claim is Claim.FRESH and len(kept.body) == 600_000
+    claim, claimed = await store.claim(KEY, "a", now, 30)
+    assert claim is Claim.ACQUIRED
+    for kept in (await store.load(KEY), claimed):
+        assert isinstance(kept, Unreadable)
+        assert kept.reason == "the key is a record with 12000000 bytes of body (at most 600000 are read)"
     meta = b'{"v": 1, "x": "' + b"a" * 2_000_000 + b'"}'
     client.hset(store.keys(KEY)[0], "meta", meta)
-    for kept in (await store.load(KEY), (await store.claim(KEY, "b", now, 30))[1]):
+    for kept in (await store.load(KEY), (await store.claim(KEY, "a", now, 30))[1]):  # "a" holds the lock
         assert isinstance(kept, Unreadable)
         assert kept.reason == f"the key is a record with {len(meta)} bytes of metadata (at most 262144 are read)"
+    client.close()
+    await store.close()
+
+
+def _reads_of_hash_values(client: redis.Redis) -> int:
+    """The calls Redis counted (scripts' included) of every command that reads a hash field's value."""
+    stats = client.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+               for name in ("hget", "hmget", "hgetall", "hvals", "hrandfield", "hscan"))
+
+
+@pytest_twisted.ensureDeferred
+async def test_redis_scripts_never_copy_a_body_past_the_limit(redis_url: str) -> None:
+    """Redis runs one script at a time for all its clients: a claim, a load or a save of an origin
+    whose record holds a huge body looks at the fields' lengths, and reads no field's value (the
+    command stats Redis keeps of the scripts' calls say so), so the body is never copied."""
+    store = Awaitable(RedisStore(redis_url, prefix="t"))
+    await store.open()
+    client = redis.Redis.from_url(redis_url)
+    now = time.time()
+    await store.save(KEY, record(now - 10))
+    before = _reads_of_hash_values(client)
+    assert (await store.claim(KEY, "a", now, 30))[0] is Claim.FRESH
+    assert _reads_of_hash_values(client) == before + 1  # the counts include the scripts' calls
+    client.hset(store.keys(KEY)[0], "body", b"x" * 20_000_000)
+    before = _reads_of_hash_values(client)
+    claim, kept = await store.claim(KEY, "a", now, 30)
+    assert claim is Claim.ACQUIRED and isinstance(kept, Unreadable)
+    assert isinstance(await store.load(KEY), Unreadable)
+    assert not await store.save(KEY, record(now - 20), "a")  # the kept record is newer: its times read only
+    assert _reads_of_hash_values(client) == before + 1  # the save's times; never the body
+    assert client.hstrlen(store.keys(KEY)[0], "body") == 20_000_000
+    client.close()
+    await store.close()
+
+
+@pytest.mark.parametrize("field", ["body", "meta"])
+@pytest_twisted.ensureDeferred
+async def test_a_redis_record_without_its_body_or_metadata_is_unreadable_not_empty(redis_url: str,
+                                                                                  field: str) -> None:
+    """A record hash lacking a field every record has (``body`` is b"" without a good copy) is a
+    missing record that says why: the claimant takes the lock and fetches, and a save replaces it,
+    although it is dated later; never an empty robots.txt (allow all)."""
+    store = Awaitable(RedisStore(redis_url, prefix="t"))
+    await store.open()
+    client = redis.Redis.from_url(redis_url)
+    now = time.time()
+    await store.save(KEY, record(now + 0.5))  # fetched after the save below, within the clock tolerance
+    client.hdel(store.keys(KEY)[0], field)
+    claim, kept = await store.claim(KEY, "a", now, 30)
+    assert claim is Claim.ACQUIRED and isinstance(kept, Unreadable) and "missing" in kept.reason
+    assert isinstance(await store.load(KEY), Unreadable)
+    assert await store.save(KEY, record(now), "a")
+    assert (await store.claim(KEY, "b", now, 30)) == (Claim.FRESH, record(now))
     client.close()
     await store.close()
 

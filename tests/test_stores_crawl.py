@@ -615,3 +615,33 @@ def test_the_redis_store_without_the_asyncio_reactor_stops_the_crawl_at_start_up
     with pytest.raises(RobotsTxtConfigError, match=r"ROBOTSTXT_STORE.*TWISTED_REACTOR"):
         yield run_crawl([site.url("/public")], _settings("redis", redis_url))
     assert site.requests == []
+
+
+@pytest.mark.parametrize("body", ["missing", "past the limit"])
+@pytest_twisted.inlineCallbacks
+def test_a_redis_record_without_a_usable_body_is_fetched_again_not_allow_all(origins, redis_url, body):
+    """A fresh record of another process whose ``body`` field is missing (a damaged or hand-made
+    key), or longer than this process reads (never copied into Redis's script), is a missing record:
+    the crawl fetches the robots.txt, obeys it and saves it over the record."""
+    from scrapy_rfc9309.stores.redis import RedisStore
+
+    (site,) = _sites(origins, 1)
+    other = RedisStore(redis_url)
+    yield deferred_from_coro(other.open())
+    now = time.time()
+    rules = b"User-agent: *\nAllow: /\n" + (b"#" * 600_000 if body != "missing" else b"")
+    yield deferred_from_coro(other.save(site.base, record_of_another_process(site, rules, now, now + 3600)))
+    yield deferred_from_coro(other.close())
+    client = redis.Redis.from_url(redis_url)
+    state = other.keys(site.base)[0]
+    if body == "missing":
+        client.hdel(state, "body")
+
+    result = yield run_crawl([site.url("/public"), site.url("/private/1")], _settings("redis", redis_url))
+
+    assert len(robots_hits(site)) == 1
+    assert result.responses == [site.url("/public")]
+    assert result.error_types() == [RobotsTxtForbidden]
+    assert stat(result, "store_unreadable") == 1 and stat(result, "store_hit") == 0
+    assert client.hget(state, "body") == RULES.encode()  # this process's save replaced the record
+    client.close()

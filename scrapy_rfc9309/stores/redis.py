@@ -90,14 +90,25 @@ local function number(value)
   return nil
 end
 local function kind(key) return redis.call('TYPE', key)['ok'] end
--- The fields as the client may read them: a body cut to its limit, or why they are not sent (metadata
--- past its limit), so that a record written larger than any process writes costs the client nothing.
-local function bounded(fields, meta_max, body_max)
-  if type(fields[4]) == 'string' and #fields[4] > meta_max then
-    return 'a record with ' .. #fields[4] .. ' bytes of metadata (at most ' .. meta_max .. ' are read)'
+local names = {'fetched_at', 'expires_at', 'keep_until', 'meta', 'body'}
+local words = {'fetched_at', 'expires_at', 'keep_until', 'metadata', 'body'}
+-- Why the record's fields are not read (nil when they may be): each one's length is looked up first
+-- (HSTRLEN copies nothing), and a record with a field longer than this process reads (a time longer than a
+-- number's 64 bytes, metadata or a body past its limit) is never copied into the script, which blocks every
+-- client of the server while it runs, nor sent.
+local function too_long(key, meta_max, body_max)
+  local limits = {64, 64, 64, meta_max, body_max}
+  for i, name in ipairs(names) do
+    local size = redis.call('HSTRLEN', key, name)
+    if size > limits[i] then
+      return 'a record with ' .. size .. ' bytes of ' .. words[i] .. ' (at most ' .. limits[i] .. ' are read)'
+    end
   end
-  if type(fields[5]) == 'string' and #fields[5] > body_max then fields[5] = string.sub(fields[5], 1, body_max) end
-  return fields
+  return nil
+end
+-- The record's fields, or why they are not read.
+local function fields_of(key, meta_max, body_max)
+  return too_long(key, meta_max, body_max) or redis.call('HMGET', key, unpack(names))
 end
 """
 # KEYS: state, lock. ARGV: now, owner, lock ttl (ms), fetched_after (or ''), CLOCK_TOLERANCE, the
@@ -110,12 +121,12 @@ local now = tonumber(ARGV[1])
 local fields = false
 local state = kind(KEYS[1])
 if state == 'hash' then
-  fields = bounded(redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta', 'body'),
-                   tonumber(ARGV[6]), tonumber(ARGV[7]))
+  fields = fields_of(KEYS[1], tonumber(ARGV[6]), tonumber(ARGV[7]))
   if type(fields) == 'table' then
     local fetched, expires, after = number(fields[1]), number(fields[2]), tonumber(ARGV[4])
+    -- A record without its metadata or its body is no record (the process that claims it fetches).
     if fetched and expires and expires > now and fetched <= now + tonumber(ARGV[5])
-       and (not after or fetched > after) then
+       and (not after or fetched > after) and fields[4] and fields[5] then
       return {1, fields}
     end
   end
@@ -137,8 +148,7 @@ return {0}
 _LOAD = _PRELUDE + """
 local state = kind(KEYS[1])
 if state ~= 'hash' and state ~= 'none' then return 'a Redis ' .. state .. ', not a hash' end
-local fields = bounded(redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta', 'body'),
-                       tonumber(ARGV[1]), tonumber(ARGV[2]))
+local fields = fields_of(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
 if type(fields) == 'table' then return {fields} end
 return fields
 """
@@ -150,10 +160,12 @@ return fields
 _SAVE = _PRELUDE + """
 local write = tonumber(ARGV[4]) > 0
 local state = kind(KEYS[1])
-if write and state == 'hash' then
-  local kept = redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until', 'meta')
+-- Only the kept record's times are read (its metadata and body need only be there).
+if write and state == 'hash' and not too_long(KEYS[1], math.huge, math.huge) then
+  local kept = redis.call('HMGET', KEYS[1], 'fetched_at', 'expires_at', 'keep_until')
   local fetched = number(kept[1])
-  local readable = fetched and number(kept[2]) and (not kept[3] or number(kept[3])) and kept[4]
+  local readable = fetched and number(kept[2]) and (not kept[3] or number(kept[3]))
+                   and redis.call('HSTRLEN', KEYS[1], 'meta') > 0 and redis.call('HEXISTS', KEYS[1], 'body') == 1
   if readable and fetched > tonumber(ARGV[1]) and fetched <= tonumber(ARGV[9]) + tonumber(ARGV[10]) then
     write = false
   end
@@ -603,11 +615,12 @@ def _record(fields: list[Any] | None) -> Record | None:
                                                       _float(fields[2]) if fields[2] is not None else None,
                                                       fields[3], fields[4])
     if (fetched_at is None or expires_at is None or (keep_until is None and fields[2] is not None)
-            or not isinstance(meta, bytes) or not isinstance(body, (bytes, type(None)))):
-        return Unreadable.because("fields of the wrong types: " + ", ".join(
+            or not isinstance(meta, bytes) or not isinstance(body, bytes)):
+        # A record without its body (every record has one, b"" without a good copy) is no empty robots.txt.
+        return Unreadable.because("fields missing or of the wrong types: " + ", ".join(
             f"{name} {value!r:.40}" for name, value in zip(_FIELDS, fields, strict=True)))
     return Record(fetched_at, expires_at, expires_at if keep_until is None else keep_until,
-                  meta.decode("utf-8", "replace"), body or b"")
+                  meta.decode("utf-8", "replace"), body)
 
 
 def _float(value: Any) -> float | None:
