@@ -703,18 +703,19 @@ class _Version:
         writer.write_record(record)
 
 
-def append_manifest(directory: str, record: dict[str, Any]) -> str:
+def append_manifest(directory: str, record: dict[str, Any],
+                    read: Callable[[int, int, int], bytes] = os.pread) -> str:
     """Append ``record`` to the directory's manifest, chained to its last line (under an
     exclusive ``flock``: the processes of a fleet share it), ``fsync`` it, and return the
-    line's chain hash (hex). It reads the manifest's tail only (:func:`.manifest_last`): an
-    append costs the same however many runs the directory holds."""
+    line's chain hash (hex). It reads the manifest's tail only, through ``read``
+    (:func:`.manifest_last`): an append costs the same however many runs the directory holds."""
     fd = os.open(os.path.join(directory, MANIFEST), os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
                  0o644)
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
-        previous, cut = manifest_last(fd, size)
+        previous, cut = manifest_last(fd, size, read)
         # A line cut short by a process killed as it wrote: ended here, and chained as it is.
         prefix = b"\n" if cut else b""
         line = _dumps({"k": record["k"], "t": round(time.time(), 3), "p": previous.hex() if size else "",
