@@ -126,8 +126,10 @@ except ImportError:  # the C accelerator is not built: the same in Python
 
 
 def prepare_directory(directory: str) -> None:
-    """Create the ledger's directories if missing and check that they are writable
-    (start-up: raises :class:`RobotsTxtConfigError` naming ``ROBOTSTXT_LEDGER``)."""
+    """Create the ledger's directories and its manifest if missing and check that they are
+    writable (start-up: raises :class:`RobotsTxtConfigError` naming ``ROBOTSTXT_LEDGER``).
+    The manifest exists before a run's first segment does: a process killed between the two
+    leaves an empty segment beside it, not a directory whose manifest was deleted."""
     for path in (directory, os.path.join(directory, RUNS_DIR), os.path.join(directory, VERSIONS_DIR)):
         try:
             os.makedirs(path, exist_ok=True)
@@ -135,6 +137,11 @@ def prepare_directory(directory: str) -> None:
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
         except OSError as exc:
             raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: cannot write to {path!r}: {_os_error(exc)}") from None
+    path = os.path.join(directory, MANIFEST)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644))
+    except OSError as exc:
+        raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: cannot write to {path!r}: {_os_error(exc)}") from None
 
 
 class Ledger(Reporting):
