@@ -705,7 +705,7 @@ class _Segment:
                 self.problem(number, CORRUPT, f"head's cfg {value!r} is not the settings of the run (purpose, deny, "
                              "read, tdm, crawl_delay, vocab)")
                 return
-            if value["vocab"] != REVISION:  # type: ignore[index]
+            if value["vocab"] != REVISION and not context.headed:  # type: ignore[index]
                 self.problem(number, MISMATCH, f"written under the usage vocabulary revision {value['vocab']!r}, "  # type: ignore[index]
                              f"this audit reads {REVISION!r}: its usage verdicts cannot be checked")
         if not context.headed:
