@@ -711,7 +711,7 @@ class _Version:
 
 
 def append_manifest(directory: str, record: dict[str, Any],
-                    read: Callable[[int, int, int], bytes] = os.pread) -> str:
+                    read: Callable[[int, int, int], bytes] | None = None) -> str:
     """Append ``record`` to the directory's manifest, chained to its last line (under an
     exclusive ``flock``: the processes of a fleet share it), ``fsync`` it, and return the
     line's chain hash (hex). It reads the manifest's tail only, through ``read``

@@ -73,16 +73,19 @@ MANIFEST_TAIL = 1 << 16
 _FULL_LINK = re.compile(rb'"p":"([0-9a-f]{64})"')
 
 
-def manifest_last(fd: int, size: int, read: Callable[[int, int, int], bytes] = os.pread) -> tuple[bytes, bool]:
+def manifest_last(fd: int, size: int, read: Callable[[int, int, int], bytes] | None = None) -> tuple[bytes, bool]:
     """The chain hash of the last line of the manifest open at ``fd`` (``size`` bytes;
     :data:`GENESIS` when empty), and whether that line was cut short (no line break).
 
     Only the last :data:`MANIFEST_TAIL` bytes are read: a line of format 3 names the full
     chain hash before it (``p``), so the chain goes on from the newest such line of the tail
     (a cut line after it is chained as it is). A manifest whose tail has none (written before
-    format 3) is hashed from its start, once: the line appended then names its full link."""
+    format 3) is hashed from its start, once: the line appended then names its full link.
+    ``read`` is :func:`os.pread` unless given."""
     if size <= 0:
         return GENESIS, False
+    if read is None:
+        read = os.pread
     start = max(0, size - MANIFEST_TAIL)
     data = _read_at(fd, size - start, start, read)
     cut = not data.endswith(b"\n")
