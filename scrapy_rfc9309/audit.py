@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 from .bounded import BoundedDict
 from .ledger_format import (
     FORMAT,
+    FORMATS_READ,
     GENESIS,
     MANIFEST,
     RUNS_DIR,
@@ -40,6 +41,7 @@ from .parser import DEFAULT_MAX_BYTES
 from .robotstxt import RobotsTxt, parse
 from .tdmrep import TdmRep
 from .usage.robotstxt_records import UsagePreference
+from .usage.vocabulary import REVISION
 
 __all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "ORPHAN", "UNSEALED", "Audit", "LedgerError",
            "OriginReport", "Problem", "RunReport", "audit", "format_text"]
@@ -151,6 +153,8 @@ class RunReport:
     manifest_line: str | None = field(default=None, repr=False)
     last_seal: str | None = field(default=None, repr=False)
     last_segment: int = field(default=0, repr=False)
+    #: Whether the last segment is plain (not replaced by its gzip form yet).
+    last_plain: bool = field(default=False, repr=False)
 
 
 @dataclass
@@ -402,12 +406,19 @@ class _Auditor:
                 record = json.loads(line)
             except (ValueError, RecursionError):
                 record = None
-            if isinstance(record, dict) and record.get("p") != (link(previous) if number > 1 else "") and not broken:
+            # Format 3 names the full chain hash before the line, format 2 its first 16 digits.
+            if isinstance(record, dict) and record.get("p") not in (
+                    (link(previous), previous.hex()) if number > 1 else ("",)) and not broken:
                 broken = True
                 self.problem(path, number, CORRUPT, "the manifest's chain breaks here: lines were edited, removed, "
                              "added or reordered here or just before")
             previous = chain(previous, line)
             where[previous.hex()] = f"{path}:{number}"
+            if record is None and line.startswith(b'{"k":"') and number < len(lines):
+                # A process killed as it wrote the line; the next append ended it with a line break.
+                self.problem(path, number, UNSEALED, "a line cut short by an interrupted write (a process killed "
+                             "as it wrote it), ended and chained as it is by the next process to append")
+                continue
             run = record.get("run") if isinstance(record, dict) else None
             if not isinstance(run, str) or record.get("k") not in ("start", "end"):
                 self.problem(path, number, CORRUPT, "not a manifest line (a start or end naming a run)")
@@ -427,9 +438,14 @@ class _Auditor:
                              "replaced, cut short or deleted")
             end = ends.get(run)
             if end is None:
-                if report.ending == "ended":
+                if report.ending == "ended" and report.last_plain:
+                    # The end line is appended before the last segment is compressed.
+                    report.ending = "not sealed"
+                    self.problem(path, None, UNSEALED, f"run {run} did not end cleanly: killed after it sealed its "
+                                 "last segment, before it appended its end line (the segment is not compressed)")
+                elif report.ending == "ended":
                     self.problem(path, None, MISSING, f"run {run} ended, but the manifest has no end line for it: the "
-                                 "manifest was cut short (or the process was killed as it closed)")
+                                 "manifest was cut short")
             elif end[1].get("h") != report.last_seal or end[1].get("segs") != report.last_segment:
                 self.problem(path, end[0], CORRUPT, f"run {run} ended at segment {end[1].get('segs')!r} with seal "
                              f"{str(end[1].get('h'))[:16]}..., its segments end at {report.last_segment} with "
@@ -481,7 +497,7 @@ class _Auditor:
             if number == 1:
                 report.manifest_line = segment.head_man
                 report.responses = segment.head_responses
-            report.last_seal, report.last_segment = segment.seal_hash, number
+            report.last_seal, report.last_segment, report.last_plain = segment.seal_hash, number, not primary[2]
             report.segments += 1
             report.records += segment.records
             if segment.head_prev is not None and previous_seal is not None and segment.head_prev != previous_seal:
@@ -530,6 +546,36 @@ class _RunContext:
     #: Origins whose robots.txt was last settled unavailable without a version (no HTTP status: the
     #: request was refused by another component): everything allowed, no version to name.
     unversioned: set[str] = field(default_factory=set)
+    #: The settings the run's verdicts depend on, from its first head (``cfg``, format 3); None for a run
+    #: of format 2, whose verdicts are checked without them.
+    settings: RunSettings | None = None
+    #: Whether a head was read (the first one gives :attr:`settings`).
+    headed: bool = False
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """A head's ``cfg``: what the run's verdicts depend on besides the robots.txt."""
+
+    purpose: tuple[str, ...]
+    deny: tuple[str, ...]
+    read: frozenset[str]
+    tdm: bool
+
+    @classmethod
+    def of(cls, value: object) -> RunSettings | None:
+        """The settings of a head's ``cfg``, or None when it is not one."""
+        if not isinstance(value, dict):
+            return None
+        purpose, deny, read = value.get("purpose"), value.get("deny"), value.get("read")
+        if not (_strings(purpose) and _strings(deny) and _strings(read) and isinstance(value.get("tdm"), bool)
+                and isinstance(value.get("crawl_delay"), bool) and isinstance(value.get("vocab"), str)):
+            return None
+        return cls(tuple(purpose), tuple(deny), frozenset(read), value["tdm"])  # type: ignore[arg-type]
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 class _Segment:
@@ -624,8 +670,11 @@ class _Segment:
         if number != 1:
             self.problem(number, CORRUPT, "a head inside the segment")
             return
-        if record.get("v") != FORMAT:
-            self.problem(number, CORRUPT, f"format version {record.get('v')!r}: this audit reads version {FORMAT}")
+        version = record.get("v")
+        if version not in FORMATS_READ:
+            self.problem(number, CORRUPT, f"format version {version!r}: this audit reads versions "
+                         f"{', '.join(map(str, FORMATS_READ))}")
+        self.head_settings(number, version, record.get("cfg"))
         if record.get("run") != self.run or record.get("seg") != self.number:
             self.problem(number, CORRUPT, f"head names run {record.get('run')!r} segment {record.get('seg')!r}, "
                          "not the file's")
@@ -644,6 +693,25 @@ class _Segment:
                 self.head_man = man
             else:
                 self.problem(number, CORRUPT, "the run's first head names no manifest line (man)")
+
+    def head_settings(self, number: int, version: object, value: object) -> None:
+        """The run's settings, from its first head (format 3); each later head names the same."""
+        context = self.context
+        if version == 2 and value is None:
+            settings = None  # written before heads recorded them
+        else:
+            settings = RunSettings.of(value)
+            if settings is None:
+                self.problem(number, CORRUPT, f"head's cfg {value!r} is not the settings of the run (purpose, deny, "
+                             "read, tdm, crawl_delay, vocab)")
+                return
+            if value["vocab"] != REVISION and not context.headed:  # type: ignore[index]
+                self.problem(number, MISMATCH, f"written under the usage vocabulary revision {value['vocab']!r}, "  # type: ignore[index]
+                             f"this audit reads {REVISION!r}: its usage verdicts cannot be checked")
+        if not context.headed:
+            context.headed, context.settings = True, settings
+        elif settings != context.settings:
+            self.problem(number, CORRUPT, "head's cfg differs from the run's first head")
 
     def seal(self, number: int, record: dict[str, Any], previous: bytes) -> None:
         if (record.get("n") != self.records or record.get("h") != previous.hex()) and not self.broken:
@@ -723,6 +791,9 @@ class _Segment:
         elif d == "tdm_reserved":
             self.problem(number, MISMATCH, "tdm_reserved without a tdmrep.json version")
             return
+        settings = self.context.settings
+        if settings is not None and not self.settings_allow(number, record, d, settings):
+            return
         digest = record.get("ver")
         if digest is None:
             if d in ("allowed", "tdm_reserved") and origin in self.context.unversioned and record.get("r") is None:
@@ -748,8 +819,64 @@ class _Segment:
             return
         if d == "tdm_reserved" and tdm_info is not None and not self.reserved(number, url, str(tdm), tdm_info):
             return
-        if self.recomputed(number, record, d, url, agent, digest, info) and d == "allowed":
+        if not self.recomputed(number, record, d, url, agent, digest, info):
+            return
+        if settings is not None and d != "disallowed" and not self.allowed_under(
+                number, record, d, url, agent, digest, info, settings, tdm, tdm_info):
+            return
+        if d == "allowed":
             self.awaiting(fp, origin)
+
+    def settings_allow(self, number: int, record: dict[str, Any], d: str, settings: RunSettings) -> bool:
+        """Whether a verdict's kind and fields are possible under the run's settings."""
+        if record.get("tv") is not None and "tdmrep.json" not in settings.read:
+            self.problem(number, MISMATCH, f"{d} with a tdmrep.json version, but the run's head says it read no "
+                         "tdmrep.json (ROBOTSTXT_TDMREP off)")
+            return False
+        if d == "tdm_reserved" and not settings.tdm:
+            self.problem(number, MISMATCH, "tdm_reserved, but the run's head says TDM reservations were not enforced "
+                         "(ROBOTSTXT_TDMREP off, or no category of ROBOTSTXT_USAGE_DENY a reservation denies)")
+            return False
+        if d == "usage_denied" and not settings.deny:
+            self.problem(number, MISMATCH, "usage_denied, but the run's head denies no usage category "
+                         "(ROBOTSTXT_USAGE_DENY empty)")
+            return False
+        return True
+
+    def allowed_under(self, number: int, record: dict[str, Any], d: str, url: str, agent: str, digest: str,
+                      info: VersionInfo, settings: RunSettings, tdm: object, tdm_info: VersionInfo | None) -> bool:
+        """Whether a verdict the robots.txt allows (``allowed``, ``usage_denied``,
+        ``tdm_reserved``) is what the run's settings give: each purpose token's group allows
+        the URL too, and an ``allowed`` one is denied by no usage preference nor TDM
+        reservation the run enforced."""
+        if info.access == "unavailable":
+            return True  # everything allowed, no usage preference
+        robots = self.auditor.robots(digest, info)
+        purposes = record.get("pt", list(settings.purpose))  # the request's own, when it had them
+        if not _strings(purposes):
+            self.problem(number, CORRUPT, f"pt {purposes!r} is not a list of product tokens")
+            return False
+        for token in purposes:
+            if token != agent and not robots.allowed(url, token):
+                verdict = robots.verdict(url, token)
+                self.problem(number, MISMATCH, f"{d}, but version {digest} disallows {url} for the purpose token "
+                             f"{token!r} ({verdict.rule}) the run judged with")
+                return False
+        if d != "allowed":
+            return True
+        usage = robots.usage(url, agent)
+        denied = [category for category in settings.deny if usage.denies(category)]
+        if denied:
+            self.problem(number, MISMATCH, f"allowed, but version {digest} denies {', '.join(denied)} for {url} "
+                         f"({usage}), which the run's head says it denied (ROBOTSTXT_USAGE_DENY): usage_denied")
+            return False
+        if settings.tdm and tdm_info is not None and tdm_info.access != "unavailable":
+            entry = self.auditor.tdmrep(str(tdm), tdm_info).entry_for(url)
+            if entry is not None and entry.reserved:
+                self.problem(number, MISMATCH, f"allowed, but tdmrep.json version {tdm} reserves TDM rights for {url} "
+                             f"({entry}), which the run's head says it enforced: tdm_reserved")
+                return False
+        return True
 
     def awaiting(self, fp: str, origin: str) -> None:
         """An allowed verdict that verified: one response of ``fp`` is proven."""
@@ -794,8 +921,12 @@ class _Segment:
         if recorded != rule:
             self.problem(number, MISMATCH, f"rule {record.get('r')!r}, but version {digest} decides by {said}")
             return False
-        if d == "usage_denied" and "n" not in {v for values in usage.values.values() for v in values.values()}:
-            self.problem(number, MISMATCH, f"usage_denied, but version {digest} denies no usage for {url}")
+        settings = self.context.settings
+        if d == "usage_denied" and (
+                not any(usage.denies(category) for category in settings.deny) if settings is not None
+                else "n" not in {v for values in usage.values.values() for v in values.values()}):
+            self.problem(number, MISMATCH, f"usage_denied, but version {digest} denies no usage "
+                         f"{'the run denied ' if settings is not None else ''}for {url}")
             return False
         if "up" in record and record["up"] != str(usage):
             self.problem(number, MISMATCH, f"usage preference {record['up']!r}, but version {digest} gives "
@@ -819,6 +950,11 @@ class _Segment:
         awaiting[0] -= 1
         if not awaiting[0]:
             del self.context.awaiting[fp]
+        settings = self.context.settings
+        if record.get("d") == "usage_denied" and settings is not None and (
+                not settings.deny or not settings.read & {"headers", "meta"}):
+            said = "denied no usage category" if not settings.deny else "read no response headers nor meta tags"
+            self.problem(number, MISMATCH, f"a response usage_denied, but the run's head says it {said}")
 
 
 def _origin(value: object) -> str | None:

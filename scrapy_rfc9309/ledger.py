@@ -39,6 +39,7 @@ from twisted.internet import defer
 from . import __version__, _compat
 from .access import Access, OriginState, Policy
 from .bounded import BoundedDict
+from .config import purpose_tokens
 from .documents import ROBOTS_TXT, TDMREP, Document
 from .exceptions import RobotsTxtConfigError, RobotsTxtLedgerError
 from .judgement import Judgement, Kind
@@ -51,16 +52,17 @@ from .ledger_format import (
     VERSION_FORMAT,
     VERSIONS_DIR,
     chain,
-    link,
-    manifest_chain,
+    manifest_last,
     new_run_id,
     segment_name,
     version_digest,
     version_name,
 )
 from .loop import call_from_thread, call_later, running_loop
-from .meta import FINGERPRINT_META
+from .meta import FINGERPRINT_META, PURPOSE_META
 from .reporting import Reporting
+from .tdmrep import reserves
+from .usage.vocabulary import REVISION
 
 try:
     import fcntl
@@ -124,8 +126,10 @@ except ImportError:  # the C accelerator is not built: the same in Python
 
 
 def prepare_directory(directory: str) -> None:
-    """Create the ledger's directories if missing and check that they are writable
-    (start-up: raises :class:`RobotsTxtConfigError` naming ``ROBOTSTXT_LEDGER``)."""
+    """Create the ledger's directories and its manifest if missing and check that they are
+    writable (start-up: raises :class:`RobotsTxtConfigError` naming ``ROBOTSTXT_LEDGER``).
+    The manifest exists before a run's first segment does: a process killed between the two
+    leaves an empty segment beside it, not a directory whose manifest was deleted."""
     for path in (directory, os.path.join(directory, RUNS_DIR), os.path.join(directory, VERSIONS_DIR)):
         try:
             os.makedirs(path, exist_ok=True)
@@ -133,6 +137,11 @@ def prepare_directory(directory: str) -> None:
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
         except OSError as exc:
             raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: cannot write to {path!r}: {_os_error(exc)}") from None
+    path = os.path.join(directory, MANIFEST)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644))
+    except OSError as exc:
+        raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: cannot write to {path!r}: {_os_error(exc)}") from None
 
 
 class Ledger(Reporting):
@@ -178,12 +187,11 @@ class Ledger(Reporting):
         self._rules: BoundedDict[Rule, str] = BoundedDict(_DIGESTS_KEPT)
         self._agents: BoundedDict[str, str] = BoundedDict(_DIGESTS_KEPT)
         self._fingerprint: Callable[[Request], bytes] = self._first_fingerprint
+        #: The settings the run's verdicts depend on, in every head (``cfg``): the audit checks each verdict
+        #: against them.
+        self.settings = head_settings(config)
+        self._manifest_line = ""
         self._worker = _Worker(self)
-        try:
-            self._manifest_line = append_manifest(self.directory, {"k": "start", "run": self.run})
-        except OSError as exc:
-            path = os.path.join(self.directory, MANIFEST)
-            raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: cannot write to {path!r}: {_os_error(exc)}") from None
         try:
             self._open_segment("")
         except RobotsTxtLedgerError:
@@ -217,6 +225,9 @@ class Ledger(Reporting):
                 rule = self._rules.get(deciding) or self._rule_json(deciding)
             if judgement.usage:
                 more = f',"up":{_string(str(judgement.usage))}'
+            purposes = request.meta.get(PURPOSE_META)
+            if purposes is not None:  # the request's own, in place of the head's (validated by the middleware)
+                more += f',"pt":{_dumps(list(purpose_tokens(purposes, PURPOSE_META)))}'
         elif (kind is Kind.DROPPED or kind is Kind.NOT_JUDGED) and judgement.reason is not None:
             more = f',"why":{_string(judgement.reason)}'
         if self.tdmrep:
@@ -382,6 +393,10 @@ class Ledger(Reporting):
 
     # -- segments ------------------------------------------------------------------------
     def _open_segment(self, previous: str) -> None:
+        """Create the next segment and write its head. The first segment's file is created
+        before the run's start line is appended to the manifest: a process killed between the
+        two leaves the run's (empty) segment beside its start line, a run that did not end
+        cleanly, not a start line whose run was removed."""
         self._segment += 1
         path = os.path.join(self._runs, segment_name(self.run, self._segment, closed=False))
         try:
@@ -390,13 +405,21 @@ class Ledger(Reporting):
         except OSError as exc:
             self._failed(path, exc)
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure})") from None
+        if self._segment == 1:
+            try:
+                self._manifest_line = append_manifest(self.directory, {"k": "start", "run": self.run})
+            except OSError as exc:
+                os.close(fd)
+                manifest = os.path.join(self.directory, MANIFEST)
+                raise RobotsTxtConfigError(f"ROBOTSTXT_LEDGER: cannot write to {manifest!r}: {_os_error(exc)}") \
+                    from None
         self._fd, self._path = fd, path
         self._size = self._count = 0
         self._hash = GENESIS
         self._inc("ledger/segments")
         head: dict[str, Any] = {"k": "head", "t": round(time.time(), 3), "p": "", "v": FORMAT, "run": self.run,
                                 "seg": self._segment, "prev": previous, "pkg": __version__, "agent": self.agent,
-                                "resp": "all" if self.passed_responses else "refused"}
+                                "resp": "all" if self.passed_responses else "refused", "cfg": self.settings}
         if self._segment == 1:
             head["man"] = self._manifest_line
         self._write(_dumps(head) + "\n")
@@ -419,10 +442,11 @@ class Ledger(Reporting):
 
     def _close_segment(self, fd: int, path: str) -> None:
         """In the worker: sync and close a sealed segment, and replace it by its gzip."""
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _sync_and_close(fd)
+        self._compress(path)
+
+    def _compress(self, path: str) -> None:
+        """In the worker: replace a sealed and closed segment by its gzip."""
         closed = path + ".gz"
         temporary = closed + ".tmp"
         with open(path, "rb") as plain, open(temporary, "wb") as raw:
@@ -436,7 +460,11 @@ class Ledger(Reporting):
         _sync_directory(self._runs)
 
     async def close(self) -> None:
-        """Seal the last segment (``end``), compress it and stop the worker, waiting for it."""
+        """Seal the last segment (``end``), append the run's end line to the manifest, compress
+        the segment and stop the worker, waiting for it. The end line is appended while the
+        segment is still plain: a process killed before it leaves a plain segment sealed with
+        ``end`` and no end line (not ended cleanly), which a manifest cut short after the end
+        line of a closed (gzip) segment is not."""
         if self.closed:
             return
         self.closed = True
@@ -448,12 +476,10 @@ class Ledger(Reporting):
             except RobotsTxtLedgerError:
                 pass
         self._fd = -1
+        segment = path
         try:
-            if fd >= 0:
-                if self.failure is None:
-                    await self._in_worker(self._close_segment, fd, path)
-                else:  # left plain, as a killed process leaves it: its records up to the failure
-                    await self._in_worker(_sync_and_close, fd)
+            if fd >= 0:  # without the seal, left plain as a killed process leaves it: its records up to the failure
+                await self._in_worker(_sync_and_close, fd)
             if last is not None and self.failure is None:
                 path = os.path.join(self.directory, MANIFEST)
                 self.head = await self._in_worker(append_manifest, self.directory, {
@@ -464,6 +490,8 @@ class Ledger(Reporting):
                             "shows later that no run up to this one was removed or rewritten: scrapy robotstxt "
                             "audit --anchor %s)", self.run, self.directory, self.head, self.head,
                             extra=self._log_extra)
+                path = segment
+                await self._in_worker(self._compress, segment)
         except OSError as exc:
             self._failed(path, exc)
         finally:
@@ -682,29 +710,44 @@ class _Version:
         writer.write_record(record)
 
 
-def append_manifest(directory: str, record: dict[str, Any]) -> str:
+def append_manifest(directory: str, record: dict[str, Any],
+                    read: Callable[[int, int, int], bytes] | None = None) -> str:
     """Append ``record`` to the directory's manifest, chained to its last line (under an
     exclusive ``flock``: the processes of a fleet share it), ``fsync`` it, and return the
-    line's chain hash (hex)."""
+    line's chain hash (hex). It reads the manifest's tail only, through ``read``
+    (:func:`.manifest_last`): an append costs the same however many runs the directory holds."""
     fd = os.open(os.path.join(directory, MANIFEST), os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
                  0o644)
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        data = b""
-        while chunk := os.pread(fd, 1 << 20, len(data)):
-            data += chunk
-        prefix = b""
-        if data and not data.endswith(b"\n"):  # a line cut short by a process killed as it wrote: ended here
-            prefix = b"\n"
-        previous, _ = manifest_chain(data + prefix)
-        line = _dumps({"k": record["k"], "t": round(time.time(), 3), "p": link(previous) if data else "",
+        size = os.fstat(fd).st_size
+        previous, cut = manifest_last(fd, size, read)
+        # A line cut short by a process killed as it wrote: ended here, and chained as it is.
+        prefix = b"\n" if cut else b""
+        line = _dumps({"k": record["k"], "t": round(time.time(), 3), "p": previous.hex() if size else "",
                        **{key: value for key, value in record.items() if key != "k"}}).encode()
         _write_all(fd, prefix + line + b"\n")
         os.fsync(fd)
         return chain(previous, line).hex()
     finally:
         os.close(fd)
+
+
+def head_settings(config: Config) -> dict[str, Any]:
+    """What a run's heads record of the settings its verdicts depend on (``cfg``):
+    the purpose tokens, the usage categories denied, the sources of usage preferences
+    read, whether TDM reservations and Crawl-delay are enforced, and the vocabulary's revision."""
+    read = ["robots.txt"]
+    if config.usage_headers:
+        read.append("headers")
+    if config.usage_meta:
+        read.append("meta")
+    if config.tdmrep:
+        read.append("tdmrep.json")
+    return {"purpose": list(config.purpose_tokens), "deny": list(config.usage_deny), "read": read,
+            "tdm": config.tdmrep and any(reserves(category) for category in config.usage_deny),
+            "crawl_delay": config.crawl_delay, "vocab": REVISION}
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -7,7 +7,9 @@ a scrapy-redis ``RedisSpider`` that reads its start URLs from Redis and follows
 links) and ``start_together`` (``{"dir": ..., "count": N}``: a barrier; each process, ready to crawl,
 says so in ``dir`` and waits until ``N`` have, so that the processes start together however long each
 one took to start up). ``fsize_limit`` sets ``RLIMIT_FSIZE`` before the crawl
-(a full disk: writes past it fail with EFBIG). With ``reactorless`` it crawls without a Twisted reactor
+(a full disk: writes past it fail with EFBIG). ``kill_at_end_line`` (``"before"`` or ``"mid"``) kills the
+process with SIGKILL as its ledger appends the run's end line to the manifest: just before it, or
+with half the line written. With ``reactorless`` it crawls without a Twisted reactor
 (``AsyncCrawlerProcess``, ``TWISTED_REACTOR_ENABLED = False``). Prints one JSON line: the stats, the URLs that reached
 a callback, the errors and the warnings logged, the crawl's seconds and the process's peak RSS
 (``maxrss_kib``).
@@ -72,6 +74,25 @@ def _start_together(barrier: dict[str, Any] | None) -> None:
         time.sleep(0.01)
 
 
+def _kill_at_end_line(where: str) -> None:
+    """SIGKILL this process as the ledger writes the run's end line to its manifest (the one
+    write that starts with ``{"k":"end"``): before it, or once half of it is written."""
+    import signal
+
+    from scrapy_rfc9309 import ledger
+
+    write_all = ledger._write_all
+
+    def write(fd: int, data: bytes) -> None:
+        if data.lstrip(b"\n").startswith(b'{"k":"end"'):
+            if where == "mid":
+                os.write(fd, data[: len(data) // 2])
+            os.kill(os.getpid(), signal.SIGKILL)
+        write_all(fd, data)
+
+    ledger._write_all = write  # type: ignore[assignment]
+
+
 def main(spec_path: str) -> int:
     with open(spec_path) as handle:
         spec = json.load(handle)
@@ -108,6 +129,8 @@ def main(spec_path: str) -> int:
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # Python ignores it already; said here for clarity
         resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_limit"], resource.RLIM_INFINITY))
+    if spec.get("kill_at_end_line"):
+        _kill_at_end_line(spec["kill_at_end_line"])
     if spec.get("reactorless"):
         from scrapy.crawler import AsyncCrawlerProcess  # Scrapy 2.14 and later
 

@@ -1,5 +1,6 @@
 """A small ledger writer for the audit's tests, written from docs/ledger-format.md
-alone (not the package's writer), so that the audit is checked against the format
+alone (nothing of the package: its digests, chain hashes and file names are computed
+here from the document's definitions), so that the audit is checked against the format
 document; and, for the real-crawl ledger tests, the records and version files of a
 directory read back as they are (nothing checked: the audit checks them).
 """
@@ -17,23 +18,56 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from scrapy_rfc9309.ledger_format import (
-    GENESIS,
-    MANIFEST,
-    RUNS_DIR,
-    VERSIONS_DIR,
-    chain,
-    link,
-    segment_name,
-    version_digest,
-    version_name,
-)
-from scrapy_rfc9309.origin import Origin
+# -- the format document's definitions (docs/ledger-format.md) ----------------------------
+MANIFEST = "manifest.jsonl"
+RUNS_DIR = "runs"
+VERSIONS_DIR = "versions"
+#: The chain hash "before" the first line: ``h_0 = SHA-256(line_0)``.
+GENESIS = b""
+#: The usage vocabulary revision a head names (``cfg.vocab``).
+VOCAB = "aipref-vocab-2026-08"
+#: The settings a head of format 3 records when a test gives none: nothing enforced but robots.txt.
+SETTINGS: dict[str, Any] = {"purpose": [], "deny": [], "read": ["robots.txt", "headers"], "tdm": False,
+                            "crawl_delay": False, "vocab": VOCAB}
+
+
+def chain(previous: bytes, line: bytes) -> bytes:
+    """``h_i = SHA-256(h_(i-1) + line_i)``: the 32 raw bytes of the previous hash, then the line."""
+    return hashlib.sha256(previous + line).digest()
+
+
+def link(previous: bytes) -> str:
+    """A segment record's ``p``: the first 16 hex digits of the previous chain hash."""
+    return previous.hex()[:16]
+
+
+def version_digest(document: str, requested_url: str, redirects: Sequence[str], final_url: str, status: int,
+                   access: str, body: bytes) -> str:
+    """SHA-256 of ``json([1, document, requested_url, redirects, final_url, status, access]) + "\\n" + body``,
+    the JSON compact (separators ``,`` and ``:``) and ASCII only."""
+    fields = json.dumps([1, document, requested_url, list(redirects), final_url, status, access],
+                        separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(fields.encode("ascii") + b"\n" + body).hexdigest()
+
+
+def version_name(digest: str) -> str:
+    return f"{digest}.warc.gz"
+
+
+def segment_name(run: str, number: int, closed: bool) -> str:
+    return f"{run}-{number:06d}.jsonl{'.gz' if closed else ''}"
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host:port`` (the port may be left out when it is the scheme's default)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port is not None else "")
 
 #: Every version file written, by digest: what a state record names (``vh``).
 FILES: dict[str, Path] = {}
@@ -48,16 +82,17 @@ def file_sha256(digest: str, directory: Path | None = None) -> str:
 
 
 def append_manifest(directory: Path, kind: str, run: str, clock: float, **fields: Any) -> str:
-    """Append a line to the directory's manifest, chained to its lines; its chain hash (hex)."""
+    """Append a line to the directory's manifest, chained to its lines (``p`` the full previous
+    chain hash, format 3); its chain hash (hex)."""
     path = directory / MANIFEST
     data = path.read_bytes() if path.exists() else b""
     hashed = GENESIS
     for line in data.splitlines():
         hashed = chain(hashed, line)
-    record = {"k": kind, "t": clock, "p": link(hashed) if data else "", "run": run, **fields}
+    record = {"k": kind, "t": clock, "p": hashed.hex() if data else "", "run": run, **fields}
     line = json.dumps(record, separators=(",", ":")).encode()
-    with open(path, "ab") as handle:
-        handle.write(line + b"\n")
+    with open(path, "ab") as handle:  # a line cut short (a process killed as it wrote it) ended first
+        handle.write((b"\n" if data and not data.endswith(b"\n") else b"") + line + b"\n")
     return chain(hashed, line).hex()
 
 
@@ -70,7 +105,7 @@ def rewrite_manifest(directory: Path, edit: dict[str, dict[str, Any]]) -> list[s
         record = json.loads(raw)
         if record["k"] == "end":
             record.update(edit.get(record["run"], {}))
-        record["p"] = link(hashed) if number else ""
+        record["p"] = hashed.hex() if number else ""
         line = json.dumps(record, separators=(",", ":")).encode()
         out.append(line + b"\n")
         hashed = chain(hashed, line)
@@ -121,8 +156,11 @@ class Run:
     gzipped at rotation and close. ``kill()`` leaves the open segment as it is."""
 
     def __init__(self, directory: Path, run: str = "20260921T120000Z-host-100-0000aaaa", agent: str = "testbot",
-                 responses: str | None = None) -> None:
+                 responses: str | None = None, settings: dict[str, Any] | None = None, version: int = 3) -> None:
         self.directory = directory
+        #: The heads' ``v``, and their ``cfg`` (format 3; a head of format 2 has none).
+        self.version = version
+        self.settings = {**SETTINGS, **(settings or {})}
         #: The heads' ``resp`` (None: left out, as a run written before the key).
         self.responses = responses
         self.run = run
@@ -145,7 +183,9 @@ class Run:
         extra: dict[str, Any] = {"man": self.manifest_line} if number == 1 else {}
         if self.responses is not None:
             extra["resp"] = self.responses
-        self.write("head", v=2, run=self.run, seg=number, prev=self.prev_seal, pkg="0.1.0", agent=self.agent,
+        if self.version >= 3:
+            extra["cfg"] = self.settings
+        self.write("head", v=self.version, run=self.run, seg=number, prev=self.prev_seal, pkg="0.1.0", agent=self.agent,
                    **extra)
 
     def write(self, kind: str, **fields: Any) -> None:
@@ -165,7 +205,7 @@ class Run:
 
     def verdict(self, url: str, fp: str, d: str, version: str | None, rule: list[Any] | None = None,
                 agent: str = "testbot", **extra: Any) -> None:
-        self.write("verdict", m="GET", u=url, fp=fp, o=str(Origin.from_url(url)), a=agent, ver=version, d=d,
+        self.write("verdict", m="GET", u=url, fp=fp, o=origin_of(url), a=agent, ver=version, d=d,
                    r=rule, **extra)
 
     def response(self, url: str, fp: str, status: int = 200, d: str = "passed") -> None:
@@ -178,6 +218,11 @@ class Run:
         self.write("seal", **fields)
         self.prev_seal = fields["h"]
         self.handle.close()
+        if end:  # the end line before the segment's gzip form (a kill between leaves it plain)
+            self.head = append_manifest(self.directory, "end", self.run, self.clock, segs=self.segment,
+                                        h=self.prev_seal)
+            if self.stop_before_gzip:
+                return
         closed = self.path.with_name(segment_name(self.run, self.segment, closed=True))
         temporary = closed.with_name(closed.name + ".tmp")
         with open(self.path, "rb") as plain, gzip.open(temporary, "wb") as packed:
@@ -191,7 +236,14 @@ class Run:
 
     def close(self) -> None:
         self._seal(end=True)
-        self.head = append_manifest(self.directory, "end", self.run, self.clock, segs=self.segment, h=self.prev_seal)
+
+    #: Stop after the end line, the last segment left plain (a process killed before its gzip form).
+    stop_before_gzip = False
+
+    def seal_and_kill(self) -> None:
+        """A process killed after it sealed its last segment, before its end line."""
+        self.write("seal", n=self.count, h=self.hash.hex(), end=True)
+        self.handle.close()
 
     def kill(self) -> None:
         self.handle.close()

@@ -50,7 +50,9 @@ class Fleet:
 
 def build(tmp_path: Path) -> Fleet:
     """Two directories of a fleet: run 1 (three segments) in ``one``, run 2 in ``two``; the
-    versions of a.test are in ``one`` only, except the first, which ``two`` wrote too."""
+    versions of a.test are in ``one`` only, except the first, which ``two`` wrote too. Run 1 is
+    of format 2 (its heads without the settings: a process of an earlier version of the package),
+    run 2 of format 3."""
     one, two = tmp_path / "one", tmp_path / "two"
     a1 = write_version(one, "http://a.test/robots.txt", ROBOTS_A1)
     a2 = write_version(one, "http://a.test/robots.txt", ROBOTS_A2)
@@ -59,7 +61,7 @@ def build(tmp_path: Path) -> Fleet:
                       final_url="https://www.c.test/robots.txt")
     assert write_version(two, "http://a.test/robots.txt", ROBOTS_A1) == a1
 
-    run1 = Run(one, RUN1)
+    run1 = Run(one, RUN1, version=2)
     run1.verdict("http://a.test/page", "f1", "held", None)  # line 2: a.test's robots.txt not known yet
     run1.state(A, a1)
     run1.verdict("http://a.test/page", "f1", "allowed", a1)
@@ -445,6 +447,10 @@ def test_a_response_after_a_disallowed_verdict(fleet: Fleet) -> None:
     assert [(p.line, p.kind) for p in result.problems] == [(6, MISMATCH)]
 
 
+#: ROBOTSTXT_TDMREP on, with ROBOTSTXT_USAGE_DENY a category a TDM reservation denies.
+TDM_SETTINGS = {"deny": ["train-ai"], "read": ["robots.txt", "headers", "tdmrep.json"], "tdm": True}
+
+
 def tdm_ledger(tmp_path: Path) -> tuple[Path, Path]:
     """A crawl with ROBOTSTXT_TDMREP: a robots.txt that allows everything, a tdmrep.json that
     reserves /reserved/."""
@@ -453,7 +459,7 @@ def tdm_ledger(tmp_path: Path) -> tuple[Path, Path]:
     robots = write_version(directory, f"{origin}/robots.txt", b"User-agent: *\nAllow: /\n")
     tdm = write_version(directory, f"{origin}/.well-known/tdmrep.json",
                         b'[{"location": "/reserved/", "tdm-reservation": 1}]', document="tdmrep.json")
-    run = Run(directory, RUN1)
+    run = Run(directory, RUN1, settings=TDM_SETTINGS)
     run.state(origin, robots)
     run.state(origin, tdm, document="tdmrep.json")
     run.verdict(f"{origin}/reserved/a", "t1", "tdm_reserved", robots, ["Allow", "/", 2], tv=tdm)  # line 4
@@ -920,3 +926,277 @@ def test_a_rotated_segment_edited_its_links_and_seal_recomputed(tmp_path: Path) 
     assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(following), 1, CORRUPT)], \
         format_text(result)
     assert "head's prev is not the seal hash" in result.problems[0].message
+
+
+def test_an_anchor_in_upper_case_hex_is_the_same_anchor(tmp_path: Path) -> None:
+    directory, runs, _ = three_runs(tmp_path)
+    anchor = runs[1].head
+    assert anchor is not None and anchor != anchor.upper()
+    result = audit([directory], [anchor.upper()])
+    assert result.problems == [], format_text(result)
+    assert result.anchors == {anchor: f"{directory / MANIFEST}:4"}
+    done = scrapy(tmp_path, "robotstxt", "audit", "--anchor", anchor.upper(), str(directory))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- the format document's definitions, pinned ------------------------------------------------
+#: The worked example of docs/ledger-format.md ("Versions"), its digest computed by hand from the
+#: document's formula (hashlib over the bytes the document shows), not by the package.
+GOLDEN_FIELDS = ("robots.txt", "http://example.com/robots.txt", ["http://example.com/robots.txt"],
+                 "https://example.com/robots.txt", 200, "parsed")
+GOLDEN_BODY = "User-agent: *\nDisallow: /café\n".encode()
+GOLDEN_DIGEST = "9b92c7ef5bc56bf746b3ce3eee565e64c7d6d630a6b058c02e3709ae03503abd"
+
+
+def test_the_version_digest_is_the_format_documents_golden_value() -> None:
+    from scrapy_rfc9309.ledger_format import version_digest
+
+    document = (Path(__file__).parent.parent / "docs" / "ledger-format.md").read_text()
+    assert GOLDEN_DIGEST in document  # the example the document works through
+    assert '[1,"robots.txt","http://example.com/robots.txt",["http://example.com/robots.txt"],' \
+           '"https://example.com/robots.txt",200,"parsed"]\nUser-agent: *\nDisallow: /café\n```' in document
+    assert version_digest(*GOLDEN_FIELDS, GOLDEN_BODY) == GOLDEN_DIGEST  # type: ignore[arg-type]
+    # The test writer computes it from the document too.
+    from ledger_writer import version_digest as written
+
+    assert written(*GOLDEN_FIELDS, GOLDEN_BODY) == GOLDEN_DIGEST  # type: ignore[arg-type]
+
+
+def test_the_test_writer_follows_the_document_not_the_package() -> None:
+    """tests/ledger_writer.py computes digests, chains and names from docs/ledger-format.md."""
+    import ast
+
+    tree = ast.parse((Path(__file__).parent / "ledger_writer.py").read_text())
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not any(name.startswith("scrapy_rfc9309") for name in imported), imported
+
+
+# -- verdicts the audit recomputes -----------------------------------------------------------------
+def test_a_disallowed_verdict_turned_allowed_with_its_disallow_rule_kept(fleet: Fleet) -> None:
+    """a.test/private/x recorded allowed, still naming the Disallow rule that refuses it."""
+    path = segment(fleet.one, fleet.run1, 1)
+    _rewrite_chain(path, {5: {"d": "allowed"}})
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), 5, MISMATCH)]
+    assert "allowed, but version" in result.problems[0].message
+    assert "disallows http://a.test/private/x" in result.problems[0].message
+
+
+@pytest.mark.parametrize(("number", "line", "d", "url"), [
+    (1, 2, "held", "http://b.test/page"), (1, 7, "not_judged", "http://b.test/robots.txt"),
+    (2, 4, "dropped", "http://a.test/late"), (3, 6, "requeued", "http://a.test/c")])
+def test_an_unjudged_verdict_of_another_origins_url(fleet: Fleet, number: int, line: int, d: str, url: str) -> None:
+    """A held, dropped, requeued or not-judged record (no version to recompute) whose URL is of
+    another origin than the one it names."""
+    path = segment(fleet.one, fleet.run1, number)
+    record = json.loads(read_lines(path)[line - 1])
+    assert record["d"] == d
+    _rewrite_chain(path, {line: {"u": url}})
+    result = audited(fleet)
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), line, MISMATCH)]
+    assert f"the URL {url!r} is not of the origin {record['o']!r}" in result.problems[0].message
+
+
+# -- the settings a run's heads record (format 3), against its verdicts -----------------------------
+P = "http://p.test"
+ROBOTS_P = b"User-agent: *\nAllow: /\nContent-Usage: /train/ train-ai=n\n\nUser-agent: ai-bot\nDisallow: /no-ai/\n"
+#: A purpose token, a usage category denied, response headers read.
+P_SETTINGS = {"purpose": ["ai-bot"], "deny": ["train-ai"], "read": ["robots.txt", "headers"]}
+
+
+def settings_ledger(tmp_path: Path, version: int = 3) -> tuple[Path, Path]:
+    """A run with ROBOTSTXT_PURPOSE_TOKENS = ["ai-bot"] and ROBOTSTXT_USAGE_DENY = ["train-ai"],
+    rotated once: its verdicts as the middleware gives them under these settings."""
+    directory = tmp_path / "settings"
+    robots = write_version(directory, f"{P}/robots.txt", ROBOTS_P)
+    run = Run(directory, RUN1, settings=P_SETTINGS, version=version)
+    run.state(P, robots)
+    run.verdict(f"{P}/page", "p1", "allowed", robots, ["Allow", "/", 2])  # line 3
+    run.verdict(f"{P}/no-ai/x", "p2", "disallowed", robots, ["Disallow", "/no-ai/", 6], agent="ai-bot")  # line 4
+    run.verdict(f"{P}/train/x", "p3", "usage_denied", robots, ["Allow", "/", 2])  # line 5
+    run.response(f"{P}/page", "p1")
+    run.verdict(f"{P}/img", "p4", "allowed", robots, ["Allow", "/", 2])  # line 7
+    run.response(f"{P}/img", "p4", d="usage_denied")  # line 8: its Content-Usage header said train-ai=n
+    run.rotate()
+    run.verdict(f"{P}/more", "p5", "allowed", robots, ["Allow", "/", 2])
+    run.close()
+    assert audit([directory]).problems == []
+    return directory, segment(directory, run, 1)
+
+
+def _head_settings(path: Path, **changed: object) -> None:
+    head = json.loads(read_lines(path)[0])
+    _rewrite_chain(path, {1: {"cfg": {**head["cfg"], **changed}}})
+
+
+def only(result: Audit, path: Path, line: int, kind: str, words: str) -> None:
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), line, kind)], format_text(result)
+    assert words in result.problems[0].message, result.problems[0].message
+
+
+def test_an_allowed_verdict_a_purpose_tokens_group_disallows(tmp_path: Path) -> None:
+    directory, path = settings_ledger(tmp_path)
+    _rewrite_chain(path, {4: {"d": "allowed", "a": "testbot", "r": ["Allow", "/", 2]}})
+    only(audit([directory]), path, 4, MISMATCH, "disallows http://p.test/no-ai/x for the purpose token 'ai-bot'")
+    # A request with purpose tokens of its own (robotstxt_purpose_tokens) names them: none here.
+    _rewrite_chain(path, {4: {"pt": []}})
+    assert audit([directory]).problems == []
+    _rewrite_chain(path, {4: {"pt": ["ai-bot"]}})
+    only(audit([directory]), path, 4, MISMATCH, "for the purpose token 'ai-bot'")
+
+
+def test_an_allowed_verdict_a_denied_usage_category_refuses(tmp_path: Path) -> None:
+    directory, path = settings_ledger(tmp_path)
+    _rewrite_chain(path, {5: {"d": "allowed"}})
+    only(audit([directory]), path, 5, MISMATCH, "allowed, but version")
+    assert "denies train-ai for http://p.test/train/x" in audit([directory]).problems[0].message
+
+
+@pytest.mark.parametrize(("deny", "words"), [([], "denies no usage category"),
+                                             (["search"], "denies no usage the run denied")])
+def test_a_usage_denied_verdict_for_a_category_the_run_did_not_deny(tmp_path: Path, deny: list[str],
+                                                                     words: str) -> None:
+    directory, path = settings_ledger(tmp_path)
+    _head_settings(path, deny=deny)
+    result = audit([directory])
+    assert has(result, path, 5, MISMATCH, words), format_text(result)
+    assert sum(p.kind == MISMATCH and p.line == 5 for p in result.problems) == 1
+
+
+@pytest.mark.parametrize(("changed", "words"), [({"read": ["robots.txt"]}, "read no response headers nor meta tags"),
+                                                ({"deny": []}, "denied no usage category")])
+def test_a_usage_denied_response_the_runs_settings_cannot_give(tmp_path: Path, changed: dict[str, object],
+                                                               words: str) -> None:
+    directory, path = settings_ledger(tmp_path)
+    _head_settings(path, **changed)
+    result = audit([directory])
+    assert has(result, path, 8, MISMATCH, f"a response usage_denied, but the run's head says it {words}"), \
+        format_text(result)
+
+
+def test_a_run_of_format_2_is_checked_without_its_settings(tmp_path: Path) -> None:
+    """What the audit cannot check for an old ledger: its heads do not say the purpose tokens or
+    the categories denied, so verdicts that contradict them verify."""
+    directory, path = settings_ledger(tmp_path, version=2)
+    assert "cfg" not in json.loads(read_lines(path)[0])
+    _rewrite_chain(path, {4: {"d": "allowed", "a": "testbot", "r": ["Allow", "/", 2]}, 5: {"d": "allowed"}})
+    assert audit([directory]).problems == []
+
+
+@pytest.mark.parametrize("cfg", [None, "all", {"purpose": "ai-bot"}, {"tdm": 1}])
+def test_a_head_whose_settings_are_not_settings(tmp_path: Path, cfg: object) -> None:
+    directory, path = settings_ledger(tmp_path)
+    head = json.loads(read_lines(path)[0])
+    _rewrite_chain(path, {1: {"cfg": cfg if not isinstance(cfg, dict) else {**head["cfg"], **cfg}}})
+    result = audit([directory])
+    assert has(result, path, 1, CORRUPT, "head's cfg"), format_text(result)
+
+
+def test_a_later_head_with_other_settings(tmp_path: Path) -> None:
+    directory, path = settings_ledger(tmp_path)
+    second = path.with_name(path.name.replace("000001", "000002"))
+    _head_settings(second, purpose=[])
+    only(audit([directory]), second, 1, CORRUPT, "head's cfg differs from the run's first head")
+
+
+def test_a_run_of_another_vocabulary_revision(tmp_path: Path) -> None:
+    directory, path = settings_ledger(tmp_path)
+    _head_settings(path, vocab="aipref-vocab-2030-01")
+    result = audit([directory])
+    assert has(result, path, 1, MISMATCH, "usage vocabulary revision 'aipref-vocab-2030-01'"), format_text(result)
+
+
+def test_tdm_verdicts_the_runs_settings_cannot_give(tmp_path: Path) -> None:
+    directory, path = tdm_ledger(tmp_path)
+    # The /free request recorded allowed, moved to a URL the tdmrep.json reserves.
+    _rewrite_chain(path, {5: {"u": "http://t.test/reserved/b"}, 6: {"u": "http://t.test/reserved/b"}})
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(5, MISMATCH), (6, MISMATCH)]  # and the response
+    assert "reserves TDM rights for http://t.test/reserved/b" in result.problems[0].message
+    directory, path = tdm_ledger(tmp_path / "2")
+    _head_settings(path, tdm=False)
+    only(audit([directory]), path, 4, MISMATCH, "tdm_reserved, but the run's head says TDM reservations were not "
+         "enforced")
+    _head_settings(path, read=["robots.txt", "headers"])
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(4, MISMATCH), (5, MISMATCH), (6, MISMATCH)]
+    assert "says it read no tdmrep.json" in result.problems[0].message
+
+
+# -- a run killed as it starts or ends, and the runs after it -------------------------------------
+RUN4 = "20260921T121500Z-host-400-0000dddd"
+RUN5 = "20260921T122000Z-host-500-0000eeee"
+
+
+def _later_runs(directory: Path, names: tuple[str, ...] = (RUN4, RUN5)) -> list[Run]:
+    runs = []
+    for name in names:
+        digest = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
+        run = Run(directory, name)
+        run.state(A, digest)
+        run.verdict("http://a.test/page", f"{name[-4:]}", "allowed", digest)
+        run.close()
+        runs.append(run)
+    return runs
+
+
+def test_a_run_killed_after_its_last_seal_before_its_end_line_is_not_sealed(tmp_path: Path) -> None:
+    directory, _, _ = three_runs(tmp_path)
+    run = Run(directory, "20260921T121200Z-host-350-0000c3c3")
+    run.verdict("http://a.test/page", "k1", "held", None)
+    run.seal_and_kill()
+    expected = [(str(directory / MANIFEST), None, UNSEALED)]
+    for later in ((), (RUN4,), (RUN5,)):  # and as many runs after it as may come
+        _later_runs(directory, later)
+        result = audit([directory])
+        assert [(p.file, p.line, p.kind) for p in result.problems] == expected, format_text(result)
+        assert f"run {run.run} did not end cleanly" in result.problems[0].message
+        assert result.exit_status() == 1 and result.exit_status(allow_unsealed=True) == 0
+        assert {r.run: r.ending for r in result.runs}[run.run] == "not sealed"
+    # The same segment compressed (a manifest cut short after its end line, then appended to): removed.
+    plain = segment(directory, run, 1, closed=False)
+    write_lines(segment(directory, run, 1), read_lines(plain))
+    plain.unlink()
+    result = audit([directory])
+    assert has(result, directory / MANIFEST, None, MISSING, f"run {run.run} ended, but the manifest has no end line")
+    assert result.exit_status(allow_unsealed=True) == 1
+
+
+@pytest.mark.parametrize("cut", [b'{"k":"end","t":1789992600.0,"p":"', b'{"k":"start","t":1789992'])
+def test_a_manifest_line_cut_short_then_ended_by_later_runs(tmp_path: Path, cut: bytes) -> None:
+    """A process killed as it wrote its end (or start) line: the next runs end the cut line with
+    a line break and chain it as it is; the audit tells it as an interrupted write."""
+    directory, _, _ = three_runs(tmp_path)
+    path = directory / MANIFEST
+    with open(path, "ab") as handle:
+        handle.write(cut)
+    later = _later_runs(directory)
+    result = audit([directory], [later[-1].head or ""])
+    assert [(p.file, p.line, p.kind) for p in result.problems] == [(str(path), 7, UNSEALED)], format_text(result)
+    assert "cut short by an interrupted write" in result.problems[0].message
+    assert result.exit_status(allow_unsealed=True) == 0
+    assert [r.ending for r in result.runs] == ["ended"] * 5
+    # Not a line any writer begins: damage.
+    path.write_bytes(path.read_bytes().replace(cut + b"\n", b"garbage" + cut[7:] + b"\n"))
+    _later_runs(directory, ("20260921T123000Z-host-600-0000ffff",))
+    assert has(audit([directory]), path, 7, CORRUPT, "not a manifest line")
+
+
+def test_a_run_killed_before_its_head_is_not_sealed(tmp_path: Path) -> None:
+    """Killed between creating its first segment and writing its head: an empty segment beside
+    its start line (or its start line cut short)."""
+    directory, _, _ = three_runs(tmp_path)
+    name = "20260921T121200Z-host-350-0000c3c3"
+    empty = directory / RUNS_DIR / f"{name}-000001.jsonl"
+    empty.write_bytes(b"")
+    with open(directory / MANIFEST, "ab") as handle:
+        handle.write(b'{"k":"start","t":1789992720.0,"p":"')
+    result = audit([directory])
+    assert sorted((p.file, p.kind) for p in result.problems) == [(str(directory / MANIFEST), UNSEALED),
+                                                                   (str(empty), UNSEALED)], format_text(result)
+    _later_runs(directory)
+    result = audit([directory])
+    assert sorted((p.file, p.line, p.kind) for p in result.problems) == [
+        (str(directory / MANIFEST), 7, UNSEALED), (str(empty), None, UNSEALED)], format_text(result)
+    assert result.exit_status(allow_unsealed=True) == 0

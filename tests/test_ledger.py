@@ -574,3 +574,122 @@ def test_runs_of_a_directory_are_chained_and_the_newest_head_is_exported(origins
     assert audit([kept]).problems == []
     assert [p.kind for p in audit([kept], [heads[1]]).problems] == [MISSING]
     assert audit([kept], [heads[0]]).problems == []
+
+
+# -- the manifest's append: its cost, and what it chains to ----------------------------------------
+def _manifest(directory: Path, lines: int, full: bool = True, cut: bytes = b"") -> bytes:
+    """A manifest of ``lines`` lines chained as docs/ledger-format.md says (``full``: format 3's
+    full ``p``, else format 2's 16 digits), then ``cut``; the chain hash of its last line."""
+    import hashlib
+
+    hashed, out = b"", []
+    for n in range(lines):
+        run = f"20260921T120000Z-host-{n}-0000aaaa"
+        p = "" if not n else hashed.hex() if full else hashed.hex()[:16]
+        line = json.dumps({"k": "start" if n % 2 == 0 else "end", "t": 1789992000.0 + n, "p": p, "run": run},
+                          separators=(",", ":")).encode()
+        out.append(line + b"\n")
+        hashed = hashlib.sha256(hashed + line).digest()
+    if cut:
+        out.append(cut)
+        hashed = hashlib.sha256(hashed + cut).digest()
+    (directory / MANIFEST).write_bytes(b"".join(out))
+    return hashed
+
+
+def _append(directory: Path) -> tuple[int, bytes, str]:
+    """The package's append of a start line, reading through a counter: the bytes it read, the
+    line it appended and the chain hash it returned."""
+    from scrapy_rfc9309.ledger import append_manifest
+
+    read = [0]
+
+    def counting(fd: int, count: int, offset: int) -> bytes:
+        data = os.pread(fd, count, offset)
+        read[0] += len(data)
+        return data
+
+    size = (directory / MANIFEST).stat().st_size if (directory / MANIFEST).exists() else 0
+    head = append_manifest(str(directory), {"k": "start", "run": "20260921T130000Z-host-1-0000bbbb"}, counting)
+    return read[0], (directory / MANIFEST).read_bytes()[size:], head
+
+
+@pytest.mark.parametrize("lines", [1, 40, 100_000])
+def test_a_manifest_append_reads_a_bounded_tail_whatever_the_number_of_runs(tmp_path, lines):
+    """The append at the 100,000th line (a crawl every 5 minutes for a year) reads what it reads
+    at the first: the tail, which names the full chain hash before its last line."""
+    import hashlib
+
+    from scrapy_rfc9309.ledger_format import MANIFEST_TAIL
+
+    previous = _manifest(tmp_path, lines)
+    read, written, head = _append(tmp_path)
+    assert read <= MANIFEST_TAIL and read <= (tmp_path / MANIFEST).stat().st_size
+    assert json.loads(written)["p"] == previous.hex()  # chained to the whole file's last line
+    assert head == hashlib.sha256(previous + written.rstrip(b"\n")).hexdigest()
+    if lines == 100_000:
+        assert (tmp_path / MANIFEST).stat().st_size > 20 * MANIFEST_TAIL
+
+
+def test_a_manifest_append_chains_a_cut_line_and_reads_an_older_manifest_whole_once(tmp_path):
+    import hashlib
+
+    from scrapy_rfc9309.ledger_format import MANIFEST_TAIL
+
+    # A last line cut short (a process killed as it wrote it): ended, and chained as it is.
+    previous = _manifest(tmp_path, 5_000, cut=b'{"k":"end","t":1789999999.0,"p":"0123')
+    read, written, head = _append(tmp_path)
+    assert read <= MANIFEST_TAIL and written.startswith(b"\n{")
+    assert json.loads(written[1:])["p"] == previous.hex()
+    assert head == hashlib.sha256(previous + written.strip(b"\n")).hexdigest()
+    # Format 2 (16 digits of the previous hash): hashed from the start, once; the next append reads its tail.
+    previous = _manifest(tmp_path, 5_000, full=False, cut=b'{"k":"st')
+    size = (tmp_path / MANIFEST).stat().st_size
+    read, written, head = _append(tmp_path)
+    assert read >= size and json.loads(written)["p"] == previous.hex()
+    read, written, _ = _append(tmp_path)
+    assert read <= MANIFEST_TAIL and json.loads(written)["p"] == head
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_runs_heads_record_the_settings_its_verdicts_depend_on_and_the_audit_holds_verdicts_to_them(
+        origins, tmp_path):
+    from scrapy import Request
+    from test_audit import _rewrite_chain
+
+    from scrapy_rfc9309.audit import MISMATCH
+    from scrapy_rfc9309.meta import PURPOSE_META
+    from scrapy_rfc9309.usage.vocabulary import REVISION
+
+    site = origins("127.0.0.1")
+    site.robots("User-agent: *\nAllow: /\nContent-Usage: /train/ train-ai=n\n\nUser-agent: ai-bot\nDisallow: /no-ai/\n")
+    directory = tmp_path / "ledger"
+    urls = [site.url("/page"), site.url("/no-ai/x"), site.url("/train/x"),
+            Request(site.url("/no-ai/own"), meta={PURPOSE_META: []})]  # this request's own purpose tokens: none
+    yield run_crawl(urls, mw_settings(ROBOTSTXT_LEDGER=str(directory), ROBOTSTXT_PURPOSE_TOKENS=["ai-bot"],
+                                      ROBOTSTXT_USAGE_DENY=["train-ai"], ROBOTSTXT_CRAWL_DELAY=True,
+                                      ROBOTSTXT_USAGE_META=True))
+    [head] = records(directory, "head")
+    assert head["v"] == 3 and head["cfg"] == {
+        "purpose": ["ai-bot"], "deny": ["train-ai"], "read": ["robots.txt", "headers", "meta"], "tdm": False,
+        "crawl_delay": True, "vocab": REVISION}
+    verdicts = {r["u"]: r for r in records(directory, "verdict")}
+    assert [(verdicts[site.url(path)]["d"], verdicts[site.url(path)]["a"], verdicts[site.url(path)].get("pt"))
+            for path in ("/page", "/no-ai/x", "/train/x", "/no-ai/own")] == [
+        ("allowed", "scrapy", None), ("disallowed", "ai-bot", None), ("usage_denied", "scrapy", None),
+        ("allowed", "scrapy", [])]
+    result = passes(directory)
+    assert result.origins[base(site)].requests == {"allowed": 2, "disallowed": 1, "usage_denied": 1}
+    # The refused requests recorded allowed, each with the rule that allows it for the crawler's own token.
+    [segment] = (directory / RUNS_DIR).iterdir()
+    lines = [json.loads(line) for line in read_lines(segment)]
+    forged = {n: {"d": "allowed", "a": "scrapy", "r": ["Allow", "/", 2]}
+              for n, record in enumerate(lines, 1)
+              if record["k"] == "verdict" and record["d"] in ("disallowed", "usage_denied")}
+    _rewrite_chain(segment, forged)
+    result = audit([directory])
+    assert sorted((p.line, p.kind) for p in result.problems) == [(n, MISMATCH) for n in sorted(forged)], \
+        format_text(result)
+    assert {"for the purpose token 'ai-bot'", "denies train-ai"} == {
+        words for p in result.problems for words in ("for the purpose token 'ai-bot'", "denies train-ai")
+        if words in p.message}

@@ -5,7 +5,10 @@ fleet sharing one directory or writing two, a full disk (a file size limit), and
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,3 +143,169 @@ def test_kill_9_mid_crawl_leaves_files_whose_audit_verifies_all_and_reports_the_
     done = scrapy(cwd, "robotstxt", "audit", "--allow-unsealed", str(directory))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "runs that did not end cleanly accepted" in done.stdout
+
+
+@pytest.mark.parametrize("where", ["before", "mid"])
+@pytest_twisted.inlineCallbacks
+def test_kill_9_at_the_end_line_leaves_a_run_not_sealed_whatever_runs_follow(origins, tmp_path, where):
+    """A process killed just before it appends its end line to the manifest, or with half of it
+    written: the audit tells a run that did not end cleanly (and the cut line), accepted with
+    --allow-unsealed, before and after three more runs in the directory."""
+    from crawl import run_crawl
+    from middleware_support import mw_settings
+
+    from scrapy_rfc9309.ledger_format import MANIFEST
+
+    site = origins("127.0.0.1")
+    site.robots("User-agent: *\nDisallow: /private\n")
+    directory = tmp_path / "ledger"
+    urls = [site.url("/page/1"), site.url("/private/1")]
+    code, err = yield _crawl({"settings": _settings(ROBOTSTXT_LEDGER=str(directory)), "urls": urls,
+                              "kill_at_end_line": where}, tmp_path, "killed", exit_code=None)
+    assert code == -signal.SIGKILL, err
+    [segment] = (directory / "runs").iterdir()
+    assert segment.name.endswith(".jsonl")  # sealed, not compressed
+    assert records(directory)[-1]["k"] == "seal" and records(directory)[-1]["end"] is True
+    manifest = directory / MANIFEST
+    assert manifest.read_bytes().endswith(b"\n") is (where == "before")
+    killed_run = records(directory, "head")[0]["run"]
+
+    def check(runs: int, anchor: str | None = None) -> None:
+        result = audit([directory], [anchor] if anchor else [])
+        expected = [(str(manifest), UNSEALED, f"run {killed_run} did not end cleanly")]
+        if where == "mid":
+            expected.insert(0, (str(manifest), UNSEALED, "cut short by an interrupted write"))
+        assert [(p.file, p.kind) for p in result.problems] == [(f, k) for f, k, _ in expected], format_text(result)
+        assert all(words in p.message for p, (_, _, words) in zip(result.problems, expected, strict=True))
+        assert result.exit_status() == 1 and result.exit_status(allow_unsealed=True) == 0
+        assert sorted(run.ending for run in result.runs) == ["ended"] * (runs - 1) + ["not sealed"]
+
+    check(1)
+    head = None
+    for n in range(3):
+        result = yield run_crawl([site.url(f"/page/{n + 2}")], mw_settings(ROBOTSTXT_LEDGER=str(directory)))
+        head = result.stats["robotstxt/ledger/head"]
+        check(n + 2, head)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = scrapy(cwd, "robotstxt", "audit", "--allow-unsealed", "--anchor", str(head), str(directory))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+class _Writes:
+    """What a crawl's ledger does to its directory, in order, as a process killed at any point
+    would leave it: files created, bytes appended, files put in place whole (a rename or link
+    of a complete temporary file), files removed. Recorded through the functions the ledger
+    calls (the Python form of its record writer), replayed up to any point."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        self.ops: list[tuple[str, str, bytes]] = []
+        self._paths: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def _add(self, kind: str, path: Any, data: bytes = b"") -> None:
+        path = os.fspath(path)
+        if path.startswith(self.root + os.sep):
+            with self._lock:
+                self.ops.append((kind, os.path.relpath(path, self.root), data))
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from scrapy_rfc9309 import ledger
+
+        real_open, real_write_all, real_rename, real_link, real_remove = (
+            os.open, ledger._write_all, os.rename, os.link, os.remove)
+
+        def opened(path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+            fd = real_open(path, flags, mode, **kwargs)
+            self._paths[fd] = os.fspath(path)
+            if flags & os.O_CREAT:
+                self._add("create", path)
+            return fd
+
+        def write_all(fd: int, data: bytes) -> None:
+            real_write_all(fd, data)
+            self._add("write", self._paths.get(fd, ""), data)
+
+        def renamed(source: Any, target: Any, **kwargs: Any) -> None:
+            real_rename(source, target, **kwargs)
+            self._add("whole", target, Path(target).read_bytes())
+
+        def linked(source: Any, target: Any, **kwargs: Any) -> None:
+            real_link(source, target, **kwargs)
+            self._add("whole", target, Path(target).read_bytes())
+
+        def removed(path: Any, **kwargs: Any) -> None:
+            real_remove(path, **kwargs)
+            self._add("remove", path)
+
+        monkeypatch.setattr(ledger, "_write_record", ledger.write_record)  # its writes through _write_all
+        monkeypatch.setattr(ledger, "_write_all", write_all)
+        monkeypatch.setattr(os, "open", opened)
+        monkeypatch.setattr(os, "rename", renamed)
+        monkeypatch.setattr(os, "link", linked)
+        monkeypatch.setattr(os, "remove", removed)
+
+    def replay(self, target: Path, count: int, half: bool) -> None:
+        """The directory after the first ``count`` operations, and half of the next write."""
+        for sub in ("runs", "versions"):
+            (target / sub).mkdir(parents=True)
+        for n, (kind, name, data) in enumerate(self.ops[:count + half]):
+            path = target / name
+            if n == count:
+                data = data[: len(data) // 2]
+            if kind == "create":
+                path.touch()
+            elif kind == "write":
+                with open(path, "ab") as handle:
+                    handle.write(data)
+            elif kind == "whole":
+                path.write_bytes(data)
+            elif path.exists():
+                path.unlink()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_run_killed_at_any_write_leaves_a_ledger_audited_not_sealed_whatever_runs_follow(origins, tmp_path,
+                                                                                          monkeypatch):
+    """Every point a process could be killed at, before each write of the manifest and of the
+    segments (and each rename, link and removal) and halfway through each write: what it leaves
+    audits as a run that did not end cleanly, accepted with --allow-unsealed, and so it stays
+    after two more runs in the directory."""
+    from crawl import run_crawl
+    from middleware_support import mw_settings
+
+    site = origins("127.0.0.1")
+    site.robots("User-agent: *\nDisallow: /private\n")
+    directory = tmp_path / "ledger"
+    writes = _Writes(directory)
+    long = "x" * 600  # rotated after a few records (ROBOTSTXT_LEDGER_ROTATE_BYTES' least, 4096)
+    urls = [site.url(f"/page/{n}/{long}") for n in range(4)] + [site.url("/private/1")]
+    settings = mw_settings(ROBOTSTXT_LEDGER=str(directory), ROBOTSTXT_LEDGER_RESPONSES=True,
+                           ROBOTSTXT_LEDGER_ROTATE_BYTES=4096, CONCURRENT_REQUESTS=1)
+    with monkeypatch.context() as patched:
+        writes.install(patched)
+        yield run_crawl(urls, settings)
+    kinds = [kind for kind, _, _ in writes.ops]
+    names = [name for _, name, _ in writes.ops]
+    assert sum(name.endswith(".jsonl.gz") for name in names) == 2  # two segments, each compressed
+    assert [data[:9] for kind, name, data in writes.ops if name == "manifest.jsonl" and kind == "write"] == [
+        b'{"k":"sta', b'{"k":"end']
+    points = [(count, False) for count in range(len(writes.ops) + 1)]
+    points += [(count, True) for count, kind in enumerate(kinds) if kind == "write"]
+    for count, half in points:
+        target = tmp_path / f"killed-{count}{'-mid' if half else ''}"
+        writes.replay(target, count, half)
+        done = writes.ops[:count]
+        started = any(name.startswith("runs") for _, name, _ in done)  # its first segment created
+        ended = any(data.startswith(b'{"k":"end"') for _, name, data in done if name == "manifest.jsonl")
+        for later in range(3):
+            result = audit([target])
+            killed = [run for run in result.runs if run.ending != "ended"]
+            where = f"killed before operation {count} {writes.ops[count:count + 1]}{' mid' if half else ''}"
+            assert {p.kind for p in result.problems} <= {UNSEALED}, f"{where}:\n{format_text(result)}"
+            assert result.exit_status(allow_unsealed=True) == 0, where
+            assert len(killed) == (started and not ended) and len(result.runs) == later + started, where
+            assert (UNSEALED in result.kinds) == (started and not ended), where
+            if later < 2:
+                yield run_crawl([site.url(f"/page/later/{later}")], mw_settings(ROBOTSTXT_LEDGER=str(target)))

@@ -24,6 +24,7 @@ __all__ = [
     "CATEGORIES",
     "DISALLOW",
     "OTHER_LABELS",
+    "REVISION",
     "TDM_CATEGORY",
     "canonical",
     "combine",
@@ -31,6 +32,9 @@ __all__ = [
     "labels_for",
 ]
 
+#: The revision of the vocabulary this module reads (its categories, their aliases and the combining
+#: rule): a run's ledger records it, since a usage verdict depends on it. Changed with any of them.
+REVISION = "aipref-vocab-2026-08"
 #: The categories of the vocabulary, by label.
 CATEGORIES: tuple[str, ...] = ("train-ai", "search")
 ALLOW = "y"
