@@ -29,7 +29,7 @@ from .parser import (
     select,
 )
 from .urlnorm import escape_undecodable, path_of, utf8_octets
-from .usage.robotstxt_records import UsagePreference, applicable
+from .usage.robotstxt_records import UsageIndex, UsagePreference
 
 __all__ = ["RobotsTxt", "Verdict", "parse"]
 
@@ -106,10 +106,13 @@ class _MergedGroup:
     """All groups that apply to one product token, merged (RFC 9309, 2.2.1): the
     compiled rules, and the group records that apply (see :meth:`RobotsTxt.records`)."""
 
-    __slots__ = ("crawl_delay", "matcher", "records", "token", "usage_records")
+    __slots__ = ("crawl_delay", "matcher", "records", "speedups", "token", "usage_index", "usage_records")
 
     def __init__(self, token: str, groups: list[SelectedGroup], speedups: bool = True) -> None:
         self.token = token
+        self.speedups = speedups
+        #: The usage records indexed by path (made on the first question about one).
+        self.usage_index: UsageIndex | None = None
         if len(groups) == 1:
             patterns, codes, special, raw_records = groups[0]
             self.matcher = compile_rules(patterns, array("I", codes), speedups, array("I", special))
@@ -464,12 +467,15 @@ class RobotsTxt:
     def usage(self, url: str | bytes, user_agent: str | bytes | None) -> UsagePreference:
         """The ``Content-Usage`` / ``Content-Signal`` preferences of the agent's
         group that apply to ``url`` (empty when the group has none)."""
-        records = self._group_for(user_agent).usage_records
-        if not records:
+        merged = self._group_for(user_agent)
+        if not merged.usage_records:
             return UsagePreference()
         if not isinstance(url, str):
             url = url.decode("utf-8", "surrogateescape")
-        return applicable(records, path_of(url))
+        index = merged.usage_index
+        if index is None:
+            index = merged.usage_index = UsageIndex(merged.usage_records, merged.speedups)
+        return index.applicable(path_of(url))
 
     def has_usage(self, user_agent: str | bytes | None) -> bool:
         """Whether the agent's group has any usage-preference record."""
