@@ -7,6 +7,7 @@ import zlib
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin
 
 from .agent import product_token
@@ -41,6 +42,8 @@ _HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
 USAGE_RECORDS = frozenset({"content-usage", "content-signal"})
 #: Agents and tokens remembered per file before the memo is reset.
 _MAX_MEMO = 64
+#: Purpose-token plans remembered per file (see :meth:`RobotsTxt.purpose_groups`).
+_MAX_PLANS = 8
 #: Bodies at least this long are compressed as they are read; shorter ones when
 #: first used (compressing 128 KiB takes about a millisecond). Kept bytes from
 #: this size are compressed when that makes them shorter (shorter ones save too
@@ -203,6 +206,7 @@ class RobotsTxt:
         "_flags",
         "_group",
         "_memo",
+        "_purposes",
         "_rules",
         "_source",
         "url",
@@ -222,6 +226,7 @@ class RobotsTxt:
         self._rules: _MergedGroup | None = None  # the group whose rules the kept records leave out
         self._memo: dict[str | bytes | None, _MergedGroup] | None = None
         self._allowed: Callable[[str | bytes], bool] = _allow_all
+        self._purposes: list[tuple[tuple[str, ...], object, tuple[tuple[str, Any], ...]]] | None = None
         # A large body is reduced (or compressed) now, its parse would be long
         # anyway; a small one when it is first used, so that reading it costs next
         # to nothing.
@@ -312,6 +317,7 @@ class RobotsTxt:
         other = RobotsTxt.__new__(RobotsTxt)
         other.url, other._source, other._flags, other._rules = self.url, self._source, self._flags, self._rules
         other._agent, other._group, other._memo, other._allowed = _NO_AGENT, None, None, _allow_all
+        other._purposes = None
         return other
 
     @property
@@ -476,6 +482,38 @@ class RobotsTxt:
         if index is None:
             index = merged.usage_index = UsageIndex(merged.usage_records, merged.speedups)
         return index.applicable(path_of(url))
+
+    def purpose_groups(self, user_agent: str | bytes | None,
+                       purposes: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+        """The product tokens of ``purposes`` whose groups can refuse what the agent's
+        group allows, each with its group's matcher: the first token (in order) of each
+        group other than the agent's. Tokens the file does not name share ``*``'s group
+        (or none): a thousand purpose tokens cost what the few groups they select do.
+        Remembered for the last few ``purposes`` and agents asked about (the crawl's
+        setting is one tuple, asked for every request)."""
+        plans = self._purposes
+        if plans is not None:
+            for known, agent, plan in plans:
+                if known is purposes and (agent is user_agent or agent == user_agent):
+                    return plan
+            for known, agent, plan in plans:
+                if known == purposes and agent == user_agent:
+                    return plan
+        found: list[tuple[str, Any]] = []
+        if purposes:
+            names = frozenset(self.agents)
+            star = "*" if "*" in names else ""
+            done = {self.group_agents(user_agent)}
+            for purpose in purposes:
+                key = purpose if purpose in names else star
+                if key not in done:
+                    done.add(key)
+                    found.append((purpose, self._group_for(purpose).matcher))
+        plan = tuple(found)
+        if plans is None or len(plans) >= _MAX_PLANS:
+            plans = self._purposes = []
+        plans.append((purposes, user_agent, plan))
+        return plan
 
     def has_usage(self, user_agent: str | bytes | None) -> bool:
         """Whether the agent's group has any usage-preference record."""
