@@ -295,8 +295,9 @@ class UsageIndex:
 _SHIFT = 32
 _MASK = (1 << _SHIFT) - 1
 _END = 1 << 62
-#: Answers kept per group (one per distinct set of patterns that apply to a path).
-_MAX_ANSWERS = 1024
+#: Answers kept per group (one per distinct set of patterns that apply to a path): few, a broad crawl
+#: keeps many groups; an answer made again costs the rules of the patterns that apply.
+_MAX_ANSWERS = 64
 
 
 def _priority(pattern: str) -> int:
