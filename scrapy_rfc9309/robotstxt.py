@@ -109,11 +109,10 @@ class _MergedGroup:
     """All groups that apply to one product token, merged (RFC 9309, 2.2.1): the
     compiled rules, and the group records that apply (see :meth:`RobotsTxt.records`)."""
 
-    __slots__ = ("crawl_delay", "matcher", "records", "speedups", "token", "usage_index", "usage_records")
+    __slots__ = ("crawl_delay", "matcher", "records", "token", "usage_index", "usage_records")
 
     def __init__(self, token: str, groups: list[SelectedGroup], speedups: bool = True) -> None:
         self.token = token
-        self.speedups = speedups
         #: The usage records indexed by path (made on the first question about one).
         self.usage_index: UsageIndex | None = None
         if len(groups) == 1:
@@ -480,7 +479,7 @@ class RobotsTxt:
             url = url.decode("utf-8", "surrogateescape")
         index = merged.usage_index
         if index is None:
-            index = merged.usage_index = UsageIndex(merged.usage_records, merged.speedups)
+            index = merged.usage_index = UsageIndex(merged.usage_records, self._speedups)
         return index.applicable(path_of(url))
 
     def purpose_groups(self, user_agent: str | bytes | None,
