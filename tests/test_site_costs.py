@@ -34,6 +34,8 @@ from scrapy_rfc9309.usage import robotstxt_records
 RECORD_CAP = 128 * 1024
 #: The INFO line of a change: at most MAX_AGENTS agents' counts and five categories each.
 LINE_CAP = 4 * 1024
+#: A verdict record: its URL, rule, and the first ten usage rules that apply (300 characters each).
+VERDICT_CAP = 8 * 1024
 
 
 def _usage_file(version: int, lines: int = 12_000) -> str:
@@ -42,12 +44,12 @@ def _usage_file(version: int, lines: int = 12_000) -> str:
         f"Content-Usage: train-ai=n, v{version}x{n:05d}=y\n" for n in range(lines))
 
 
-def _state_lines(ledger: Path) -> list[bytes]:
-    """The ledger's ``state`` records as written (raw lines of every segment)."""
+def _lines(ledger: Path, kind: str) -> list[bytes]:
+    """The ledger's records of ``kind`` as written (raw lines of every segment)."""
     found = []
     for path in sorted((ledger / RUNS_DIR).iterdir()):
         data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
-        found += [line for line in data.split(b"\n") if b'"k":"state"' in line]
+        found += [line for line in data.split(b"\n") if f'"k":"{kind}"'.encode() in line]
     return found
 
 
@@ -65,9 +67,13 @@ def test_a_file_of_12000_usage_lines_that_changes_gives_a_bounded_change_record_
     assert agent.usage_added_count == agent.usage_removed_count == 12_000  # counted in full
     assert len(agent.usage_added) == len(agent.usage_removed) == MAX_LISTED  # the first listed
     assert not agent.added_count and not agent.removed_count
-    _first, second = _state_lines(ledger)
+    _first, second = _lines(ledger, "state")
     assert len(second) < RECORD_CAP, len(second)
     assert b'"usage_added_count":12000' in second
+    # Each verdict names the 12,000 usage rules that apply to its URL by the first ten and a count.
+    verdicts = _lines(ledger, "verdict")
+    assert len(verdicts) == 4 and all(len(line) < VERDICT_CAP for line in verdicts), [len(v) for v in verdicts]
+    assert [b"; and 11990 more rules" in line for line in verdicts if b'"up"' in line] == [True, True]
     [line] = [m for m in result.messages(logging.INFO) if "changed:" in m]
     assert len(line) < LINE_CAP, len(line)
     assert "usage preferences changed (train-ai, " in line

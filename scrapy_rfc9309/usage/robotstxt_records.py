@@ -185,7 +185,23 @@ class UsagePreference:
         return bool(self.rules)
 
     def __str__(self) -> str:
-        return "; ".join(str(rule) for rule in self.rules) or "no usage preference"
+        """The rules that apply, the first :data:`SHOWN_RULES` of them, each cut at :data:`SHOWN_CHARS`
+        characters (``...`` added), and how many more there are: what the ledger's verdict records
+        (``up``), the logs and the command write, within a few KiB whatever the file."""
+        if not self.rules:
+            return "no usage preference"
+        shown = "; ".join(_shown(str(rule)) for rule in self.rules[:SHOWN_RULES])
+        more = len(self.rules) - SHOWN_RULES
+        return f"{shown}; and {more} more rules" if more > 0 else shown
+
+
+#: Rules, and characters of each, that ``str(UsagePreference)`` writes at most.
+SHOWN_RULES = 10
+SHOWN_CHARS = 300
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def split_rule(value: str) -> tuple[str, str]:
