@@ -17,9 +17,19 @@ Two measurements:
     meta tags), several repetitions in alternating order; medians of the crawler's CPU time
     (user + sys, ``getrusage``) compared with the feature-off crawl of the same pages.
 
+(c) **A site's own robots.txt** (issue 38), in this process, ``--only robotstxt``: the usage
+    preferences of one URL (``RobotsTxt.usage``) in a file of 9,500 path-scoped
+    ``Content-Signal`` lines against one of 3, and the change diff (``changes.diff``, what the
+    change news computes on a refetch) of a file of 12,000 ``Content-Usage`` lines that all
+    change, of 5,000 rules renamed with 3 and with 300 of the crawl's product tokens, and of
+    20,000 rules with 50 tokens, with the sizes of the change record and INFO line it gives;
+    ``--runs`` runs side by side, median [min, max]. Run it on an earlier commit with
+    ``PYTHONPATH`` naming an export of that commit's package and ``RFC9309_BENCH_PREVIOUS=1``
+    (see ``previous.py``) for the figures before.
+
 Usage::
 
-    python benchmarks/bench_usage.py [--quick] [--pages N] [--reps N]
+    python benchmarks/bench_usage.py [--quick] [--pages N] [--reps N] [--only response|crawl|robotstxt]
 
 It measures, it does not gate: it exits 0 unless it cannot run.
 """
@@ -37,8 +47,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from previous import package_root_first  # noqa: E402
+
+package_root_first()
 
 import bench_middleware as bm  # noqa: E402  (the crawl machinery: servers, subprocess crawls, settings)
 
@@ -216,13 +229,86 @@ def report(per_response: list[dict[str, Any]], crawl: dict[str, Any] | None) -> 
     return "\n".join(out)
 
 
+# ---- (c) a site's own robots.txt -------------------------------------------------------------
+def _tokens(count: int) -> list[str]:
+    """``count`` product tokens a file does not name."""
+    return [f"bot-{chr(97 + n % 26)}{chr(97 + n // 26 % 26)}{chr(97 + n // 676)}" for n in range(count)]
+
+
+def bench_robotstxt(runs: int) -> str:
+    """Per request: ``RobotsTxt.usage`` of 200 URLs; per change: ``changes.diff``; median [min, max]."""
+    import json
+    import statistics
+
+    import scrapy_rfc9309
+    from scrapy_rfc9309.changes import diff
+
+    signals = "User-agent: *\n" + "".join(f"Content-Signal: /s{n}/ ai-train={'no' if n % 2 else 'yes'}\n"
+                                          for n in range(9500))
+    few = "User-agent: *\n" + "".join(f"Content-Signal: /s{n}/ ai-train=no\n" for n in range(3))
+    urls = [f"https://example.com/s{n * 47}/page" for n in range(200)]
+    usage = [f"Content-Usage: train-ai=n, v{{v}}x{n:05d}=y\n" for n in range(12_000)]
+
+    def rules(count: int, version: int) -> str:
+        return "User-agent: *\n" + "".join(f"Disallow: /v{version}/{n}\n" for n in range(count))
+
+    changes = {
+        "12,000 Content-Usage lines changed, 1 agent": (
+            "User-agent: *\n" + "".join(usage).replace("{v}", "1"), "User-agent: *\n" + "".join(usage).replace(
+                "{v}", "2"), ["ExampleBot"]),
+        "5,000 rules renamed, 3 tokens": (rules(5000, 1), rules(5000, 2), _tokens(3)),
+        "5,000 rules renamed, 300 tokens": (rules(5000, 1), rules(5000, 2), _tokens(300)),
+        "20,000 rules renamed, 50 tokens": (rules(20_000, 1), rules(20_000, 2), _tokens(50)),
+    }
+    times: dict[str, list[float]] = {}
+    sizes: dict[str, tuple[int, int]] = {}
+    for _ in range(runs):
+        for name, body in (("9,500 path-scoped Content-Signal lines", signals), ("3 such lines", few)):
+            robots = scrapy_rfc9309.parse(body)
+            robots.usage(urls[0], "ExampleBot")  # the group built (and, where it is, the index)
+            started = time.perf_counter()
+            for url in urls:
+                robots.usage(url, "ExampleBot")
+            times.setdefault(f"usage of one URL: {name}", []).append((time.perf_counter() - started) / len(urls))
+        for name, (old, new, agents) in changes.items():
+            before, after = scrapy_rfc9309.parse(old), scrapy_rfc9309.parse(new)
+            before.allowed("https://example.com/", agents[0])  # as a crawl's copy: asked already
+            started = time.perf_counter()
+            change = diff(before, after.copy(), agents)
+            times.setdefault(f"change diff: {name}", []).append(time.perf_counter() - started)
+            assert change is not None
+            sizes[name] = (len(json.dumps(change.as_dict(), separators=(",", ":"))), len(str(change)))
+    lines = [f"{runs} runs; seconds per call: median [min, max]", "", "| measure | median | [min, max] |",
+             "|---|---:|---|"]
+    for name, values in times.items():
+        lines.append(f"| {name} | {_seconds(statistics.median(values))} | "
+                     f"[{_seconds(min(values))}, {_seconds(max(values))}] |")
+    usage_ratio = (statistics.median(times["usage of one URL: 9,500 path-scoped Content-Signal lines"])
+                   / statistics.median(times["usage of one URL: 3 such lines"]))
+    token_ratio = (statistics.median(times["change diff: 5,000 rules renamed, 300 tokens"])
+                   / statistics.median(times["change diff: 5,000 rules renamed, 3 tokens"]))
+    lines += ["", f"usage, 9,500 lines / 3 lines: {usage_ratio:.2f}; change diff, 300 tokens / 3 tokens: "
+              f"{token_ratio:.2f}", "", "| change | change record (JSON bytes) | INFO line (characters) |",
+              "|---|---:|---:|"]
+    lines += [f"| {name} | {record:,} | {line:,} |" for name, (record, line) in sizes.items()]
+    return "\n".join(lines)
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1e6:,.1f} µs" if value < 1e-3 else f"{value * 1e3:,.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a short run")
     parser.add_argument("--pages", type=int, help="pages per crawl (default 2000, quick 300)")
     parser.add_argument("--reps", type=int, help="repetitions of each crawl configuration (default 5, quick 1)")
-    parser.add_argument("--only", choices=("response", "crawl"), help="run only one of the two measurements")
+    parser.add_argument("--only", choices=("response", "crawl", "robotstxt"), help="run only one measurement")
+    parser.add_argument("--runs", type=int, default=5, help="runs of the robots.txt measurement")
     args = parser.parse_args(argv)
+    if args.only == "robotstxt":
+        print(bench_robotstxt(args.runs))
+        return 0
     pages = args.pages or (300 if args.quick else 2000)
     reps = args.reps or (1 if args.quick else 5)
     per_response = bench_per_response(200 if args.quick else 5000, 3 if args.quick else 7) \

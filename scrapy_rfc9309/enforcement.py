@@ -223,7 +223,7 @@ class Enforcement(Reporting):
         known = self._allowing.get(origin)
         if known is None or known[0] is not robots or known[1] != agent:
             test = allowing(robots, agent, self.enforced)
-            rule_of = explaining(robots, agent) if test is not None and self.explain else None
+            rule_of = explaining(robots, agent, self.enforced) if test is not None and self.explain else None
             known = self._allowing[origin] = (robots, agent, test, rule_of)
         test = known[2]
         if test is None:

@@ -254,8 +254,9 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
             verdict = parsed.verdict(url, agent)
             return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
                              path=verdict.path)
-        for purpose in enforced.purpose_tokens if purposes is None else purposes:
-            if purpose != token and not parsed.allowed(url, purpose):
+        for purpose, matcher in parsed.purpose_groups(agent, enforced.purpose_tokens if purposes is None
+                                                      else purposes):
+            if not matcher.allowed(url):
                 verdict = parsed.verdict(url, purpose)
                 return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
                                  path=verdict.path, purpose=purpose)
@@ -294,15 +295,23 @@ def allowing(robots: OriginState, agent: str | bytes, enforced: Enforced) -> Cal
     (nothing but the kind to act on or tell), False where :func:`judge` must be asked
     (a refused request; its verdict names its rule); None when it must always be
     asked: the state may hold requests, or an allowed verdict carries more (a usage
-    preference, a Crawl-delay, a tdmrep.json rule, a purpose token's group)."""
-    if robots.access is Access.UNREACHABLE or enforced.tdmrep or enforced.purpose_tokens:
+    preference, a Crawl-delay, a tdmrep.json rule). With purpose tokens, True where
+    the group of each of them allows the URL too (see
+    :meth:`~scrapy_rfc9309.RobotsTxt.purpose_groups`: only the groups other than the
+    agent's are asked, however many tokens select them)."""
+    if robots.access is Access.UNREACHABLE or enforced.tdmrep:
         return None
     parsed = robots.robots
     if parsed is None:
         return _everything
     if parsed.has_usage(agent) or (enforced.crawl_delay and parsed.crawl_delay(agent) is not None):
         return None
-    return parsed.allower(agent)
+    test = parsed.allower(agent)
+    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced.purpose_tokens else ()
+    if not groups:
+        return test
+    tests = (test, *(matcher.allowed for _purpose, matcher in groups))
+    return lambda url: all(allows(url) for allows in tests)
 
 
 def _everything(url: str) -> bool:
@@ -310,16 +319,33 @@ def _everything(url: str) -> bool:
     return True
 
 
-def explaining(robots: OriginState, agent: str | bytes) -> Callable[[str], Rule | None] | None:
+def explaining(robots: OriginState, agent: str | bytes,
+               enforced: Enforced | None = None) -> Callable[[str], Rule | None] | None:
     """The rule that decides a URL (None: no rule matched, it is allowed): for a URL
     that :func:`allowing` says True for, the rule :func:`judge` names with
-    ``explain``, and a Disallow rule for one it says False for. None when the group
-    has no Allow rule: a URL it allows is allowed by no rule, and there is nothing
-    to name."""
+    ``explain``, and a Disallow rule for one it says False for (with ``enforced``'s
+    purpose tokens, the rule of a purpose token's group that refuses it). None when
+    the group has no Allow rule: a URL it allows is allowed by no rule, and there is
+    nothing to name."""
     parsed = robots.robots
     if parsed is None or not any(rule.allow for rule in parsed.rules(agent)):
         return None
-    return parsed.decider(agent)
+    decider = parsed.decider(agent)
+    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced and enforced.purpose_tokens else ()
+    if not groups:
+        return decider
+    refusers = tuple(matcher.url_rule for _purpose, matcher in groups)
+
+    def rule_of(url: str) -> Rule | None:
+        rule = decider(url)
+        if rule is None or rule.allow:
+            for refuser in refusers:
+                refused = refuser(url)
+                if refused is not None and not refused.allow:
+                    return refused
+        return rule
+
+    return rule_of
 
 
 def not_judged(url: str, token: str) -> Judgement:

@@ -7,6 +7,7 @@ import zlib
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin
 
 from .agent import product_token
@@ -29,7 +30,7 @@ from .parser import (
     select,
 )
 from .urlnorm import escape_undecodable, path_of, utf8_octets
-from .usage.robotstxt_records import UsagePreference, applicable
+from .usage.robotstxt_records import UsageIndex, UsagePreference
 
 __all__ = ["RobotsTxt", "Verdict", "parse"]
 
@@ -41,6 +42,8 @@ _HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
 USAGE_RECORDS = frozenset({"content-usage", "content-signal"})
 #: Agents and tokens remembered per file before the memo is reset.
 _MAX_MEMO = 64
+#: Purpose-token plans remembered per file (see :meth:`RobotsTxt.purpose_groups`).
+_MAX_PLANS = 8
 #: Bodies at least this long are compressed as they are read; shorter ones when
 #: first used (compressing 128 KiB takes about a millisecond). Kept bytes from
 #: this size are compressed when that makes them shorter (shorter ones save too
@@ -106,10 +109,12 @@ class _MergedGroup:
     """All groups that apply to one product token, merged (RFC 9309, 2.2.1): the
     compiled rules, and the group records that apply (see :meth:`RobotsTxt.records`)."""
 
-    __slots__ = ("crawl_delay", "matcher", "records", "token", "usage_records")
+    __slots__ = ("crawl_delay", "matcher", "records", "token", "usage_index", "usage_records")
 
     def __init__(self, token: str, groups: list[SelectedGroup], speedups: bool = True) -> None:
         self.token = token
+        #: The usage records indexed by path (made on the first question about one).
+        self.usage_index: UsageIndex | None = None
         if len(groups) == 1:
             patterns, codes, special, raw_records = groups[0]
             self.matcher = compile_rules(patterns, array("I", codes), speedups, array("I", special))
@@ -200,6 +205,7 @@ class RobotsTxt:
         "_flags",
         "_group",
         "_memo",
+        "_purposes",
         "_rules",
         "_source",
         "url",
@@ -219,6 +225,7 @@ class RobotsTxt:
         self._rules: _MergedGroup | None = None  # the group whose rules the kept records leave out
         self._memo: dict[str | bytes | None, _MergedGroup] | None = None
         self._allowed: Callable[[str | bytes], bool] = _allow_all
+        self._purposes: list[tuple[tuple[str, ...], object, tuple[tuple[str, Any], ...]]] | None = None
         # A large body is reduced (or compressed) now, its parse would be long
         # anyway; a small one when it is first used, so that reading it costs next
         # to nothing.
@@ -309,6 +316,7 @@ class RobotsTxt:
         other = RobotsTxt.__new__(RobotsTxt)
         other.url, other._source, other._flags, other._rules = self.url, self._source, self._flags, self._rules
         other._agent, other._group, other._memo, other._allowed = _NO_AGENT, None, None, _allow_all
+        other._purposes = None
         return other
 
     @property
@@ -464,12 +472,47 @@ class RobotsTxt:
     def usage(self, url: str | bytes, user_agent: str | bytes | None) -> UsagePreference:
         """The ``Content-Usage`` / ``Content-Signal`` preferences of the agent's
         group that apply to ``url`` (empty when the group has none)."""
-        records = self._group_for(user_agent).usage_records
-        if not records:
+        merged = self._group_for(user_agent)
+        if not merged.usage_records:
             return UsagePreference()
         if not isinstance(url, str):
             url = url.decode("utf-8", "surrogateescape")
-        return applicable(records, path_of(url))
+        index = merged.usage_index
+        if index is None:
+            index = merged.usage_index = UsageIndex(merged.usage_records, self._speedups)
+        return index.applicable(path_of(url))
+
+    def purpose_groups(self, user_agent: str | bytes | None,
+                       purposes: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+        """The product tokens of ``purposes`` whose groups can refuse what the agent's
+        group allows, each with its group's matcher: the first token (in order) of each
+        group other than the agent's. Tokens the file does not name share ``*``'s group
+        (or none): a thousand purpose tokens cost what the few groups they select do.
+        Remembered for the last few ``purposes`` and agents asked about (the crawl's
+        setting is one tuple, asked for every request)."""
+        plans = self._purposes
+        if plans is not None:
+            for known, agent, plan in plans:
+                if known is purposes and (agent is user_agent or agent == user_agent):
+                    return plan
+            for known, agent, plan in plans:
+                if known == purposes and agent == user_agent:
+                    return plan
+        found: list[tuple[str, Any]] = []
+        if purposes:
+            names = frozenset(self.agents)
+            star = "*" if "*" in names else ""
+            done = {self.group_agents(user_agent)}
+            for purpose in purposes:
+                key = purpose if purpose in names else star
+                if key not in done:
+                    done.add(key)
+                    found.append((purpose, self._group_for(purpose).matcher))
+        plan = tuple(found)
+        if plans is None or len(plans) >= _MAX_PLANS:
+            plans = self._purposes = []
+        plans.append((purposes, user_agent, plan))
+        return plan
 
     def has_usage(self, user_agent: str | bytes | None) -> bool:
         """Whether the agent's group has any usage-preference record."""

@@ -1,7 +1,9 @@
 """Which agent a request obeys: its ``robotstxt_user_agent`` meta key,
 ``ROBOTSTXT_USER_AGENT``, its User-Agent header, or what Scrapy sends; and the
-product token it names (see :mod:`.agent`). Each agent is logged once, at INFO,
-with where it comes from."""
+product token it names (see :mod:`.agent`). Each agent is logged once, with where it
+comes from: at INFO for the first :data:`MAX_LOGGED` agents, then one INFO line says so
+and later ones are logged at DEBUG (a crawl's agents can come from its requests'
+headers, one per request)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,11 @@ __all__ = ["InvalidAgentMeta", "UserAgents"]
 
 logger = logging.getLogger(__name__)
 
+#: Agents logged at INFO at most (later ones at DEBUG).
+MAX_LOGGED = 100
+#: Agents remembered at most (as logged, and as the crawl's agents the change news is about).
+MAX_SEEN = 1024
+
 
 class InvalidAgentMeta(ValueError):
     """A request's ``robotstxt_user_agent`` meta key is not a string."""
@@ -40,8 +47,10 @@ class UserAgents(Reporting):
     def __init__(self, crawler: Crawler, config: Config) -> None:
         self.crawler = crawler
         self.configured = config.user_agent
-        #: The agents obeyed so far (each logged once).
-        self.seen: set[str | bytes] = set()
+        #: The agents obeyed lately, at most :data:`MAX_SEEN` (each logged once while remembered).
+        self.seen: BoundedDict[str | bytes, None] = BoundedDict(MAX_SEEN)
+        #: The agents logged so far.
+        self.logged = 0
         self.default, source = self._default_agent()
         if note := agent_note(self.default, source):
             logger.warning(note)
@@ -107,10 +116,15 @@ class UserAgents(Reporting):
         return values[-1] if values else None
 
     def _log(self, agent: str | bytes, source: str) -> None:
-        self.seen.add(agent)
+        self.seen[agent] = None
+        self.logged += 1
+        if self.logged == MAX_LOGGED + 1:
+            logger.info("robots.txt: %d agents obeyed so far; further ones are logged at DEBUG", MAX_LOGGED,
+                        extra=self._log_extra)
         text = agent.decode("latin-1") if isinstance(agent, bytes) else agent
         token = product_token(agent)
-        logger.info(
+        logger.log(
+            logging.INFO if self.logged <= MAX_LOGGED else logging.DEBUG,
             "robots.txt: obeying the groups for product token %r (from %s %r)%s", token or "*", source, text,
             "" if token else "; it names no token, so only the '*' group applies", extra=self._log_extra,
         )

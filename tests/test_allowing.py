@@ -41,6 +41,10 @@ SETTINGS = {
     "usage deny": Enforced(POLICY, ("train-ai",)),
     "tdmrep": Enforced(POLICY, ("train-ai",), tdmrep=True),
     "purpose tokens": Enforced(POLICY, purpose_tokens=("ai-purpose",)),
+    # A thousand tokens no file names beside one that some do: they share '*''s group.
+    "many purpose tokens": Enforced(POLICY, purpose_tokens=(*(f"purpose-{chr(97 + n // 26 % 26)}{chr(97 + n % 26)}"
+                                                              f"-{chr(97 + n // 676)}" for n in range(1000)),
+                                                            "ai-purpose")),
 }
 FIXED_PATHS = ["/", "/robots.txt", "/private", "/private/x", "/ai/x", "/ai", "/x", "/mine", "/mine/2",
                "/nogoogle", "/a.pdf", "/a.pdf?x", "/s?session=1", "/s?session=ok", "/%E2%82%AC", "/€",
@@ -98,21 +102,23 @@ def test_allowing_says_true_exactly_where_judge_gives_a_bare_allowed_verdict(set
             assert test(url) is bare, (case, url, verdict)
             seen.add(bare)
             outcomes += 1
-    if setting in ("tdmrep", "purpose tokens"):  # an allowed verdict may carry more: judge() decides
+    if setting == "tdmrep":  # an allowed verdict may carry more: judge() decides
         assert shortcuts == 0
     else:  # the shortcut applies to most files, and says both things
         assert shortcuts > len(AGENTS) * 20 and seen == {True, False}, (shortcuts, seen)
         assert outcomes > 5000
 
 
-def test_explaining_names_the_rule_judge_names_for_a_bare_allowed_verdict():
+@pytest.mark.parametrize("setting", ["defaults", "purpose tokens", "many purpose tokens"])
+def test_explaining_names_the_rule_judge_names_for_a_bare_allowed_verdict(setting):
     # What a teller of allowed verdicts (the ledger, a robotstxt_verdict receiver) is told for a request
     # the shortcut allows is the value judge() gives with explain: the Allow rule that allowed it, or none.
-    # Its function decides by itself where a teller needs the rule: a Disallow rule where the test says False.
-    enforced = SETTINGS["defaults"]
+    # Its function decides by itself where a teller needs the rule: a Disallow rule where the test says False
+    # (with purpose tokens, the rule of the purpose token's group that refuses it).
+    enforced = SETTINGS[setting]
     named = none = refused = 0
     for case, state, agent, token, test, urls in shortcut_cases(enforced):
-        rule_of = explaining(state, agent)
+        rule_of = explaining(state, agent, enforced)
         for url in urls:
             rule = None if rule_of is None else rule_of(url)
             if not test(url):

@@ -144,3 +144,27 @@ def test_the_rules_of_a_group_are_the_same_through_the_c_and_python_paths():
         lines = body.decode("utf-8", "replace").splitlines()
         for rule in fast.rules("Bot"):  # each rule is on its line, as written
             assert rule.directive.lower() in lines[rule.line - 1].lower(), (path.name, rule)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_change_of_the_usage_records_alone_is_a_change(origins, tmp_path):
+    # The Allow/Disallow rules are the same in both copies; only a Content-Usage line differs.
+    a = origins()
+    rules = "User-agent: *\nDisallow: /private\n"
+    a["/robots.txt"] = Sequence([text(rules + "Content-Usage: train-ai=y\n"),
+                                 text(rules + "Content-Usage: train-ai=n\n")])
+    ledger = tmp_path / "ledger"
+
+    result = yield run_crawl(NewsSpider, mw_settings(ROBOTSTXT_LEDGER=str(ledger), **_SHORT), **_rounds(a))
+
+    assert stat(result, "changed") == 1
+    [news] = result.crawler.spider.told
+    [agent] = news["change"].agents
+    assert not agent.added_count and not agent.removed_count and agent.crawl_delay is None
+    assert agent.usage_added == ("content-usage: train-ai=n",) and agent.usage_removed == ("content-usage: train-ai=y",)
+    assert agent.usage_added_count == agent.usage_removed_count == 1
+    _first, second = records(ledger, "state")
+    assert second["chg"] == {"agents": [{"token": "scrapy", "usage_added": ["content-usage: train-ai=n"],
+                                         "usage_added_count": 1, "usage_removed": ["content-usage: train-ai=y"],
+                                         "usage_removed_count": 1, "categories": ["train-ai"]}]}
+    assert audit([ledger]).exit_status() == 0

@@ -84,3 +84,25 @@ def test_the_command_judges_with_the_purpose_tokens(tmp_path):
     assert field(by_setting.stdout, "Verdict").endswith("in the group of purpose token 'ccbot')")
     assert allowed.returncode == 0 and field(allowed.stdout, "Verdict") == "allowed (Allow: /, line 2)"
     assert without.returncode == 0 and "Purpose:" not in without.stdout
+
+
+def test_the_groups_purpose_tokens_select_refuse_exactly_what_each_token_s_group_refuses():
+    # RobotsTxt.purpose_groups asks one token per group other than the agent's: the first token (in order)
+    # whose group refuses a URL is the one each token's own group, asked in turn, names first.
+    from scrapy_rfc9309 import parse
+
+    body = (ROBOTS + "\nUser-agent: aibot\nUser-agent: otherai\nDisallow: /ai/\n\nUser-agent: mybot\nAllow: /\n"
+            "Disallow: /mine/\n")
+    tokens = ("unnamed", "gptbot", "aibot", "ccbot", "otherai", "mybot", "more-unnamed")
+    for agent in ("MyBot/1.0", "Unlisted", "GPTBot", ""):
+        for order in (tokens, tokens[::-1], tokens[2:]):
+            robots = parse(body)
+            groups = robots.purpose_groups(agent, order)
+            assert len(groups) == len({robots.group_agents(token) for token in order} - {robots.group_agents(agent)})
+            for path in ("/", "/articles/1", "/archive/1", "/ai/1", "/mine/1", "/news/1"):
+                url = f"https://example.com{path}"
+                naive = next((token for token in order if not parse(body).allowed(url, token)), None)
+                if not robots.allowed(url, agent):
+                    continue  # the agent's own group refuses it: no purpose token is asked
+                grouped = next((token for token, matcher in groups if not matcher.allowed(url)), None)
+                assert grouped == naive, (agent, order, path)

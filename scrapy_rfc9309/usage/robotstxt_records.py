@@ -27,15 +27,18 @@ where a tie allows. Pure Python.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import http_sf
 
-from ..matcher import glob_match, glob_pieces
+from ..bounded import BoundedDict
+from ..matcher import compile_rules, glob_match, glob_pieces
 from .vocabulary import ALLOW, DISALLOW, canonical, combine
 
-__all__ = ["UsagePreference", "UsageRule", "applicable", "read_statement", "split_rule"]
+__all__ = ["UsageIndex", "UsagePreference", "UsageRule", "applicable", "read_statement", "split_rule"]
 
 #: The record names, in the order their rules are listed.
 RECORDS = ("content-usage", "content-signal")
@@ -182,7 +185,23 @@ class UsagePreference:
         return bool(self.rules)
 
     def __str__(self) -> str:
-        return "; ".join(str(rule) for rule in self.rules) or "no usage preference"
+        """The rules that apply, the first :data:`SHOWN_RULES` of them, each cut at :data:`SHOWN_CHARS`
+        characters (``...`` added), and how many more there are: what the ledger's verdict records
+        (``up``), the logs and the command write, within a few KiB whatever the file."""
+        if not self.rules:
+            return "no usage preference"
+        shown = "; ".join(_shown(str(rule)) for rule in self.rules[:SHOWN_RULES])
+        more = len(self.rules) - SHOWN_RULES
+        return f"{shown}; and {more} more rules" if more > 0 else shown
+
+
+#: Rules, and characters of each, that ``str(UsagePreference)`` writes at most.
+SHOWN_RULES = 10
+SHOWN_CHARS = 300
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def split_rule(value: str) -> tuple[str, str]:
@@ -197,49 +216,119 @@ def split_rule(value: str) -> tuple[str, str]:
     return value[:end], value[end:].lstrip(" \t")
 
 
-#: Rule values prepared for matching, and the preferences of each set of rules that apply, remembered
-#: (a file's few rules scope every URL of its origin), at most :data:`_MAX_READ` of each.
-_prepared: dict[str, tuple[str, str, list[str | tuple[str, str]], bool, int]] = {}
-_answers: dict[tuple[tuple[str, str, str, int], ...], UsagePreference] = {}
+#: A rule as the index keeps it: its place among the records given (their order is kept), record
+#: name, path pattern, statement and line.
+_Found = tuple[int, str, str, str, int]
+
+#: The patterns with ``*``, ``$`` or ``%`` of one priority: ``(index, pieces, anchored)``.
+_Special = list[tuple[int, list[str | tuple[str, str]], bool]]
 
 
-def _prepare(value: str) -> tuple[str, str, list[str | tuple[str, str]], bool, int]:
-    found = _prepared.get(value)
-    if found is None:
-        scope, statement = split_rule(value)
-        if scope:
-            pieces, anchored, priority, _ = glob_pieces(scope)
-        else:
-            pieces, anchored, priority = [], False, -1
-        if len(_prepared) >= _MAX_READ:
-            _prepared.clear()
-        found = _prepared[value] = (scope, statement, pieces, anchored, priority)
-    return found
+class UsageIndex:
+    """The usage rules of one merged group, indexed for :meth:`applicable`: per record
+    name, the rules without a path, and the distinct path patterns compiled into the
+    project's own rule matcher (:func:`~scrapy_rfc9309.matcher.compile_rules`, RFC 9309's
+    longest match), which gives the priority of the longest matching pattern of a path;
+    the rules of every pattern of that priority apply. A plain literal of that
+    priority is the path's prefix of that length (one dict look-up); only the
+    patterns with ``*``, ``$`` or ``%`` of that priority are matched one by one. The
+    answer for each set of patterns that apply is kept (a path matching none of a
+    file's patterns gets the rules without a path, built once)."""
+
+    __slots__ = ("_answers", "_names")
+
+    def __init__(self, records: list[tuple[str, str, int]], speedups: bool = True) -> None:
+        by_name: dict[str, tuple[list[_Found], dict[str, list[_Found]]]] = {}
+        for seq, (name, value, line) in enumerate(records):
+            scope, statement = split_rule(value)
+            unscoped, scoped = by_name.setdefault(name, ([], {}))
+            if scope:
+                scoped.setdefault(scope, []).append((seq, name, scope, statement, line))
+            else:
+                unscoped.append((seq, name, scope, statement, line))
+        #: Per record name (in :data:`RECORDS` order): the rules without a path, the rules of each
+        #: pattern (by index), the matcher, each plain literal's index, and per priority the others'
+        #: ``(index, pieces, anchored)``.
+        self._names: list[tuple[tuple[_Found, ...], list[list[_Found]], Any, dict[str, int], dict[int, _Special]]] = []
+        for name in RECORDS:
+            if name not in by_name:
+                continue
+            unscoped, scoped = by_name[name]
+            patterns = list(scoped)
+            literal: dict[str, int] = {}
+            special: dict[int, _Special] = {}
+            for index, pattern in enumerate(patterns):
+                if "*" in pattern or "$" in pattern or "%" in pattern or not pattern.isascii():
+                    pieces, anchored, priority, _ = glob_pieces(pattern)
+                    special.setdefault(priority, []).append((index, pieces, anchored))
+                else:
+                    literal[pattern] = index
+            matcher = compile_rules(patterns, array("I", [(index + 1) << 1 | 1 for index in range(len(patterns))]),
+                                    speedups) if patterns else None
+            self._names.append((tuple(unscoped), list(scoped.values()), matcher, literal, special))
+        self._answers: BoundedDict[tuple[int, ...], UsagePreference] = BoundedDict(_MAX_ANSWERS)
+
+    def applicable(self, path: str) -> UsagePreference:
+        """The rules that apply to a canonical path (see :func:`applicable`)."""
+        key: list[int] = []
+        for position, (unscoped, _scoped, matcher, literal, special) in enumerate(self._names):
+            rule = None if matcher is None else matcher.best_rule(path)
+            if rule is None:
+                if unscoped:
+                    key.append(~position)
+                continue
+            priority = _priority(rule.pattern)
+            found = literal.get(path[:priority]) if len(path) >= priority else None  # a wildcard's may be longer
+            if found is not None:
+                key.append(position << _SHIFT | found)
+            for index, pieces, anchored in special.get(priority, ()):
+                if glob_match(path, pieces, anchored):
+                    key.append(position << _SHIFT | index)
+        answer_key = tuple(key)
+        answer = self._answers.get(answer_key)
+        if answer is None:
+            answer = self._answers[answer_key] = self._answer(answer_key)
+        return answer
+
+    def _answer(self, key: tuple[int, ...]) -> UsagePreference:
+        rules: list[UsageRule] = []
+        current = -1
+        chosen: list[_Found] = []
+        for part in (*key, _END):
+            position = ~part if part < 0 else part >> _SHIFT
+            if position != current and chosen:
+                rules += [_rule(*found[1:]) for found in sorted(chosen)]
+                chosen = []
+            if part == _END:
+                break
+            current = position
+            unscoped, scoped = self._names[position][:2]
+            chosen += unscoped if part < 0 else scoped[part & _MASK]
+        return UsagePreference(tuple(rules))
+
+
+#: A pattern's index and its record name's position share one int in an answer's key.
+_SHIFT = 32
+_MASK = (1 << _SHIFT) - 1
+_END = 1 << 62
+#: Answers kept per group (one per distinct set of patterns that apply to a path): few, a broad crawl
+#: keeps many groups; an answer made again costs the rules of the patterns that apply.
+_MAX_ANSWERS = 64
+
+
+def _priority(pattern: str) -> int:
+    """A pattern's priority as the matcher counts it (its canonical length)."""
+    return len(pattern) if "%" not in pattern and pattern.isascii() else glob_pieces(pattern)[2]
+
+
+def _rule(record: str, scope: str, statement: str, line: int) -> UsageRule:
+    values, malformed = read_statement(record, statement)
+    return UsageRule(record, line, scope, statement, values, malformed)
 
 
 def applicable(records: list[tuple[str, str, int]], path: str) -> UsagePreference:
     """The rules (``(name, value, line)`` records) that apply to a canonical path:
     per record name, every rule of the longest matching path pattern (a rule without
-    one matches every path, shorter than any pattern)."""
-    best: dict[str, tuple[int, list[tuple[str, str, str, int]]]] = {}
-    for name, value, line in records:
-        scope, statement, pieces, anchored, priority = _prepare(value)
-        if scope and not glob_match(path, pieces, anchored):
-            continue
-        current = best.get(name)
-        if current is None or priority > current[0]:
-            best[name] = (priority, [(name, scope, statement, line)])
-        elif priority == current[0]:
-            current[1].append((name, scope, statement, line))
-    key = tuple(rule for name in RECORDS if name in best for rule in best[name][1])
-    answer = _answers.get(key)
-    if answer is None:
-        rules = []
-        for record, scope, statement, line in key:
-            values, malformed = read_statement(record, statement)
-            rules.append(UsageRule(record, line, scope, statement, values, malformed))
-        answer = UsagePreference(tuple(rules))
-        if len(_answers) >= _MAX_READ:
-            _answers.clear()
-        _answers[key] = answer
-    return answer
+    one matches every path, shorter than any pattern). Builds a :class:`UsageIndex`
+    (a caller that asks about many paths keeps one)."""
+    return UsageIndex(records).applicable(path)
