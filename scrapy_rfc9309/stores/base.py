@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from ..record import CLOCK_TOLERANCE, Record, Unreadable
 
-__all__ = ["REDIS_INSTALL", "AsyncStore", "Claim", "Store", "fresh", "replaces"]
+__all__ = ["AsyncStore", "Claim", "Store", "fresh", "replaces"]
 
 #: How to install what the Redis store needs: redis-py, which the package's ``redis`` extra names
 #: (the package is installed from its source, not from a package index).
