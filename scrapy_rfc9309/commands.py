@@ -320,8 +320,8 @@ class RobotstxtCommand(ScrapyCommand):
         parser.add_argument("--file", "-f", dest="file", default=None,
                             help="check this local robots.txt instead of fetching one")
         parser.add_argument("--ledger", dest="ledger", action="store_true",
-                            help="write this check into the ledger ROBOTSTXT_LEDGER names (by default the command "
-                                 "writes no ledger)")
+                            help="record the robots.txt this check fetches (its version and state) in the ledger "
+                                 "ROBOTSTXT_LEDGER names, as a run of its own (by default the command writes none)")
         parser.add_argument("--json", dest="json", action="store_true",
                             help="audit: print the report as JSON")
         parser.add_argument("--allow-unsealed", dest="allow_unsealed", action="store_true",
@@ -370,7 +370,7 @@ class RobotstxtCommand(ScrapyCommand):
         delay_off = None if use is None else use[1]
         ledger = settings.get("ROBOTSTXT_LEDGER")
         if opts.ledger and (opts.file or not ledger):
-            raise UsageError("--ledger writes a fetched URL's check into the ledger ROBOTSTXT_LEDGER names: "
+            raise UsageError("--ledger records the robots.txt a check fetches in the ledger ROBOTSTXT_LEDGER names: "
                              + ("not with --file" if opts.file else "ROBOTSTXT_LEDGER is not set"))
         if not opts.ledger:
             settings.set("ROBOTSTXT_LEDGER", None, "cmdline")
@@ -391,9 +391,9 @@ class RobotstxtCommand(ScrapyCommand):
         if use is not None:
             tail.append(f"Crawl:      {use[0]}")
         if ledger and not opts.ledger:
-            tail.append("Ledger:     not written (--ledger writes this check into ROBOTSTXT_LEDGER)")
+            tail.append("Ledger:     not written (--ledger records the robots.txt fetched in ROBOTSTXT_LEDGER)")
         elif opts.ledger:
-            tail.append(f"Ledger:     written to {ledger} (ROBOTSTXT_LEDGER)")
+            tail.append(f"Ledger:     the robots.txt fetched recorded in {ledger} (ROBOTSTXT_LEDGER)")
         if opts.file:
             try:
                 with open(opts.file, "rb") as handle:

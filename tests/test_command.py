@@ -7,6 +7,7 @@ reactor while it waits for the subprocess); the server records every path it rec
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -485,14 +486,18 @@ def test_the_command_writes_the_projects_ledger_only_when_asked(tmp_path, http_s
 
     quiet = scrapy_in(project, http_server.url("/private/x"))
     assert quiet.returncode == 1, quiet.stderr
-    assert field(quiet.stdout, "Ledger") == "not written (--ledger writes this check into ROBOTSTXT_LEDGER)"
+    assert field(quiet.stdout, "Ledger") == "not written (--ledger records the robots.txt fetched in ROBOTSTXT_LEDGER)"
     assert not ledger.exists()
 
     asked = scrapy_in(project, http_server.url("/private/x"), "--ledger")
     assert asked.returncode == 1, asked.stderr
-    assert field(asked.stdout, "Ledger") == f"written to {ledger} (ROBOTSTXT_LEDGER)"
-    written = [path.name for path in ledger.rglob("*") if path.is_file()]
-    assert "manifest.jsonl" in written, written
+    assert field(asked.stdout, "Ledger") == f"the robots.txt fetched recorded in {ledger} (ROBOTSTXT_LEDGER)"
+    audited = subprocess.run([sys.executable, "-m", "scrapy", "robotstxt", "audit", str(ledger), "--json"],
+                             cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+    report = json.loads(audited.stdout)
+    assert len(report["runs"]) == 1, report
+    assert len(list((ledger / "versions").iterdir())) == 1  # the robots.txt fetched, archived
 
     nowhere = scrapy_in(startproject(tmp_path / "other"), http_server.url("/private/x"), "--ledger")
     assert nowhere.returncode == 2 and "ROBOTSTXT_LEDGER is not set" in nowhere.stderr, nowhere.stderr
