@@ -246,19 +246,18 @@ def _response_read(crawler: Any, config: Config) -> tuple[str, ...]:
 _CRAWL_SETTINGS = ("ROBOTSTXT_OBEY", "ADDONS", "DOWNLOADER_MIDDLEWARES")
 
 
-def crawl_use(settings: Settings) -> tuple[str, str | None] | None:
+def crawl_use(settings: Settings, crawl: Settings) -> tuple[str, str | None] | None:
     """What a crawl with ``settings`` (the project's, before the command enables the
-    add-on) obeys, in one line, and why it applies no Crawl-delay of this plugin's
-    (None: it applies them as ``ROBOTSTXT_CRAWL_DELAY`` says). None outside a project
-    when the command line sets none of :data:`_CRAWL_SETTINGS`: there is no crawl to
-    tell of."""
+    add-on; ``crawl``: the same once its add-ons have run) obeys, in one line, and why it
+    applies no Crawl-delay of this plugin's (None: it applies them as
+    ``ROBOTSTXT_CRAWL_DELAY`` says). None outside a project when the command line sets
+    none of :data:`_CRAWL_SETTINGS`: there is no crawl to tell of."""
     from scrapy.settings import SETTINGS_PRIORITIES
     from scrapy.utils.project import inside_project
 
     cmdline = SETTINGS_PRIORITIES["cmdline"]
     if not inside_project() and all((settings.getpriority(name) or 0) < cmdline for name in _CRAWL_SETTINGS):
         return None
-    crawl = _compat.settings_with_addons(settings)
     if not crawl.getbool("ROBOTSTXT_OBEY"):
         return ("the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)",
                 "the project's crawl obeys no robots.txt")
@@ -366,7 +365,8 @@ class RobotstxtCommand(ScrapyCommand):
         url = _checked_url(args[0], fetch=not opts.file)
         assert self.settings is not None
         settings = self.settings
-        use = crawl_use(settings)
+        crawl = _compat.settings_with_addons(settings)
+        use = crawl_use(settings, crawl)
         delay_off = None if use is None else use[1]
         ledger = settings.get("ROBOTSTXT_LEDGER")
         if opts.ledger and (opts.file or not ledger):
@@ -375,8 +375,9 @@ class RobotstxtCommand(ScrapyCommand):
         if not opts.ledger:
             settings.set("ROBOTSTXT_LEDGER", None, "cmdline")
         # Judged by this plugin whatever the project's crawl uses: the add-on added to ADDONS (the
-        # project's priority kept) and ROBOTSTXT_OBEY on, above the project's and the command line's.
-        if not addon_listed(settings):
+        # project's priority kept) unless the project enables the plugin, and ROBOTSTXT_OBEY on, above
+        # the project's and the command line's.
+        if not addon_listed(settings) and not _compat.downloader_middleware_enabled(crawl, RobotsTxtMiddleware):
             settings.set_in_component_priority_dict("ADDONS", Addon, 0)
         settings.set("ROBOTSTXT_OBEY", True, "cmdline")
         agent = opts.agent or settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")

@@ -452,6 +452,10 @@ def scrapy_in(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 ENABLED = 'ADDONS = {"scrapy_rfc9309.Addon": 0}\n'
+#: The plugin enabled without the add-on, its middleware by path.
+EXPLICIT = ("ROBOTSTXT_OBEY = True\nDOWNLOADER_MIDDLEWARES = {\n"
+            '    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,\n'
+            '    "scrapy_rfc9309.RobotsTxtMiddleware": 543,\n}\n')
 
 
 @pytest.mark.parametrize(("settings", "crawl"), [
@@ -460,9 +464,11 @@ ENABLED = 'ADDONS = {"scrapy_rfc9309.Addon": 0}\n'
     (ENABLED, "the project's crawl obeys this verdict (scrapy_rfc9309 is enabled)"),
     ("ROBOTSTXT_OBEY = False\n", "the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)"),
     (ENABLED + "ROBOTSTXT_OBEY = False\n", "the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)"),
+    (EXPLICIT, "the project's crawl obeys this verdict (scrapy_rfc9309 is enabled)"),
+    (EXPLICIT + "ROBOTSTXT_OBEY = False\n", "the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)"),
     ('DOWNLOADER_MIDDLEWARES = {"scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None}\n',
      "the project's crawl obeys no robots.txt (no robots.txt middleware is enabled)"),
-], ids=["startproject", "enabled", "obey-off", "enabled-obey-off", "no-middleware"])
+], ids=["startproject", "enabled", "obey-off", "enabled-obey-off", "explicit", "explicit-obey-off", "no-middleware"])
 def test_in_every_project_the_plugin_judges_and_one_line_says_what_the_crawl_uses(tmp_path, http_server,
                                                                                   settings, crawl):
     """A fresh ``scrapy startproject`` project (``ADDONS = {}``, ``ROBOTSTXT_OBEY = True``: the
@@ -477,6 +483,7 @@ def test_in_every_project_the_plugin_judges_and_one_line_says_what_the_crawl_use
     assert field(run.stdout, "Verdict") == "disallowed (Disallow: /private, line 2)"
     assert field(run.stdout, "Crawl") == crawl
     assert "Traceback" not in run.stderr, run.stderr
+    assert http_server.paths() == ["/robots.txt"]  # one middleware fetched it, once
 
 
 def test_the_command_writes_the_projects_ledger_only_when_asked(tmp_path, http_server):
