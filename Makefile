@@ -45,7 +45,8 @@ docs: venv
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 # The settings page's table, generated from scrapy_rfc9309.config.SETTINGS into docs/settings.md
-# (committed: the page reads whole in a checkout; a test and `make docs` fail when it is stale).
+# (committed: the page reads whole in a checkout; a test and `make docs` fail when it is stale), and
+# docs/api.md, the API reference as plain Markdown, from docs/api-docstrings.md and the docstrings.
 settings-table: venv
 	$(BIN)/python docs/conf.py
 

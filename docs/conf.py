@@ -6,12 +6,18 @@ The settings page's table is generated from ``scrapy_rfc9309.config.SETTINGS`` (
 table the code reads its defaults from) and committed in ``settings.md`` between two
 comments; ``python docs/conf.py`` (``make settings-table``) writes it again, and a
 build whose page holds another table warns (``make docs`` fails), as a test does, so
-the page cannot drift from the code. The API pages use autodoc on the installed
-package (``make venv`` installs it editable, Read the Docs installs it too).
+the page cannot drift from the code. ``api-docstrings.md`` uses autodoc on the installed
+package (``make venv`` installs it editable, Read the Docs installs it too); ``api.md``, the
+same page as plain Markdown that a forge renders, is generated from it (each autodoc
+directive a table row: the name and the first sentence of its docstring) and committed,
+checked the same way.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,12 +87,100 @@ def write_settings_table() -> bool:
     return new != text
 
 
+API_SOURCE = HERE / "api-docstrings.md"
+API_PAGE = HERE / "api.md"
+_BLOCK = re.compile(r"```\{eval-rst\}\n(.*?)```\n", re.S)
+_DIRECTIVE = re.compile(r"^\.\. auto(function|class|exception|data|module):: (\S+)", re.M)
+_ROLE = re.compile(r":[\w:]+:`~?([^`<]*?)(?: <[^>]*>)?`")
+
+
+def _markdown(text: str) -> str:
+    """A docstring's reST inline markup as Markdown: ``code``, and a :role:`target` as code (a
+    ``~target`` by its last part, a :role:`text <target>` by its text)."""
+
+    def code(found: re.Match[str]) -> str:
+        target = found.group(1).strip()
+        return f"`{target.rsplit('.', 1)[-1] if found.group(0).split('`')[1].startswith('~') else target}`"
+
+    return _ROLE.sub(code, text).replace("``", "`").replace("|", "\\|")
+
+
+def _first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    if not doc:
+        return ""
+    paragraph = " ".join(line.strip() for line in doc.strip().split("\n\n")[0].splitlines())
+    found = re.match(r"(.+?\.)(\s|$)", paragraph)
+    return _markdown(found.group(1) if found else paragraph)
+
+
+def _summary(module_name: str, name: str) -> str:
+    """The first sentence of ``module_name.name``'s docstring (a ``#:`` comment for data)."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    obj = getattr(importlib.import_module(module_name), name)
+    if inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj):
+        return _first_sentence(inspect.getdoc(obj))
+    for owner in (module_name, getattr(obj, "__module__", None)):
+        if owner:
+            lines = ModuleAnalyzer.for_module(owner).find_attr_docs().get(("", name))
+            if lines:
+                return _first_sentence("\n".join(lines))
+    return ""
+
+
+def _rows(block: str) -> list[tuple[str, str]]:
+    """The names an eval-rst block documents (a module's: its ``__all__``), each with its summary."""
+    rows = []
+    for kind, path in _DIRECTIVE.findall(block):
+        if kind == "module":
+            module = importlib.import_module(path)
+            rows += [(f"{path}.{name}", _summary(path, name)) for name in module.__all__]
+        else:
+            module_name, _, name = path.rpartition(".")
+            rows.append((path, _summary(module_name, name)))
+    return rows
+
+
+API_START = ("<!-- This page is generated from api-docstrings.md and the docstrings by `make settings-table` "
+             "(python docs/conf.py): change those, not this page. -->")
+
+
+def api_page() -> str:
+    """``api.md``: ``api-docstrings.md`` with each autodoc block as a Markdown table."""
+    text = API_SOURCE.read_text(encoding="utf-8")
+    rest = text.partition("\n")[2].lstrip("\n").split("\n\n", 1)[1]  # after the title and the page's own note
+
+    def table(found: re.Match[str]) -> str:
+        lines = ["| name | what it is |", "|---|---|"]
+        lines += [f"| `{name}` | {summary} |" for name, summary in _rows(found.group(1))]
+        return "\n".join(lines) + "\n"
+
+    body = _BLOCK.sub(table, rest)
+    note = ("Each name with the first sentence of its docstring; every docstring in full is on\n"
+            "[API reference: the docstrings](api-docstrings.md), in the built documentation.")
+    return f"{API_START}\n\n# API reference\n\n{note}\n\n{body}"
+
+
+def write_api_page() -> bool:
+    """Write ``api.md`` from ``api-docstrings.md`` and the docstrings; return whether it changed."""
+    new = api_page()
+    old = API_PAGE.read_text(encoding="utf-8") if API_PAGE.exists() else ""
+    if new != old:
+        API_PAGE.write_text(new, encoding="utf-8")
+    return new != old
+
+
 def _check_settings_table(app: Any) -> None:
     text = SETTINGS_PAGE.read_text(encoding="utf-8")
     if settings_page(text) != text:
         logging.getLogger(__name__).warning(
             "docs/settings.md: its settings table is not the one scrapy_rfc9309.config.SETTINGS makes; "
             "run `make settings-table` and commit the page")
+    if not API_PAGE.exists() or API_PAGE.read_text(encoding="utf-8") != api_page():
+        logging.getLogger(__name__).warning(
+            "docs/api.md is not the page api-docstrings.md and the docstrings make; run `make settings-table` "
+            "and commit the page")
 
 
 def setup(app: Any) -> None:
@@ -95,3 +189,4 @@ def setup(app: Any) -> None:
 
 if __name__ == "__main__":
     print("docs/settings.md", "written" if write_settings_table() else "already current")
+    print("docs/api.md", "written" if write_api_page() else "already current")

@@ -284,9 +284,15 @@ def builtin_middleware_enabled(settings: BaseSettings) -> bool:
     """Whether Scrapy's built-in robots.txt middleware (or a subclass of it) is in
     the downloader middlewares Scrapy builds from ``DOWNLOADER_MIDDLEWARES`` and
     its base, read as Scrapy's middleware manager reads them."""
+    return downloader_middleware_enabled(settings, load_object(BUILTIN_MIDDLEWARE))
+
+
+def downloader_middleware_enabled(settings: BaseSettings, middleware: type) -> bool:
+    """Whether ``middleware`` (or a subclass of it) is in the downloader middlewares
+    Scrapy builds from ``DOWNLOADER_MIDDLEWARES`` and its base, read as Scrapy's
+    middleware manager reads them."""
     from scrapy.utils.conf import build_component_list
 
-    builtin = load_object(BUILTIN_MIDDLEWARE)
     # Scrapy 2.15 and later merge a class key with the path key of the same class.
     with_base = getattr(settings, "get_component_priority_dict_with_base", settings.getwithbase)
     for entry in build_component_list(with_base("DOWNLOADER_MIDDLEWARES")):
@@ -294,7 +300,7 @@ def builtin_middleware_enabled(settings: BaseSettings) -> bool:
             cls = load_object(entry) if isinstance(entry, str) else entry
         except (ImportError, NameError, ValueError, AttributeError):
             continue  # Scrapy reports a middleware it cannot load
-        if isinstance(cls, type) and issubclass(cls, builtin):
+        if isinstance(cls, type) and issubclass(cls, middleware):
             return True
     return False
 

@@ -26,8 +26,8 @@ from .usage.vocabulary import canonical, known_labels
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings
 
-__all__ = ["DEFAULTS", "SETTINGS", "Config", "Setting", "crawl_settings", "flag", "main", "refuse_builtin_beside",
-           "settings_table", "usage_line"]
+__all__ = ["DEFAULTS", "FOREIGN_SETTINGS", "SETTINGS", "Config", "Setting", "addon_listed", "check_names",
+           "crawl_settings", "flag", "main", "refuse_builtin_beside", "settings_table", "usage_line"]
 
 #: The longest duration any setting takes: 10 years (a Redis expiry in
 #: milliseconds, and every clock sum, stays far inside 64 bits).
@@ -175,6 +175,33 @@ SETTINGS: tuple[Setting, ...] = (
 #: Every setting's default, by name (from :data:`SETTINGS`).
 DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS}
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+#: ``ROBOTSTXT_*`` settings that are not the plugin's and are accepted beside its own: Scrapy's
+#: (its built-in middleware's; ``ROBOTSTXT_USER_AGENT`` is read by both). A name Scrapy itself
+#: sets only at its ``default`` priority (a setting of a newer Scrapy) is accepted too.
+FOREIGN_SETTINGS = frozenset({"ROBOTSTXT_OBEY", "ROBOTSTXT_PARSER", "ROBOTSTXT_USER_AGENT"})
+
+
+def check_names(settings: BaseSettings) -> None:
+    """Refuse a ``ROBOTSTXT_*`` setting name (in any case) that is neither one of
+    :data:`SETTINGS` nor of :data:`FOREIGN_SETTINGS`: a misspelled name would do
+    nothing, silently. The error names the closest known setting. Names set only at
+    Scrapy's ``default`` priority are Scrapy's own (or the add-on's) and pass."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    known = sorted({*DEFAULTS, *FOREIGN_SETTINGS})
+    lowest = SETTINGS_PRIORITIES["default"]
+    for name in settings:
+        if not isinstance(name, str) or not name.upper().startswith("ROBOTSTXT_") or name in known:
+            continue
+        if (settings.getpriority(name) or lowest) <= lowest:
+            continue
+        close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise RobotsTxtConfigError(
+            f"{name} is not a setting of scrapy_rfc9309 or Scrapy, so it would change nothing; {hint}"
+            "The plugin's settings: python -m scrapy_rfc9309.config --table"
+        )
 
 
 def _number(settings: BaseSettings, name: str) -> Any:
@@ -332,6 +359,7 @@ class Config:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
+        check_names(settings)
         max_size = _number(settings, "ROBOTSTXT_MAX_SIZE")
         retry = _number(settings, "ROBOTSTXT_RETRY_DELAY")
         retry_max = _number(settings, "ROBOTSTXT_RETRY_MAX_DELAY")
@@ -461,13 +489,28 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
+def addon_listed(settings: BaseSettings) -> bool:
+    """Whether ``ADDONS`` lists this plugin's add-on (by class or path, not disabled)."""
+    from scrapy.utils.misc import load_object
+
+    from .addon import Addon
+
+    for key, priority in settings.getdict("ADDONS").items():
+        try:
+            addon = load_object(key) if isinstance(key, str) else key
+        except (ImportError, NameError, ValueError, AttributeError):
+            continue  # the crawl reports an add-on it cannot load
+        if priority is not None and isinstance(addon, type) and issubclass(addon, Addon):
+            return True
+    return False
+
+
 def crawl_settings(overrides: Iterable[str] = ()) -> tuple[Settings, bool]:
     """The settings of the project in the current directory (``scrapy.cfg`` or
     ``SCRAPY_SETTINGS_MODULE``; Scrapy's defaults outside a project) with ``overrides``
     (``NAME=VALUE``) at the command line's priority, as a crawl gets them once the add-ons
     have changed them, the add-on added to ``ADDONS`` when the project lacks it. Returns them
     and whether the add-on was added. A ``NAME=VALUE`` without ``=`` is a ValueError."""
-    from scrapy.utils.misc import load_object
     from scrapy.utils.project import get_project_settings
 
     from . import _compat
@@ -479,14 +522,7 @@ def crawl_settings(overrides: Iterable[str] = ()) -> tuple[Settings, bool]:
         if not equals or not name:
             raise ValueError(f"-s takes NAME=VALUE, got {item!r}")
         settings.set(name, value, priority="cmdline")
-    present = False
-    for key, priority in settings.getdict("ADDONS").items():
-        try:
-            addon = load_object(key) if isinstance(key, str) else key
-        except (ImportError, NameError, ValueError, AttributeError):
-            continue  # the crawl reports an add-on it cannot load
-        if priority is not None and isinstance(addon, type) and issubclass(addon, Addon):
-            present = True
+    present = addon_listed(settings)
     if not present:
         settings.set_in_component_priority_dict("ADDONS", Addon, 0)
     return _compat.settings_with_addons(settings), not present
@@ -522,8 +558,11 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m scrapy_rfc9309.config``: the ``ROBOTSTXT_*`` settings as a crawl with the
     add-on gets them (name, value, source), from the project in the current directory;
     ``--get NAME``: one setting's value (any setting), as ``scrapy settings --get`` prints it;
-    ``--table``: the table of every setting (Markdown). Exit status 0, 2 for a usage error."""
+    ``--table``: the table of every setting (Markdown). Exit status 0; 1 when the settings
+    would stop a crawl at start-up (a name or a value the plugin refuses, printed); 2 for a
+    usage error."""
     import argparse
+    import sys
 
     parser = argparse.ArgumentParser(
         prog="python -m scrapy_rfc9309.config",
@@ -544,6 +583,11 @@ def main(argv: list[str] | None = None) -> int:
         settings, added = crawl_settings(args.set)
     except ValueError as exc:
         parser.error(str(exc))
+    try:
+        Config.from_settings(settings)
+    except RobotsTxtConfigError as exc:
+        print(f"{parser.prog}: a crawl with these settings stops at start-up: {exc}", file=sys.stderr)
+        return 1
     if args.get:
         print(_value_text(settings.get(args.get)))
         return 0

@@ -7,6 +7,7 @@ reactor while it waits for the subprocess); the server records every path it rec
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -97,7 +98,7 @@ def test_file_mode_explains_a_disallowed_url(tmp_path, robots_file):
     assert field(out, "Token") == "scrapy"
     assert field(out, "Group") == "'*'"
     assert field(out, "Verdict") == "disallowed (Disallow: /private, line 2)"
-    assert field(out, "Crawl-delay") == "2.5 s"
+    assert field(out, "Crawl-delay") == "none applied (the file asks 2.5 s; ROBOTSTXT_CRAWL_DELAY is off)"
     assert field(out, "Usage") == "content-usage: train-ai=n (line 5)"
     assert field(out, "Sitemaps") == "https://example.com/sitemap.xml, https://example.com/news.xml"
     # Nothing was fetched, so there is no access result.
@@ -225,7 +226,7 @@ def test_fetch_mode_follows_a_redirect_and_reports_access_lifetime_and_verdict(t
     lifetime = int(re.search(r"^Lifetime:\s+(\d+) s$", out, re.M).group(1))  # type: ignore[union-attr]
     assert 3500 <= lifetime <= 3600
     assert field(out, "Verdict") == "disallowed (Disallow: /private, line 2)"
-    assert field(out, "Crawl-delay") == "2.5 s"
+    assert field(out, "Crawl-delay") == "none applied (the file asks 2.5 s; ROBOTSTXT_CRAWL_DELAY is off)"
     assert field(out, "Sitemaps") == "https://example.com/sitemap.xml, https://example.com/news.xml"
     # One robots.txt request plus the redirect target, and never the page itself.
     assert http_server.paths() == ["/robots.txt", "/real-robots.txt"]
@@ -284,16 +285,80 @@ def test_fetch_mode_exit_status_is_the_verdict(tmp_path, http_server, path, stat
     assert field(run.stdout, "Matcher")
 
 
-def test_no_verdict_is_exit_status_3(tmp_path, http_server):
-    """The middleware is off (``ROBOTSTXT_OBEY=False`` on the command line): nothing to
-    ask, so no verdict, which a script must not read as allowed or disallowed."""
+def test_with_robotstxt_obey_off_the_verdict_is_the_plugins_and_the_crawl_line_says_so(tmp_path, http_server):
+    """``ROBOTSTXT_OBEY=False`` on the command line: the plugin still judges (with its defaults),
+    and one line says that a crawl with these settings obeys no robots.txt."""
     http_server.route("/robots.txt", 200, ROBOTS)
 
     run = scrapy(tmp_path, "robotstxt", http_server.url("/private/x"), "-s", "ROBOTSTXT_OBEY=False")
 
-    assert run.returncode == 3, run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert field(run.stdout, "Verdict") == "disallowed (Disallow: /private, line 2)"
+    assert field(run.stdout, "Crawl") == "the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)"
+    assert field(run.stdout, "Crawl-delay") == ("none applied (the file asks 2.5 s; the project's crawl obeys no "
+                                                "robots.txt)")
+    assert "Traceback" not in run.stderr
+
+
+def test_outside_a_project_there_is_no_crawl_line(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/public"))
+
+    assert run.returncode == 0, run.stderr
+    assert not has_field(run.stdout, "Crawl")
+
+
+@pytest.mark.parametrize(("settings", "delay"), [
+    (["-s", "ROBOTSTXT_CRAWL_DELAY=True"], "2.5 s"),
+    (["-s", "ROBOTSTXT_CRAWL_DELAY=True", "-s", "ROBOTSTXT_CRAWL_DELAY_MAX=1"],
+     "1 s (the file asks 2.5 s; capped at ROBOTSTXT_CRAWL_DELAY_MAX)"),
+    ([], "none applied (the file asks 2.5 s; ROBOTSTXT_CRAWL_DELAY is off)"),
+])
+@pytest.mark.parametrize("mode", ["file", "fetch"])
+def test_the_crawl_delay_is_printed_as_a_crawl_applies_it(tmp_path, http_server, robots_file, settings, delay, mode):
+    http_server.route("/robots.txt", 200, ROBOTS)
+    args = ["--file", str(robots_file)] if mode == "file" else []
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/public"), *args, *settings)
+
+    assert run.returncode == 0, run.stderr
+    assert field(run.stdout, "Crawl-delay") == delay
+
+
+@pytest.mark.parametrize("argument", ["not-a-url", "nohost/x"])
+def test_an_argument_without_a_scheme_that_names_no_host_is_a_usage_error(tmp_path, argument):
+    run = scrapy(tmp_path, "robotstxt", argument)
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"cannot check {argument!r}: no scheme" in run.stderr
     assert not has_field(run.stdout, "Verdict")
-    assert "No verdict" in run.stderr
+
+
+@pytest.mark.parametrize(("setting", "closest"), [
+    ("ROBOTSTXT_USAGE_DENNY=train-ai", "ROBOTSTXT_USAGE_DENY"),
+    ("ROBOTSTXT_USER_AGNET=ExampleBot", "ROBOTSTXT_USER_AGENT"),
+    ("robotstxt_crawl_delay=True", "ROBOTSTXT_CRAWL_DELAY"),
+])
+def test_an_unknown_setting_name_is_a_usage_error_naming_the_closest(tmp_path, http_server, setting, closest):
+    http_server.route("/robots.txt", 200, ROBOTS)
+
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/public"), "-s", setting)
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    name = setting.split("=")[0]
+    assert f"{name} is not a setting of scrapy_rfc9309 or Scrapy" in run.stderr
+    assert f"did you mean {closest}?" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert http_server.paths() == []  # refused before anything is fetched
+
+
+def test_a_setting_value_the_plugin_refuses_is_a_usage_error(tmp_path, http_server):
+    run = scrapy(tmp_path, "robotstxt", http_server.url("/public"), "-s", "ROBOTSTXT_MAX_SIZE=lots")
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "ROBOTSTXT_MAX_SIZE must be a number" in run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def test_fetch_mode_404_is_unavailable_and_allows(tmp_path, http_server):
@@ -320,6 +385,10 @@ def test_fetch_mode_5xx_is_unreachable_and_disallows(tmp_path, http_server, stat
     assert field(out, "Verdict") == (f"held (robots.txt unreachable (status {status}): complete disallow until a "
                                      "fetch succeeds)")
     assert has_field(out, "Retry in")
+    held = field(out, "Held")
+    assert held.startswith("a crawl keeps the request waiting, fetches again at each retry, and gives it up in ")
+    assert re.search(r"gives it up in (89\d|900) s \(ROBOTSTXT_MAX_WAIT, from the first failed fetch\) or 120 s "
+                     r"after held requests are all that is left of it \(ROBOTSTXT_MAX_WAIT_IDLE\)", held), held
     # Fetched once; the command does not wait for retries.
     assert http_server.paths() == ["/robots.txt"]
 
@@ -337,7 +406,8 @@ def test_fetch_mode_connection_refused_is_unreachable(tmp_path):
     verdict = field(run.stdout, "Verdict")
     assert verdict.startswith("held (robots.txt unreachable (") and "refused" in verdict.lower(), verdict
     assert verdict.endswith("): complete disallow until a fetch succeeds)")
-    assert "ROBOTSTXT_MAX_WAIT" not in run.stdout  # the verdict and the state, not crawl advice
+    # What a crawl does: a refused connection is waited for ROBOTSTXT_MAX_WAIT_REFUSED, not ROBOTSTXT_MAX_WAIT.
+    assert re.search(r"gives it up in (2\d|30) s \(ROBOTSTXT_MAX_WAIT_REFUSED, ", field(run.stdout, "Held"))
 
 
 def test_fetch_mode_a_host_that_does_not_resolve_is_dropped_not_held(tmp_path):
@@ -357,6 +427,87 @@ def test_fetch_mode_a_url_without_a_scheme_is_not_reported_allowed(tmp_path, htt
 
     assert run.returncode == 1, run.stderr
     assert field(run.stdout, "Verdict").startswith("disallowed"), run.stdout
+
+
+# --------------------------------------------------------------------------- in a project
+
+
+def startproject(root: Path, settings: str = "") -> Path:
+    """A project made by ``scrapy startproject`` (its settings.py as generated, ``settings``
+    appended); the project's directory."""
+    made = subprocess.run([sys.executable, "-m", "scrapy", "startproject", "myproj", str(root / "myproj")],
+                          env=_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert made.returncode == 0, made.stderr
+    project = root / "myproj"
+    with (project / "myproj" / "settings.py").open("a") as handle:
+        handle.write("\n" + settings)
+    return project
+
+
+def scrapy_in(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m scrapy robotstxt ARGS`` in the project ``project``."""
+    assert (project / "scrapy.cfg").exists()
+    return subprocess.run([sys.executable, "-m", "scrapy", "robotstxt", *args, *command_options()], cwd=project,
+                          env=_env(), capture_output=True, text=True, timeout=60, check=False)
+
+
+ENABLED = 'ADDONS = {"scrapy_rfc9309.Addon": 0}\n'
+#: The plugin enabled without the add-on, its middleware by path.
+EXPLICIT = ("ROBOTSTXT_OBEY = True\nDOWNLOADER_MIDDLEWARES = {\n"
+            '    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,\n'
+            '    "scrapy_rfc9309.RobotsTxtMiddleware": 543,\n}\n')
+
+
+@pytest.mark.parametrize(("settings", "crawl"), [
+    ("", "the project's crawl uses Scrapy's built-in RobotsTxtMiddleware, not this plugin, and may judge otherwise "
+         "(enable it: ADDONS = {'scrapy_rfc9309.Addon': 0})"),
+    (ENABLED, "the project's crawl obeys this verdict (scrapy_rfc9309 is enabled)"),
+    ("ROBOTSTXT_OBEY = False\n", "the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)"),
+    (ENABLED + "ROBOTSTXT_OBEY = False\n", "the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)"),
+    (EXPLICIT, "the project's crawl obeys this verdict (scrapy_rfc9309 is enabled)"),
+    (EXPLICIT + "ROBOTSTXT_OBEY = False\n", "the project's crawl obeys no robots.txt (ROBOTSTXT_OBEY is False)"),
+    ('DOWNLOADER_MIDDLEWARES = {"scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None}\n',
+     "the project's crawl obeys no robots.txt (no robots.txt middleware is enabled)"),
+], ids=["startproject", "enabled", "obey-off", "enabled-obey-off", "explicit", "explicit-obey-off", "no-middleware"])
+def test_in_every_project_the_plugin_judges_and_one_line_says_what_the_crawl_uses(tmp_path, http_server,
+                                                                                  settings, crawl):
+    """A fresh ``scrapy startproject`` project (``ADDONS = {}``, ``ROBOTSTXT_OBEY = True``: the
+    built-in middleware), and projects that enable the plugin or obey nothing: the verdict is
+    the plugin's, the exit status its, and the ``Crawl:`` line tells what the project's crawl uses."""
+    http_server.route("/robots.txt", 200, ROBOTS)
+    project = startproject(tmp_path, settings)
+
+    run = scrapy_in(project, http_server.url("/private/x"))
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert field(run.stdout, "Verdict") == "disallowed (Disallow: /private, line 2)"
+    assert field(run.stdout, "Crawl") == crawl
+    assert "Traceback" not in run.stderr, run.stderr
+    assert http_server.paths() == ["/robots.txt"]  # one middleware fetched it, once
+
+
+def test_the_command_writes_the_projects_ledger_only_when_asked(tmp_path, http_server):
+    http_server.route("/robots.txt", 200, ROBOTS)
+    ledger = tmp_path / "ledger"
+    project = startproject(tmp_path, ENABLED + f"ROBOTSTXT_LEDGER = {str(ledger)!r}\n")
+
+    quiet = scrapy_in(project, http_server.url("/private/x"))
+    assert quiet.returncode == 1, quiet.stderr
+    assert field(quiet.stdout, "Ledger") == "not written (--ledger records the robots.txt fetched in ROBOTSTXT_LEDGER)"
+    assert not ledger.exists()
+
+    asked = scrapy_in(project, http_server.url("/private/x"), "--ledger")
+    assert asked.returncode == 1, asked.stderr
+    assert field(asked.stdout, "Ledger") == f"the robots.txt fetched recorded in {ledger} (ROBOTSTXT_LEDGER)"
+    audited = subprocess.run([sys.executable, "-m", "scrapy", "robotstxt", "audit", str(ledger), "--json"],
+                             cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+    report = json.loads(audited.stdout)
+    assert len(report["runs"]) == 1, report
+    assert len(list((ledger / "versions").iterdir())) == 1  # the robots.txt fetched, archived
+
+    nowhere = scrapy_in(startproject(tmp_path / "other"), http_server.url("/private/x"), "--ledger")
+    assert nowhere.returncode == 2 and "ROBOTSTXT_LEDGER is not set" in nowhere.stderr, nowhere.stderr
 
 
 # --------------------------------------------------------------------------- help

@@ -54,6 +54,38 @@ def test_a_stale_table_is_found_and_written_again(tmp_path, monkeypatch):
     assert conf.write_settings_table() is False  # type: ignore[attr-defined]
 
 
+def test_the_api_page_is_the_one_the_docstrings_make_and_reads_on_a_forge():
+    """docs/api.md is generated from api-docstrings.md (autodoc, for Sphinx) and the docstrings:
+    current, without a directive a forge would show raw, and naming every object documented."""
+    conf = _load_conf()
+    page = (DOCS / "api.md").read_text(encoding="utf-8")
+    source = (DOCS / "api-docstrings.md").read_text(encoding="utf-8")
+
+    assert conf.api_page() == page, "docs/api.md is stale: run make settings-table"  # type: ignore[attr-defined]
+    assert "{eval-rst}" not in page and ".. auto" not in page
+    documented = re.findall(r"^\.\. auto(?:function|class|exception|data):: (\S+)", source, re.M)
+    assert len(documented) > 30
+    listed = re.findall(r"^\| `([\w.]+)` \| (.*) \|$", page, re.M)
+    assert {name for name, _ in listed} >= set(documented)
+    middleware = dict(listed)["scrapy_rfc9309.RobotsTxtMiddleware"]
+    assert middleware == "Downloader middleware enforcing robots.txt per RFC 9309."
+    assert all(summary for _, summary in listed), [name for name, summary in listed if not summary]
+    # Every section of the docstring page, with its prose, is in the readable one (links use their anchors).
+    assert re.findall(r"^## .*$", source, re.M) == re.findall(r"^## .*$", page, re.M)
+    assert "import neither Scrapy nor Twisted;" in page
+
+
+def test_a_stale_api_page_is_found_and_written_again(tmp_path, monkeypatch):
+    conf = _load_conf()
+    page = (DOCS / "api.md").read_text(encoding="utf-8")
+    copy = tmp_path / "api.md"
+    copy.write_text(page.replace("| `scrapy_rfc9309.parse` |", "| `scrapy_rfc9309.parse_it` |"), encoding="utf-8")
+    monkeypatch.setattr(conf, "API_PAGE", copy)
+    assert conf.write_api_page() is True  # type: ignore[attr-defined]
+    assert copy.read_text(encoding="utf-8") == page
+    assert conf.write_api_page() is False  # type: ignore[attr-defined]
+
+
 def test_the_table_shows_every_setting_with_its_type_default_and_example():
     rows = settings_table().splitlines()
     assert rows[0] == "| setting | type | default | range | meaning | example |"

@@ -336,3 +336,62 @@ def test_a_copy_outside_the_clone_loads_its_spiders_and_names_the_servers_the_de
         served.terminate()
         served.communicate(timeout=30)
     assert line is not None and "http://127.0.0.1:" in line
+
+
+def _audit_report(text: str, number_of: dict[str, int]) -> dict[str, object]:
+    """The demo's audit report in ``text``, by origin number (``number_of``: an origin's base URL
+    to its number in the demo's summary), without what changes from run to run: ports, times, run
+    names, digests, column widths, the order of origins and of versions."""
+    report = text[text.index("$ scrapy robotstxt audit"):]
+    report = report[:report.index("\nResult: ") + 1] + report[report.index("\nResult: ") + 1:].splitlines()[0]
+
+    def origin(found: re.Match[str]) -> str:
+        return f"origin-{number_of[found.group(0)]}"
+
+    report = re.sub(BASE, origin, report)
+    header = re.search(r"^Ledger audit of (\S+): 1 run, 1 segment, (\d+) records, (\d+) versions$", report, re.M)
+    assert header is not None, report
+    rows = {name: [int(n) for n in numbers.split()]
+            for name, numbers in re.findall(r"^  (origin-\d+)((?:\s+\d+){9})$", report, re.M)}
+    versions: dict[str, list[str]] = {}
+    current = None
+    for line in report[report.index("Versions per origin"):report.index("Runs")].splitlines()[1:]:
+        if re.fullmatch(r"  origin-\d+", line):
+            current = line.strip()
+            versions[current] = []
+        elif line.strip():
+            assert current is not None, line
+            # "<digest>  robots.txt parsed 200  used <time> to <time>": the document, access and status.
+            versions[current].append(" ".join(line.split()[1:4]))
+    runs = report[report.index("Runs"):report.index("\nResult: ")].replace(f"({header.group(1)})", "(LEDGER)")
+    runs = re.sub(r"\d{8}T\d{6}Z-\S+", "RUN", runs)
+    runs = re.sub(r"\d+ records", "N records", runs)
+    return {"ledger": header.group(1), "records": int(header.group(2)), "versions": int(header.group(3)),
+            "rows": rows, "by origin": {name: sorted(found) for name, found in versions.items()},
+            "runs": runs.strip(), "result": report.splitlines()[-1]}
+
+
+def test_the_audit_shown_in_the_compliance_page_is_the_demos(demo: subprocess.CompletedProcess[str]) -> None:
+    """docs/compliance.md shows the audit ``make demo`` prints: the same origins, counts per
+    origin, versions, run line and result. Only the number of requests held for the origin whose
+    robots.txt answers 503 at first depends on timing (one record each): the page's may differ,
+    the records without them may not."""
+    numbers: dict[str, int] = {}
+    for number, base in re.findall(rf"^\[(\d+)\] [\w-]+:.*\n\s+origin: ({BASE})$", demo.stdout, re.M):
+        numbers[base] = int(number)
+    page = (PROJECT.parent / "docs" / "compliance.md").read_text()
+    documented = {f"http://127.0.0.{n}:{port}": int(n)
+                  for n, port in re.findall(r"http://127\.0\.0\.(\d+):(\d+)", page)}
+
+    shown = _audit_report(page, documented)
+    ran = _audit_report(demo.stdout, numbers)
+
+    held = {name: {origin: row.pop(2) for origin, row in report["rows"].items()}  # type: ignore[attr-defined]
+            for name, report in (("shown", shown), ("ran", ran))}
+    assert {origin: n > 0 for origin, n in held["shown"].items()} == {
+        origin: n > 0 for origin, n in held["ran"].items()}, held
+    assert (shown.pop("records") - sum(held["shown"].values())  # type: ignore[operator]
+            == ran.pop("records") - sum(held["ran"].values())), (shown, ran)  # type: ignore[operator]
+    assert shown.pop("ledger") == "demo-ledger"
+    ran.pop("ledger")  # the test's ledger directory
+    assert shown == ran

@@ -14,12 +14,14 @@ from importlib.metadata import distribution
 from pathlib import Path
 
 import crawl
+import pytest
 import pytest_twisted
 from crawl import run_crawl
 from scrapy.settings import Settings
 
 from scrapy_rfc9309 import Addon, _compat
 from scrapy_rfc9309.config import DEFAULTS, SETTINGS, settings_table
+from scrapy_rfc9309.exceptions import RobotsTxtConfigError
 
 ADDON = 'ADDONS = {"scrapy_rfc9309.Addon": 0}\n'
 EXPLICIT = (
@@ -210,3 +212,56 @@ def test_the_settings_shown_are_those_of_a_crawl(origins):
     assert shown.getdict("DOWNLOADER_MIDDLEWARES") == crawled.getdict("DOWNLOADER_MIDDLEWARES")
     assert shown.getfloat("ROBOTSTXT_MAX_WAIT") == 30 and shown.getfloat("ROBOTSTXT_CACHE_TTL") == 86400
     assert "ROBOTSTXT_CACHE_TTL" not in settings and not settings.getbool("ROBOTSTXT_OBEY")
+
+
+# ---------------------------------------------------------------------- setting names the plugin does not know
+
+
+def test_the_config_command_refuses_an_unknown_setting_name_naming_the_closest(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", ADDON + 'ROBOTSTXT_USAGE_DENNY = ["train-ai"]\n')
+
+    in_project = command(root, "-m", "scrapy_rfc9309.config", status=1)
+    given = command(tmp_path, "-m", "scrapy_rfc9309.config", "-s", "ROBOTSTXT_USER_AGNET=ExampleBot", status=1)
+
+    assert "ROBOTSTXT_USAGE_DENNY is not a setting of scrapy_rfc9309 or Scrapy" in in_project.stderr
+    assert "did you mean ROBOTSTXT_USAGE_DENY?" in in_project.stderr
+    assert "did you mean ROBOTSTXT_USER_AGENT?" in given.stderr
+    assert in_project.stdout == given.stdout == ""
+    # Scrapy's own ROBOTSTXT_* settings are accepted.
+    config(tmp_path, "-s", "ROBOTSTXT_PARSER=scrapy.robotstxt.ProtegoRobotParser", "-s", "ROBOTSTXT_OBEY=True")
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_unknown_setting_name_stops_the_crawl_at_start_up(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+
+    with pytest.raises(RobotsTxtConfigError) as info:
+        yield run_crawl([a.url("/page")], {"ADDONS": {"scrapy_rfc9309.Addon": 0},
+                                           "ROBOTSTXT_USAGE_DENNY": ["train-ai"]})
+
+    assert "ROBOTSTXT_USAGE_DENNY is not a setting of scrapy_rfc9309 or Scrapy" in str(info.value)
+    assert "did you mean ROBOTSTXT_USAGE_DENY?" in str(info.value)
+    assert a.requests == []  # neither robots.txt nor a page was fetched
+
+
+class _NewerScrapy:
+    """An add-on standing for a newer Scrapy: it sets a ``ROBOTSTXT_*`` setting of its own at
+    Scrapy's ``default`` priority, as Scrapy's default settings are set."""
+
+    def update_settings(self, settings: Settings) -> None:
+        settings.set("ROBOTSTXT_SOMETHING_NEW", True, "default")
+
+
+@pytest_twisted.inlineCallbacks
+def test_scrapys_own_robotstxt_settings_do_not_stop_the_crawl(origins):
+    a = origins()
+    a.robots("User-agent: *\nDisallow: /private\n")
+    settings = {"ADDONS": {"scrapy_rfc9309.Addon": 0, _NewerScrapy: 1}, "ROBOTSTXT_USER_AGENT": "ExampleBot",
+                "ROBOTSTXT_PARSER": "scrapy.robotstxt.ProtegoRobotParser"}
+
+    result = yield run_crawl([a.url("/page"), a.url("/private/x")], settings)
+
+    assert [e.url for e in result.errors] == [a.url("/private/x")]
+    assert a.url("/page") in [url for url, _ in result.downloaded]
+    assert result.crawler.settings.getpriority("ROBOTSTXT_SOMETHING_NEW") == 0

@@ -1385,3 +1385,17 @@ def test_a_crawl_giving_up_on_many_held_locks_warns_once(origins: Any, redis_url
     assert [len(robots_hits(site)) for site in sites] == [1, 1, 1]
     held = [m for m in result.messages(logging.WARNING) if "another process has held its fetch lock" in m]
     assert len(held) == 1, result.messages(logging.WARNING)
+
+
+def test_without_redis_py_the_redis_store_says_how_to_install_it() -> None:
+    """Without redis-py, ``ROBOTSTXT_STORE = "redis"`` stops the crawl with an install line that
+    works for a package installed from its source (it is on no package index)."""
+    code = ("import sys; sys.modules['redis'] = None\n"  # redis-py not importable
+            "from scrapy_rfc9309.stores.redis import RedisStore\n"
+            "try:\n    RedisStore()\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("RobotsTxtConfigError ROBOTSTXT_STORE = 'redis' needs the redis package"), run.stdout
+    assert "pip install 'redis>=5.0.1'" in run.stdout
+    assert "pip install '/path/to/scrapy-rfc9309[redis]'" in run.stdout

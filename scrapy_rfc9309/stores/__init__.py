@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from ..exceptions import RobotsTxtConfigError
-from .base import AsyncStore, Claim, Store
+from .base import REDIS_INSTALL, AsyncStore, Claim, Store
 from .memory import MemoryStore
 
 __all__ = ["ALIASES", "AsyncStore", "Claim", "MemoryStore", "Store", "store_class"]
@@ -45,7 +45,7 @@ def store_class(value: object) -> type[Store | AsyncStore] | None:
         try:
             cls = getattr(import_module(module_name), attribute)
         except ImportError as exc:
-            hint = " (pip install 'scrapy-rfc9309[redis]')" if name.lower() == "redis" else ""
+            hint = f" ({REDIS_INSTALL})" if name.lower() == "redis" else ""
             raise RobotsTxtConfigError(f"ROBOTSTXT_STORE = {value!r} cannot be imported: {exc}{hint}") from None
         except AttributeError:
             raise RobotsTxtConfigError(f"ROBOTSTXT_STORE = {value!r}: {module_name} has no {attribute}") from None

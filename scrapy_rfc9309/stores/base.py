@@ -35,6 +35,11 @@ from ..record import CLOCK_TOLERANCE, Record, Unreadable
 
 __all__ = ["AsyncStore", "Claim", "Store", "fresh", "replaces"]
 
+#: How to install what the Redis store needs: redis-py, which the package's ``redis`` extra names
+#: (the package is installed from its source, not from a package index).
+REDIS_INSTALL = ("pip install 'redis>=5.0.1', or install scrapy-rfc9309 from its source with the extra: "
+                 "pip install '/path/to/scrapy-rfc9309[redis]'")
+
 
 class Claim(enum.Enum):
     """The answer to ``claim``."""

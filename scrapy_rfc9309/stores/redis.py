@@ -37,7 +37,7 @@ record). On a single Redis the calls that the process makes in one turn of the e
 loop go together, as one redis-py pipeline on a connection of a pool
 (:mod:`.redis_connection`); a cluster's calls go through redis-py's cluster client.
 Needs the ``redis``
-package (``pip install 'scrapy-rfc9309[redis]'``) and Scrapy's asyncio reactor (the
+package (redis-py 5.0.1 or later: :data:`.base.REDIS_INSTALL`) and Scrapy's asyncio reactor (the
 default ``TWISTED_REACTOR``).
 """
 
@@ -57,7 +57,7 @@ from ..config import flag
 from ..exceptions import RobotsTxtConfigError
 from ..parser import DEFAULT_MAX_BYTES
 from ..record import CLOCK_TOLERANCE, MAX_META_BYTES, Record, Unreadable
-from .base import AsyncStore, Claim
+from .base import REDIS_INSTALL, AsyncStore, Claim
 
 try:
     from redis.exceptions import NoScriptError
@@ -225,7 +225,7 @@ class RedisStore(AsyncStore):
                  cluster: bool = False, max_body: int = DEFAULT_MAX_BYTES) -> None:
         if Pipelined is None:
             raise RobotsTxtConfigError(
-                "ROBOTSTXT_STORE = 'redis' needs the redis package: pip install 'scrapy-rfc9309[redis]'"
+                f"ROBOTSTXT_STORE = 'redis' needs the redis package (redis-py): {REDIS_INSTALL}"
             )
         #: The calls of the process, pipelined (a single Redis), or redis-py's cluster
         #: client, which routes each call to the node of its keys.
