@@ -3,12 +3,23 @@ the crawl waits for, and end the wait once held requests are all that is left.
 
 RFC 9309 (2.3.1.4) makes an unreachable robots.txt a complete disallow: its origin's
 requests wait for a retry that succeeds, up to ``ROBOTSTXT_MAX_WAIT`` (900 s by
-default), while the rest of the crawl goes on. Once nothing else is left to crawl,
+default), while the rest of the crawl goes on. Once nothing else can make progress,
 waiting keeps the crawl open for those requests alone: after ``ROBOTSTXT_MAX_WAIT_IDLE``
 (120 s by default: a few retries on the backoff, short enough for someone waiting for
 the crawl to end) they are given up as at close: dropped (reason ``idle``), or handed
 back to a scheduler that keeps its queue (``JOBDIR``, persistent scrapy-redis) for the
 next run. Nothing is crawled early.
+
+"Nothing else can make progress" is Scrapy's own idle test with the held requests left
+out: the start requests consumed, the scheduler empty, the scraper idle, nothing in the
+downloader but the held requests (and the parking's keeper), no robots.txt (or
+tdmrep.json) fetch in flight (a retry in flight may succeed), and no other receiver of
+``spider_idle`` keeping the spider open. The held requests keep Scrapy from sending
+``spider_idle`` itself, so while the rest holds the watch sends it, as the engine would
+without them: a spider that feeds itself from ``spider_idle``, or a scrapy-redis worker,
+gets its work, and one that raises ``DontCloseSpider`` keeps the crawl (and the held
+requests, up to their ``ROBOTSTXT_MAX_WAIT``) going; the idle time counts only across
+looks at which nothing else kept it open.
 
 Every ``LOGSTATS_INTERVAL`` seconds (Scrapy's LogStats interval, 60 by default) while
 requests are held, one INFO line says how many, for which origins, why, when each is
@@ -23,6 +34,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider
+from twisted.python.failure import Failure
 
 from . import _compat
 from .loop import Timer, looping_call
@@ -48,8 +61,10 @@ class HeldWatch(Reporting):
     """Watches the requests held by ``lifecycles`` (one per document) for one crawl."""
 
     def __init__(self, crawler: Crawler, lifecycles: Sequence[Waiting], policy: Policy, max_wait_idle: float,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, own_receivers: Sequence[Callable[..., Any]] = ()) -> None:
         self.crawler = crawler
+        #: The plugin's own ``spider_idle`` receivers: their ``DontCloseSpider`` is the hold itself.
+        self.own_receivers = tuple(own_receivers)
         self.lifecycles = tuple(lifecycles)
         self.policy = policy
         self.max_wait_idle = max_wait_idle
@@ -80,9 +95,7 @@ class HeldWatch(Reporting):
             return
         held = [(states, origin, count, state) for states in self.lifecycles
                 for origin, count, state in states.held(now)]
-        ours = sum(states.downloading for states in self.lifecycles)
-        ours += 1 if self.lifecycles[0].parking.keeping else 0
-        if held and _compat.only_these_left(self.crawler.engine, ours):
+        if held and self._only_held_left() and not self._kept_open():
             if self.idle_since is None:
                 self.idle_since = now
             elif now - self.idle_since >= self.max_wait_idle:
@@ -98,6 +111,28 @@ class HeldWatch(Reporting):
         if now - (self._logged_at if self._logged_at is not None else self._held_since) >= self.log_interval:
             self._logged_at = now
             logger.info("%s", self.progress(held, now), extra=self._log_extra)
+
+    def _only_held_left(self) -> bool:
+        """Whether nothing but the held requests is left: no fetch in flight (then every
+        request of ours in the downloader waits for a held origin's retry), and Scrapy's
+        idle test true but for those requests and the parking's keeper."""
+        if any(states.states.in_flight for states in self.lifecycles):
+            return False
+        ours = sum(states.downloading for states in self.lifecycles)
+        ours += 1 if self.lifecycles[0].parking.keeping else 0
+        return _compat.only_these_left(self.crawler.engine, ours)
+
+    def _kept_open(self) -> bool:
+        """Send ``spider_idle``, as the engine would were the held requests not in its way:
+        whether another receiver kept the spider open (``DontCloseSpider``) or gave it more
+        to do (the crawl is no longer idle)."""
+        results = self.crawler.signals.send_catch_log(signal=signals.spider_idle, spider=self.crawler.spider,
+                                                      dont_log=(DontCloseSpider, CloseSpider))
+        for receiver, result in results:
+            if (isinstance(result, Failure) and isinstance(result.value, DontCloseSpider)
+                    and receiver not in self.own_receivers):
+                return True
+        return not self._only_held_left()
 
     def progress(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> str:
         """The progress line: how many requests are held, for which origins, why,

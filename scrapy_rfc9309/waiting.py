@@ -13,6 +13,7 @@ its ``ROBOTSTXT_MAX_WAITING`` bound.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -263,8 +264,13 @@ class Waiting(Reporting):
             fetching.addCallbacks(self._settle, self._cancelled, callbackArgs=(origin,), errbackArgs=(origin,))
 
     def _cancelled(self, failure: Any, origin: Origin) -> None:
-        """A fetch cancelled: at close, or a retry that served nobody (its waiters look again)."""
-        if not failure.check(defer.CancelledError, Closing):
+        """A fetch cancelled: at close, or a retry that served nobody (its waiters look again).
+        Cancelling it cancels its coroutine's task, which ends in asyncio's ``CancelledError``:
+        logged at DEBUG; any other failure is a bug, logged with its traceback."""
+        if failure.check(defer.CancelledError, asyncio.CancelledError, Closing):
+            logger.debug("%s of %s: the fetch was cancelled (%s)", self.document.name, origin,
+                         "the spider closes" if self.closing else "it serves no request", extra=self._log_extra)
+        else:
             logger.error("%s of %s: the fetch failed", self.document.name, origin,
                          exc_info=(failure.type, failure.value, failure.getTracebackObject()), extra=self._log_extra)
         self._notify(origin, Closing(self.close_reason) if self.closing else None)

@@ -1,0 +1,176 @@
+"""The idle give-up (``ROBOTSTXT_MAX_WAIT_IDLE``) gives held requests up only when nothing
+else can make progress: a robots.txt fetch still answering, a retry in flight, a page
+waiting out its slot's delay, and a spider (or scrapy-redis) that keeps itself open from
+``spider_idle`` all keep it from giving up, and nothing of theirs is cancelled. Real
+crawls against local servers; each origin plays the site of one case."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest_twisted
+import scrapy
+from crawl import ListSpider, run_crawl
+from middleware_support import page_hits, stat, text, until
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+from servers.origins import Delay, Sequence, Stall
+
+from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
+
+IDLE = 1
+#: A bound far below the slow answers of the sites below, so that a give-up that ignores them
+#: happens during them; a safety net ends a regression's crawl.
+SETTINGS: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "ROBOTSTXT_MAX_WAIT_IDLE": IDLE,
+                            "LOGSTATS_INTERVAL": 1, "CLOSESPIDER_TIMEOUT": 90}
+#: How long the slow answers take: several idle bounds.
+SLOW = 4 * IDLE
+ALLOW = "User-agent: *\nAllow: /\n"
+
+
+def _busy(origins: Any, host: str = "127.0.0.2") -> tuple[Any, list[str]]:
+    busy = origins(host)
+    busy["/robots.txt"] = text("busy", status=503)
+    return busy, [busy.url(f"/held/{i}") for i in range(3)]
+
+
+def _no_errors(result: Any) -> None:
+    assert not result.messages(logging.ERROR), result.messages(logging.ERROR)
+
+
+def _given_up_idle(result: Any, urls: list[str]) -> None:
+    dropped = [e for url in urls for e in result.errors_for(url)]
+    assert [type(e) for e in dropped] == [RobotsTxtUnreachable] * len(urls)
+    assert {e.reason for e in dropped} == {"idle"}
+    assert stat(result, "dropped_idle") == len(urls) and stat(result, "gave_up_idle") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_slow_robots_txt_of_another_origin_is_waited_for(origins):
+    slow = origins("127.0.0.1")
+    slow["/robots.txt"] = Delay(SLOW, text(ALLOW))
+    busy, held = _busy(origins)
+    pages = [slow.url(f"/page/{i}") for i in range(10)]
+
+    result = yield run_crawl(held + pages, SETTINGS)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(pages)  # its fetch was not cancelled
+    assert page_hits(busy) == []
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_slow_robots_txt_under_a_scaled_download_timeout_is_waited_for(origins):
+    """The default bounds scaled down: a robots.txt answering after more than
+    ``ROBOTSTXT_MAX_WAIT_IDLE`` but within ``DOWNLOAD_TIMEOUT``."""
+    slow = origins("127.0.0.1")
+    slow["/robots.txt"] = Delay(SLOW, text(ALLOW))
+    busy, held = _busy(origins)
+    pages = [slow.url(f"/page/{i}") for i in range(3)]
+
+    result = yield run_crawl(held + pages, {**SETTINGS, "DOWNLOAD_TIMEOUT": 6 * IDLE})
+
+    assert sorted(result.responses) == sorted(pages)
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins):
+    # Two origins on one host (two ports), so one download slot (its key is the host), whose delay
+    # (at least half of DOWNLOAD_DELAY, with Scrapy's jitter) is longer than the idle bound: the
+    # healthy origin's robots.txt fetch and pages wait for it while the other's requests are held.
+    busy, held = _busy(origins, "127.0.0.1")
+    healthy = origins("127.0.0.1")
+    healthy["/robots.txt"] = text(ALLOW)
+    pages = [healthy.url(f"/page/{i}") for i in range(2)]
+    settings = {**SETTINGS, "DOWNLOAD_DELAY": SLOW}
+
+    result = yield run_crawl(held + pages, settings)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(pages)
+    assert page_hits(busy) == []
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_retry_in_flight_that_succeeds_is_waited_for(origins):
+    site = origins("127.0.0.2")
+    # Unreachable at first; its retry (after ROBOTSTXT_RETRY_DELAY) answers after several idle bounds.
+    site["/robots.txt"] = Sequence([text("busy", status=503), Delay(SLOW, text(ALLOW))])
+    pages = [site.url(f"/page/{i}") for i in range(3)]
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 2 * IDLE, "ROBOTSTXT_RETRY_DELAY": IDLE / 2}
+
+    result = yield run_crawl(pages, settings)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(pages)
+    assert stat(result, "dropped_idle") == 0 and stat(result, "gave_up_idle") == 0
+    _no_errors(result)
+
+
+class KeepsItselfOpen(ListSpider):
+    """Keeps itself open from ``spider_idle`` (DontCloseSpider) for a few idle signals, then
+    feeds itself more URLs, as a spider that reads its work from elsewhere does."""
+
+    name = "keeps_open"
+
+    def __init__(self, later: list[str], rounds: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.later = later
+        self.rounds = rounds
+        self.idle_signals = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        return spider
+
+    def idle(self) -> None:
+        self.idle_signals += 1
+        if self.idle_signals < self.rounds:
+            raise DontCloseSpider
+        if self.later:
+            assert self.crawler.engine is not None
+            for url in self.later:
+                self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, errback=self.on_error))
+            self.later = []
+            raise DontCloseSpider
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_spider_that_keeps_itself_open_is_not_closed(origins):
+    live = origins("127.0.0.1")
+    live["/robots.txt"] = text(ALLOW)
+    busy, held = _busy(origins)
+    later = [live.url(f"/later/{i}") for i in range(3)]
+
+    # More idle signals kept open than the idle bound has seconds, at the engine's pace or ours.
+    result = yield run_crawl(KeepsItselfOpen, SETTINGS, urls=held, later=later, rounds=2 * IDLE + 1)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(later)  # what it fed itself after the idle bound, crawled
+    assert page_hits(busy) == []
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_robots_txt_fetch_cancelled_at_close_is_no_error(origins):
+    """A spider closed (here by CLOSESPIDER_TIMEOUT, as by Ctrl-C) while a robots.txt fetch
+    stalls: the fetch serves nobody and is cancelled, said at DEBUG, not as an ERROR."""
+    stalled = origins("127.0.0.1")
+    stalled["/robots.txt"] = Stall()
+    settings = {**SETTINGS, "CLOSESPIDER_TIMEOUT": IDLE, "DOWNLOAD_TIMEOUT": 60}
+
+    result = yield run_crawl([stalled.url("/page")], settings)
+
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert result.logged("the fetch was cancelled (the spider closes)", logging.DEBUG)
+    _no_errors(result)
