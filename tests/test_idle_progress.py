@@ -10,12 +10,16 @@ import logging
 from typing import Any
 
 import pytest_twisted
+import redis
 import scrapy
 from crawl import ListSpider, run_crawl
 from middleware_support import page_hits, stat, text, until
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.defer import deferred_from_coro
+from scrapy_redis.spiders import RedisSpider
 from servers.origins import Delay, Sequence, Stall
+from twisted.internet import defer
 
 from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
 
@@ -68,7 +72,7 @@ def test_a_slow_robots_txt_under_a_scaled_download_timeout_is_waited_for(origins
     ``ROBOTSTXT_MAX_WAIT_IDLE`` but within ``DOWNLOAD_TIMEOUT``."""
     slow = origins("127.0.0.1")
     slow["/robots.txt"] = Delay(SLOW, text(ALLOW))
-    busy, held = _busy(origins)
+    _, held = _busy(origins)
     pages = [slow.url(f"/page/{i}") for i in range(3)]
 
     result = yield run_crawl(held + pages, {**SETTINGS, "DOWNLOAD_TIMEOUT": 6 * IDLE})
@@ -173,4 +177,60 @@ def test_a_robots_txt_fetch_cancelled_at_close_is_no_error(origins):
 
     assert result.stats["finish_reason"] == "closespider_timeout"
     assert result.logged("the fetch was cancelled (the spider closes)", logging.DEBUG)
+    _no_errors(result)
+
+
+class Worker(RedisSpider):  # type: ignore[misc]
+    """A scrapy-redis worker: it reads its URLs from Redis at each ``spider_idle`` and never
+    closes on its own (``MAX_IDLE_TIME_BEFORE_CLOSE`` 0)."""
+
+    name = "idle_worker"
+    redis_key = "idle_worker:start_urls"
+    latest: Worker | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.idle_signals = 0
+        self.crawled: list[str] = []
+        Worker.latest = self
+
+    def spider_idle(self) -> None:
+        self.idle_signals += 1
+        super().spider_idle()
+
+    def parse(self, response: Any, **kwargs: Any) -> Any:
+        self.crawled.append(response.url)
+        return []
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_scrapy_redis_worker_is_not_closed_and_gets_the_urls_pushed_later(origins, redis_url):
+    live = origins("127.0.0.1")
+    live["/robots.txt"] = text(ALLOW)
+    busy, held = _busy(origins)
+    later = [live.url(f"/later/{i}") for i in range(3)]
+    client = redis.Redis.from_url(redis_url)
+    client.rpush(Worker.redis_key, *held)
+    Worker.latest = None
+
+    crawl = run_crawl(Worker, {**SETTINGS, "REDIS_URL": redis_url})
+    # Idle (nothing but the held requests) through several idle bounds: one idle signal per look.
+    yield defer.ensureDeferred(until(lambda: crawl.called or (Worker.latest is not None
+                                                              and Worker.latest.idle_signals > 2 * IDLE + 1),
+                                     "the worker idle"))
+    assert not crawl.called, "the worker was closed"
+    client.rpush(Worker.redis_key, *later)
+    yield defer.ensureDeferred(until(lambda: crawl.called or len(Worker.latest.crawled) == len(later),
+                                     "the later URLs crawled"))
+    assert not crawl.called, "the worker was closed"
+    crawler = Worker.latest.crawler
+    stop_async = getattr(crawler, "stop_async", None)  # Scrapy 2.14 and later
+    yield deferred_from_coro(stop_async()) if stop_async is not None else crawler.stop()
+    result = yield crawl
+    client.close()
+
+    assert result.stats["finish_reason"] == "shutdown"
+    assert sorted(Worker.latest.crawled) == sorted(later)
+    assert page_hits(busy) == []
+    assert stat(result, "gave_up_idle") == 0
     _no_errors(result)
