@@ -159,6 +159,8 @@ class HeldWatch(Reporting):
                        "(ROBOTSTXT_MAX_WAIT_IDLE): they are %s, and the spider closes", now - (self.idle_since or now),
                        count, len(held), fate, extra=self._log_extra)
         self._inc("gave_up_idle")
+        for states, origin, _, state in held:  # named in the close summary, as origins given up
+            states.states.gave_up(origin, state.cause)
         for states in self.lifecycles:
             states.close("idle")
         _compat.close_spider(self.crawler, "finished")

@@ -111,7 +111,8 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         #: are enforced, as an unreachable robots.txt holds them; otherwise they go on, nothing known).
         self.states, self.tdm = for_crawl(crawler, config, self.fetcher, self._origin_of, store=store, warmup=warmup,
                                           on_settled=settled, on_held=self._parked_held, tdm_holds=bool(self.tdm_deny),
-                                          news=ChangeNews(crawler, self.agents.seen, self.agents.default))
+                                          news=ChangeNews(crawler, self.agents.seen, self.agents.default),
+                                          on_requeued=self._parked_requeued)
         #: The per-origin shortcuts of the most frequent verdict (see shortcuts).
         self.shortcuts = Shortcuts(self.states.states, self.enforcement, self.agents)
         #: Says what held requests wait for, and gives them up once they are all that is left.
@@ -225,7 +226,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         fetch, and while a document holds the request (unreachable), until a retry
         succeeds or waiting no longer helps."""
         tdm = self.tdm
-        document = self.states.document
+        waiting: Waiting = self.states
         try:
             if robots is None:
                 robots = await self._known(self.states, request, origin, agent, None)
@@ -233,12 +234,13 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                     self._judge_robots(request, origin, agent, robots)
             tdm_state = None
             if tdm is not None:
-                document = tdm.document
+                waiting = tdm
                 tdm_state = await self._known(tdm, request, origin, agent, robots)
         except Closing as closing:
             persists = _compat.scheduler_persists(self.crawler.engine)
-            return self.enforcement.act(request, origin, at_close(request.url, self.agents.token_of(request),
-                                                                  document, persists, closing.reason))
+            return self.enforcement.act(request, origin, at_close(
+                request.url, self.agents.token_of(request), waiting.document, persists, closing.reason,
+                waiting.cache.get(origin), time.time()))
         return self.enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, time.time()))
 
     async def _known(self, states: Waiting, request: Request, origin: Origin, agent: str | bytes,
@@ -294,6 +296,14 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         if judgement is None or judgement.kind is not Kind.HELD:
             judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
         self.enforcement.tell(request, origin, judgement)
+
+    def _parked_requeued(self, request: Request, origin: Origin, reason: str) -> None:
+        """A parked request handed back to the scheduler at close (``reason``): its
+        ``requeued`` verdict, counted and told as that of a request that waited in the
+        downloader (the parking schedules it)."""
+        self.enforcement.act(request, origin, at_close(request.url, self.agents.token_of(request),
+                                                       self.states.document, True, reason,
+                                                       self.states.cache.get(origin), time.time()))
 
     # -- the crawl's end -------------------------------------------------------------------
     def _spider_idle(self, spider: Any = None) -> None:

@@ -60,8 +60,12 @@ class Parking(Reporting):
 
     def __init__(self, crawler: Crawler, origin_of: Callable[[str], Origin | None],
                  held: Callable[[Origin], bool], room: Callable[[], bool],
-                 on_held: Callable[[Request, Origin], None] | None = None) -> None:
+                 on_held: Callable[[Request, Origin], None] | None = None,
+                 on_requeued: Callable[[Request, Origin, str], None] | None = None) -> None:
         self.crawler = crawler
+        #: Told of each parked request handed back to the scheduler at close, with the close's reason
+        #: (``closing``, ``idle``): its ``requeued`` verdict, which counts it and tells the tellers.
+        self.on_requeued = on_requeued
         self._origin_of = origin_of
         #: Whether the origin's requests are held (it is unreachable), and whether one more request may wait.
         self._held = held
@@ -263,10 +267,10 @@ class Parking(Reporting):
             done.callback(None)
 
     # -- closing ----------------------------------------------------------------------
-    def close(self, persist: bool) -> tuple[int, int]:
+    def close(self, persist: bool, reason: str = "closing") -> tuple[int, int]:
         """The spider closes: hand every parked request back to a scheduler that
-        keeps its queue (``persist``), or count it as not crawled. Returns (handed
-        back, not crawled)."""
+        keeps its queue (``persist``; each told to :attr:`on_requeued` first), or count
+        it as not crawled. Returns (handed back, not crawled)."""
         self.closing = True
         pending = [entry for entries in self._parked.values() for entry in entries] + self._releasing
         self._parked.clear()
@@ -279,6 +283,12 @@ class Parking(Reporting):
         self._listen(False)
         if persist:
             for request, flags in pending:
+                origin = self._origin_of(request.url)
+                if self.on_requeued is not None and origin is not None:
+                    try:
+                        self.on_requeued(request, origin, reason)
+                    except RobotsTxtLedgerError:
+                        pass  # logged by the ledger, which closes the spider; the request is handed back
                 self._reschedule(request, flags)
         self._unkeep()
         return (len(pending), 0) if persist else (0, len(pending))

@@ -59,13 +59,15 @@ def for_crawl(crawler: Crawler, config: Config, fetcher: RobotsFetcher, origin_o
               store: StoreClient | None, warmup: DnsWarmup | None,
               on_settled: Callable[[Origin, OriginState, Document, str, RobotsChange | None], Awaitable[None]] | None,
               on_held: Callable[[Request, Origin], None], tdm_holds: bool,
-              news: ChangeNews | None) -> tuple[Waiting, Waiting | None]:
+              news: ChangeNews | None,
+              on_requeued: Callable[[Request, Origin, str], None] | None = None) -> tuple[Waiting, Waiting | None]:
     """The waiting requests of a crawl's documents, in one room: robots.txt's, and with
     ``ROBOTSTXT_TDMREP`` tdmrep.json's (whose unreachable file holds its requests when
     ``tdm_holds``), each with its :class:`~.state_cache.StateCache`. ``on_held``: told
-    of a request parked while robots.txt holds it."""
+    of a request parked while robots.txt holds it; ``on_requeued``: of a parked request
+    handed back to the scheduler at close (its verdict, which counts it)."""
     robots = StateCache(crawler, config, fetcher, store=store, warmup=warmup, on_settled=on_settled, news=news)
-    room = WaitingRoom(crawler, config, origin_of, robots.holds_now, on_held)
+    room = WaitingRoom(crawler, config, origin_of, robots.holds_now, on_held, on_requeued)
     tdm = (Waiting(crawler, config, StateCache(crawler, config, fetcher, document=TDMREP, holds=tdm_holds, store=store,
                                                on_settled=on_settled), room)
            if config.tdmrep else None)
@@ -78,11 +80,12 @@ class WaitingRoom:
     requests waiting in the downloader and those parked."""
 
     def __init__(self, crawler: Crawler, config: Config, origin_of: Callable[[str], Origin | None],
-                 held: Callable[[Origin], bool], on_held: Callable[[Request, Origin], None] | None = None) -> None:
+                 held: Callable[[Origin], bool], on_held: Callable[[Request, Origin], None] | None = None,
+                 on_requeued: Callable[[Request, Origin, str], None] | None = None) -> None:
         self.max_waiting = config.max_waiting
         #: Requests of every document waiting in the downloader.
         self.waiting_in_downloader = 0
-        self.parking = Parking(crawler, origin_of, held, self.room, on_held)
+        self.parking = Parking(crawler, origin_of, held, self.room, on_held, on_requeued)
 
     def room(self) -> bool:
         """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS`` place."""
@@ -378,10 +381,11 @@ class Waiting(Reporting):
             return
         self.closing = True
         self.close_reason = reason
-        requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine))
-        self._requeued += requeued
+        requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine), reason)
+        if self.parking.on_requeued is None:  # otherwise each is counted by its verdict, with the others
+            self._requeued += requeued
+            self._inc("requeued_on_close", requeued)
         self._discarded += discarded
-        self._inc("requeued_on_close", requeued)
         self._inc("discarded_on_close", discarded)
         for call in self._retries.values():
             call.cancel()

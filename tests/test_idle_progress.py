@@ -7,6 +7,7 @@ crawls against local servers; each origin plays the site of one case."""
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 
 import pytest_twisted
@@ -234,3 +235,72 @@ def test_a_scrapy_redis_worker_is_not_closed_and_gets_the_urls_pushed_later(orig
     assert page_hits(busy) == []
     assert stat(result, "gave_up_idle") == 0
     _no_errors(result)
+
+
+def _requeued_records(ledger: Any) -> int:
+    from scrapy_rfc9309.audit import audit
+
+    return sum(report.requests.get("requeued", 0) for report in audit([str(ledger)]).origins.values())
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_handed_back_at_idle_are_counted_once_by_every_teller(origins, tmp_path):
+    """20 held requests (8 waiting in the downloader, 12 parked) handed back to a JOBDIR
+    scheduler at the idle give-up, twice: the stat, the close summary, the verdicts line
+    and the ledger count each of them once per run; the resumed crawl gets each once."""
+    busy = origins("127.0.0.2")
+    busy["/robots.txt"] = text("busy", status=503)
+    urls = [busy.url(f"/held/{i}") for i in range(20)]
+    ledger = tmp_path / "ledger"
+    settings = {**SETTINGS, "JOBDIR": str(tmp_path / "job"), "ROBOTSTXT_LEDGER": str(ledger)}
+
+    for run, start in enumerate((urls, [])):
+        result = yield run_crawl(start, settings, dont_filter=False)
+
+        assert result.stats["finish_reason"] == "finished"
+        assert stat(result, "requeued_on_close") == 20, run
+        (summary,) = [m for m in result.messages(logging.WARNING) if "Put back in the scheduler" in m]
+        assert "Put back in the scheduler for the next run: 20 requests" in summary, summary
+        (verdicts,) = [m for m in result.messages(logging.INFO) if m.startswith("robots.txt verdicts:")]
+        assert "20 requeued for their robots.txt" in verdicts, verdicts
+        assert _requeued_records(ledger) == 20 * (run + 1)
+    assert page_hits(busy) == []
+
+    busy["/robots.txt"] = text(ALLOW)
+    resumed = yield run_crawl([], settings)
+
+    assert sorted(resumed.responses) == sorted(urls)
+    assert Counter(hit.path for hit in page_hits(busy)) == Counter({f"/held/{i}": 1 for i in range(20)})
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_given_up_at_idle_are_told_their_true_reason_and_durations(origins):
+    """The exception, the close summary and the verdict of a request given up at idle name
+    the origin, its last fetch and how long it was unreachable."""
+    busy, held = _busy(origins)
+
+    result = yield run_crawl(held, SETTINGS)
+
+    _given_up_idle(result, held)
+    origin = busy.url("/")[:-1]
+    for error in (e for url in held for e in result.errors_for(url)):
+        text_ = str(error)
+        assert f"robots.txt of {origin} unreachable for " in text_ and "()" not in text_, text_
+        waited = float(text_.split("unreachable for ")[1].split(" s ")[0])
+        assert waited >= IDLE  # held through the idle bound at least
+        assert "(status 503" in text_ and "nothing else was left to crawl" in text_, text_
+        assert error.judgement.detail and error.judgement.waited >= IDLE
+    (summary,) = [m for m in result.messages(logging.WARNING) if "origins given up" in m]
+    assert "origins given up: none" not in summary and origin in summary, summary
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_handed_back_at_close_say_what_their_robots_txt_answered(origins, tmp_path):
+    _, held = _busy(origins)
+
+    result = yield run_crawl(held, {**SETTINGS, "JOBDIR": str(tmp_path / "job")})
+
+    put_back = [m for m in result.messages(logging.DEBUG) if m.startswith("Put back in the scheduler")]
+    assert len(put_back) == len(held)
+    for line in put_back:
+        assert "was not known" not in line and "(status 503" in line, line
