@@ -152,15 +152,25 @@ class HeldWatch(Reporting):
         return line
 
     def _give_up(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> None:
+        """Give the held requests up. A scheduler that keeps its queue gets them back only
+        at close: the spider closes (``finished``, as Scrapy would close it: nothing else is
+        left). Otherwise they are dropped (reason ``idle``), and the spider then closes, or
+        not, as it would without them."""
         count = sum(entry[2] for entry in held)
         persists = _compat.scheduler_persists(self.crawler.engine)
-        fate = "handed back to the scheduler for the next run" if persists else "dropped"
+        fate = ("handed back to the scheduler for the next run, and the spider closes" if persists
+                else "dropped")
         logger.warning("robots.txt: nothing left to crawl for %.0f s but %d requests held for %d unreachable origins "
-                       "(ROBOTSTXT_MAX_WAIT_IDLE): they are %s, and the spider closes", now - (self.idle_since or now),
+                       "(ROBOTSTXT_MAX_WAIT_IDLE): they are %s", now - (self.idle_since or now),
                        count, len(held), fate, extra=self._log_extra)
         self._inc("gave_up_idle")
+        self.idle_since = None
         for states, origin, _, state in held:  # named in the close summary, as origins given up
             states.states.gave_up(origin, state.cause)
-        for states in self.lifecycles:
-            states.close("idle")
-        _compat.close_spider(self.crawler, "finished")
+        if persists:
+            for states in self.lifecycles:
+                states.close("idle")
+            _compat.close_spider(self.crawler, "finished")
+            return
+        for states, origin, _, _ in held:
+            states.give_up_idle(origin)

@@ -175,7 +175,12 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             except (InvalidAgentMeta, RobotsTxtConfigError) as exc:
                 return self.enforcement.act(request, origin, invalid_meta(url, self.agents.token_of(request),
                                                                           str(exc)))
-            if meta.pop(GIVEN_UP_META, False):  # held, back from parking: its origin was given up
+            given_up_as = meta.pop(GIVEN_UP_META, False)
+            if given_up_as == "idle":  # held, back from parking: given up as nothing else was left
+                waiting = self._holder(origin)
+                self.enforcement.act(request, origin, at_close(url, self.agents.token_of(request), waiting.document,
+                                                               False, "idle", waiting.cache.get(origin), time.time()))
+            if given_up_as:  # held, back from parking: its origin was given up
                 for states in (self.states, tdm):
                     if states is not None and (given_up := states.given_up(origin)) is not None:
                         states.give_up(origin)
@@ -296,6 +301,13 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         if judgement is None or judgement.kind is not Kind.HELD:
             judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
         self.enforcement.tell(request, origin, judgement)
+
+    def _holder(self, origin: Origin) -> Waiting:
+        """The document that holds the origin's requests: its robots.txt, else its tdmrep.json."""
+        tdm = self.tdm
+        if tdm is not None and not self.states.states.holds_now(origin):
+            return tdm
+        return self.states
 
     def _parked_requeued(self, request: Request, origin: Origin, reason: str) -> None:
         """A parked request handed back to the scheduler at close (``reason``): its

@@ -51,8 +51,9 @@ logger = logging.getLogger(__name__)
 #: Requests scheduled again per loop turn: releasing thousands must not stall the crawl.
 RELEASE_BATCH = 500
 #: Flags of a parked request: it passed the duplicate filter; it is held (its origin is
-#: unreachable); it is scheduled again because its origin's held requests are given up.
-SEEN, HELD, GIVEN_UP = 1, 2, 4
+#: unreachable); it is scheduled again because its origin's held requests are given up
+#: (at ``ROBOTSTXT_MAX_WAIT``; with IDLE, at ``ROBOTSTXT_MAX_WAIT_IDLE``).
+SEEN, HELD, GIVEN_UP, IDLE = 1, 2, 4, 8
 
 
 class Parking(Reporting):
@@ -171,16 +172,18 @@ class Parking(Reporting):
             except RobotsTxtLedgerError:
                 pass
 
-    def release(self, origin: Origin, given_up: bool = False) -> int:
+    def release(self, origin: Origin, given_up: bool = False, idle: bool = False) -> int:
         """Schedule the origin's parked requests again; how many of them were held
         (their origin was unreachable). ``given_up``: the origin's held requests are
         given up, and each held one is marked to be dropped when it comes back (it
-        must not wait for the origin's next fetch as a new request would)."""
+        must not wait for the origin's next fetch as a new request would); ``idle``:
+        given up because nothing else was left (``ROBOTSTXT_MAX_WAIT_IDLE``)."""
         parked = self._parked.pop(origin, None)
         if not parked:
             return 0
-        if given_up:
-            parked = [(request, flags | GIVEN_UP if flags & HELD else flags) for request, flags in parked]
+        if given_up or idle:
+            mark = GIVEN_UP | (IDLE if idle else 0)
+            parked = [(request, flags | mark if flags & HELD else flags) for request, flags in parked]
         self._releasing.extend(parked)
         if self._releaser is None:
             self._releaser = call_later(0, self._release_batch)
@@ -204,7 +207,7 @@ class Parking(Reporting):
         if self.crawler.engine is not None:
             again = request.replace(dont_filter=True) if flags & SEEN else request
             if flags & GIVEN_UP:
-                again.meta[GIVEN_UP_META] = True
+                again.meta[GIVEN_UP_META] = "idle" if flags & IDLE else True
             _compat.schedule(self.crawler, again)
 
     def _settle(self) -> None:

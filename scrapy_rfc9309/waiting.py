@@ -236,6 +236,17 @@ class Waiting(Reporting):
         if state is not None and state.access is Access.UNREACHABLE:
             self.states.cancel(origin)
 
+    def give_up_idle(self, origin: Origin) -> None:
+        """The origin's held requests are given up because nothing else is left
+        (``ROBOTSTXT_MAX_WAIT_IDLE``) and no scheduler keeps them: those waiting in the
+        downloader are let go (dropped, reason ``idle``), the parked ones scheduled
+        again to be dropped as they come back; its retry is not made for them."""
+        retry = self._retries.pop(origin, None)
+        if retry is not None:
+            retry.cancel()
+        self._notify(origin, Closing("idle"))
+        self.parking.release(origin, idle=True)
+
     def held(self, now: float) -> list[tuple[Origin, int, OriginState]]:
         """The origins whose requests this document holds now: each with how many of
         its requests wait (in the downloader, and parked) and its state."""

@@ -304,3 +304,22 @@ def test_requests_handed_back_at_close_say_what_their_robots_txt_answered(origin
     assert len(put_back) == len(held)
     for line in put_back:
         assert "was not known" not in line and "(status 503" in line, line
+
+
+@pytest_twisted.inlineCallbacks
+def test_parked_held_requests_are_given_up_once_nothing_else_is_left(origins):
+    """20 requests of an unreachable origin: 8 wait in the downloader for its robots.txt,
+    the other 12 are parked outside it (the parking's keeper waits in the downloader for
+    them). Once nothing else is left they are all given up at idle, parked ones included,
+    each to its errback; the crawl ends by the idle bound, not by its safety net."""
+    busy = origins("127.0.0.2")
+    busy["/robots.txt"] = text("busy", status=503)
+    urls = [busy.url(f"/held/{i}") for i in range(20)]
+
+    result = yield run_crawl(urls, SETTINGS)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert result.logged("parked until its robots.txt is known", logging.DEBUG) or stat(result, "held") == 20
+    _given_up_idle(result, urls)
+    assert page_hits(busy) == []
+    _no_errors(result)
