@@ -12,9 +12,10 @@ next run. Nothing is crawled early.
 
 "Nothing else can make progress" is Scrapy's own idle test with the held requests left
 out: the start requests consumed, the scheduler empty, the scraper idle, nothing in the
-downloader but the held requests (and the parking's keeper), no robots.txt (or
-tdmrep.json) fetch in flight (a retry in flight may succeed), and no other receiver of
-``spider_idle`` keeping the spider open. The held requests keep Scrapy from sending
+downloader but the held requests (and the parking's keeper), no other origin's
+robots.txt (or tdmrep.json) fetch in flight, and no other receiver of ``spider_idle``
+keeping the spider open. A held origin's retry in flight does not stop the idle time,
+but nothing is given up while it runs: it may succeed. The held requests keep Scrapy from sending
 ``spider_idle`` itself, so while the rest holds the watch sends it, as the engine would
 without them: a spider that feeds itself from ``spider_idle``, or a scrapy-redis worker,
 gets its work, and one that raises ``DontCloseSpider`` keeps the crawl (and the held
@@ -95,10 +96,10 @@ class HeldWatch(Reporting):
             return
         held = [(states, origin, count, state) for states in self.lifecycles
                 for origin, count, state in states.held(now)]
-        if held and self._only_held_left() and not self._kept_open():
+        if held and self._only_held_left(held) and not self._kept_open(held):
             if self.idle_since is None:
                 self.idle_since = now
-            elif now - self.idle_since >= self.max_wait_idle:
+            elif now - self.idle_since >= self.max_wait_idle and not self._retrying(held):
                 self._give_up(held, now)
                 return
         else:
@@ -112,17 +113,26 @@ class HeldWatch(Reporting):
             self._logged_at = now
             logger.info("%s", self.progress(held, now), extra=self._log_extra)
 
-    def _only_held_left(self) -> bool:
-        """Whether nothing but the held requests is left: no fetch in flight (then every
-        request of ours in the downloader waits for a held origin's retry), and Scrapy's
-        idle test true but for those requests and the parking's keeper."""
-        if any(states.states.in_flight for states in self.lifecycles):
-            return False
+    def _only_held_left(self, held: list[tuple[Waiting, Any, int, Any]]) -> bool:
+        """Whether nothing but the held requests is left: no fetch in flight but the
+        held origins' retries (then every request of ours in the downloader waits for
+        one of them), and Scrapy's idle test true but for those requests, those
+        retries and the parking's keeper."""
+        retries = self._retrying(held)
+        if sum(states.states.in_flight for states in self.lifecycles) > retries:
+            return False  # another origin's fetch: its requests wait for it
         ours = sum(states.downloading for states in self.lifecycles)
         ours += 1 if self.lifecycles[0].parking.keeping else 0
         return _compat.only_these_left(self.crawler.engine, ours)
 
-    def _kept_open(self) -> bool:
+    @staticmethod
+    def _retrying(held: list[tuple[Waiting, Any, int, Any]]) -> int:
+        """The held origins' retries in flight: the idle time goes on while they run (a
+        failed one changes nothing), but nothing is given up until they end (one may
+        succeed)."""
+        return sum(1 for states, origin, _, _ in held if states.states.fetching(origin))
+
+    def _kept_open(self, held: list[tuple[Waiting, Any, int, Any]]) -> bool:
         """Send ``spider_idle``, as the engine would were the held requests not in its way:
         whether another receiver kept the spider open (``DontCloseSpider``) or gave it more
         to do (the crawl is no longer idle)."""
@@ -132,7 +142,7 @@ class HeldWatch(Reporting):
             if (isinstance(result, Failure) and isinstance(result.value, DontCloseSpider)
                     and receiver not in self.own_receivers):
                 return True
-        return not self._only_held_left()
+        return not self._only_held_left(held)
 
     def progress(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> str:
         """The progress line: how many requests are held, for which origins, why,

@@ -323,3 +323,4 @@ def test_parked_held_requests_are_given_up_once_nothing_else_is_left(origins):
     _given_up_idle(result, urls)
     assert page_hits(busy) == []
     _no_errors(result)
+
