@@ -14,7 +14,7 @@ import pytest_twisted
 import redis
 import scrapy
 from crawl import ListSpider, run_crawl
-from middleware_support import page_hits, stat, text, until
+from middleware_support import TrackingSpider, page_hits, stat, text, until
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
@@ -22,6 +22,7 @@ from scrapy_redis.spiders import RedisSpider
 from servers.origins import Delay, Sequence, Stall
 from twisted.internet import defer
 
+from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
 
 IDLE = 1
@@ -315,11 +316,20 @@ def test_parked_held_requests_are_given_up_once_nothing_else_is_left(origins):
     busy = origins("127.0.0.2")
     busy["/robots.txt"] = text("busy", status=503)
     urls = [busy.url(f"/held/{i}") for i in range(20)]
+    TrackingSpider.latest = None
 
-    result = yield run_crawl(urls, SETTINGS)
+    def parked() -> int:
+        spider = TrackingSpider.latest
+        if spider is None or spider.crawler.engine is None:
+            return 0
+        return int(spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states.parking.count)
+
+    crawl = run_crawl(TrackingSpider, SETTINGS, urls=urls)
+    yield defer.ensureDeferred(until(lambda: crawl.called or parked() == 12, "12 parked"))
+    assert not crawl.called
+    result = yield crawl
 
     assert result.stats["finish_reason"] == "finished"
-    assert result.logged("parked until its robots.txt is known", logging.DEBUG) or stat(result, "held") == 20
     _given_up_idle(result, urls)
     assert page_hits(busy) == []
     _no_errors(result)
