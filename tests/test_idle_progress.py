@@ -246,7 +246,7 @@ def _requeued_records(ledger: Any) -> int:
 
 @pytest_twisted.inlineCallbacks
 def test_requests_handed_back_at_idle_are_counted_once_by_every_teller(origins, tmp_path):
-    """20 held requests (8 waiting in the downloader, 12 parked) handed back to a JOBDIR
+    """20 held requests (some waiting in the downloader, the others parked) handed back to a JOBDIR
     scheduler at the idle give-up, twice: the stat, the close summary, the verdicts line
     and the ledger count each of them once per run; the resumed crawl gets each once."""
     busy = origins("127.0.0.2")
@@ -309,9 +309,9 @@ def test_requests_handed_back_at_close_say_what_their_robots_txt_answered(origin
 
 @pytest_twisted.inlineCallbacks
 def test_parked_held_requests_are_given_up_once_nothing_else_is_left(origins):
-    """20 requests of an unreachable origin: 8 wait in the downloader for its robots.txt,
-    the other 12 are parked outside it (the parking's keeper waits in the downloader for
-    them). Once nothing else is left they are all given up at idle, parked ones included,
+    """20 requests of an unreachable origin: up to 8 wait in the downloader for its
+    robots.txt, the others are parked outside it (the parking's keeper waits in the
+    downloader for them). Once nothing else is left they are all given up at idle, parked ones included,
     each to its errback; the crawl ends by the idle bound, not by its safety net."""
     busy = origins("127.0.0.2")
     busy["/robots.txt"] = text("busy", status=503)
@@ -325,8 +325,8 @@ def test_parked_held_requests_are_given_up_once_nothing_else_is_left(origins):
         return int(spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states.parking.count)
 
     crawl = run_crawl(TrackingSpider, SETTINGS, urls=urls)
-    yield defer.ensureDeferred(until(lambda: crawl.called or parked() == 12, "12 parked"))
-    assert not crawl.called
+    yield defer.ensureDeferred(until(lambda: crawl.called or parked() > 0, "requests parked"))
+    assert not crawl.called, "nothing was parked"
     result = yield crawl
 
     assert result.stats["finish_reason"] == "finished"
