@@ -334,3 +334,22 @@ def test_parked_held_requests_are_given_up_once_nothing_else_is_left(origins):
     assert page_hits(busy) == []
     _no_errors(result)
 
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_retry_cancelled_when_its_origin_is_given_up_is_no_error(origins):
+    """An unreachable origin whose retry stalls: its requests are dropped at
+    ROBOTSTXT_MAX_WAIT while the retry is in flight, which then serves nobody and is
+    cancelled: said at DEBUG, not as an ERROR traceback."""
+    busy, held = _busy(origins)
+    busy["/robots.txt"] = Sequence([text("busy", status=503), Stall()])
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT": IDLE, "ROBOTSTXT_RETRY_DELAY": IDLE / 4,
+                "ROBOTSTXT_MAX_WAIT_IDLE": 60, "DOWNLOAD_TIMEOUT": 60}
+
+    result = yield run_crawl(held, settings)
+
+    dropped = [e for url in held for e in result.errors_for(url)]
+    assert [e.reason for e in dropped] == ["max_wait"] * len(held)
+    assert len(busy.requests_for("/robots.txt")) == 2  # the retry was made, and stalled
+    assert result.logged("the fetch was cancelled (it serves no request)", logging.DEBUG)
+    _no_errors(result)
