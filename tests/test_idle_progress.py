@@ -353,3 +353,20 @@ def test_a_retry_cancelled_when_its_origin_is_given_up_is_no_error(origins):
     assert len(busy.requests_for("/robots.txt")) == 2  # the retry was made, and stalled
     assert result.logged("the fetch was cancelled (it serves no request)", logging.DEBUG)
     _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_let_go_at_close_say_what_their_robots_txt_answered(origins):
+    """Closed while requests are held (CLOSESPIDER_TIMEOUT here, as Ctrl-C): each is dropped
+    with reason ``closing`` and says its robots.txt answered 503 and for how long, not that
+    it was not known."""
+    _, held = _busy(origins)
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 60, "CLOSESPIDER_TIMEOUT": 2 * IDLE}
+
+    result = yield run_crawl(held, settings)
+
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    dropped = [e for url in held for e in result.errors_for(url)]
+    assert [e.reason for e in dropped] == ["closing"] * len(held)
+    for error in dropped:
+        assert "(status 503) when the spider closed" in str(error) and "not known" not in str(error), str(error)
