@@ -89,8 +89,10 @@ SETTINGS: tuple[Setting, ...] = (
             "seconds an origin that refuses connections may stay unreachable before its requests are dropped "
             "(never more than `ROBOTSTXT_MAX_WAIT`)", 0, MAX_SECONDS, example=120),
     Setting("ROBOTSTXT_MAX_WAIT_IDLE", 120.0, "float",
-            "seconds held requests may keep the crawl open once they are all that is left of it; then they are "
-            "given up as at close (dropped, or handed back to a scheduler that keeps its queue)", 0, MAX_SECONDS,
+            "seconds held requests may keep the crawl open once they are all that is left of it (nothing else "
+            "downloading, no robots.txt fetch or retry in flight, no other `spider_idle` receiver keeping the spider "
+            "open); then they are given up as at close (dropped, or handed back to a scheduler that keeps its queue)",
+            0, MAX_SECONDS,
             example=600),
     Setting("ROBOTSTXT_KEEP_CACHED", 30 * DAY, "float",
             "seconds the last good copy keeps applying while the robots.txt is unreachable", 0, MAX_SECONDS,

@@ -323,8 +323,8 @@ class Enforcement(Reporting):
                          judgement.detail, extra=self._log_extra)
         elif kind is Kind.REQUEUED:
             self._inc(f"{document.stat}requeued_on_close")
-            logger.debug("Put back in the scheduler: %s (%s of %s was not known when the spider closed)",
-                         request, document.name, origin, extra=self._log_extra)
+            logger.debug("Put back in the scheduler: %s (%s of %s %s)", request, document.name, origin,
+                         _drop_words(judgement), extra=self._log_extra)
         elif judgement.reason == "invalid_meta":
             self._inc("invalid_meta")
             message = f"Dropped {request}: {judgement.detail}"
@@ -397,8 +397,13 @@ def _drop_words(judgement: Judgement) -> str:
         return f"cannot be fetched: its host name does not resolve ({judgement.detail})"
     if reason == "cannot_request":
         return f"cannot be fetched: Scrapy cannot make the request ({judgement.detail})"
-    if reason == "closing":
+    if reason in ("closing", "idle") and not judgement.detail:
         return "was not known when the spider closed"
+    if reason == "closing":
+        return f"unreachable for {judgement.waited:.0f} s ({judgement.detail}) when the spider closed"
+    if reason == "idle":
+        return (f"unreachable for {judgement.waited:.0f} s ({judgement.detail}), its requests held when nothing "
+                "else was left to crawl (ROBOTSTXT_MAX_WAIT_IDLE)")
     return f"unreachable for {judgement.waited:g} s ({judgement.detail})"
 
 

@@ -53,8 +53,10 @@ class RobotsTxtUnreachable(_Judged):
     ``"max_wait"`` (unreachable for longer than ``ROBOTSTXT_MAX_WAIT``, or
     ``ROBOTSTXT_MAX_WAIT_REFUSED`` for refused connections), ``"no_host"`` (its
     host name does not resolve), ``"cannot_request"`` (Scrapy cannot make the
-    robots.txt request with the crawl's settings) or ``"closing"`` (the spider
-    closed while the request was held)."""
+    robots.txt request with the crawl's settings), ``"closing"`` (the spider
+    closed while the request was held) or ``"idle"`` (held requests were all that
+    was left of the crawl for ``ROBOTSTXT_MAX_WAIT_IDLE``). The message names the
+    origin, how long its robots.txt was unreachable and its last fetch."""
 
     def __init__(self, message: str, robots_url: str, reason: str, *, judgement: Judgement | None = None) -> None:
         super().__init__(message)

@@ -157,7 +157,9 @@ class Judgement(NamedTuple):
             if kind is Kind.HELD:
                 return f"{document} unreachable ({self.detail}): complete disallow until a fetch succeeds"
             if kind is Kind.REQUEUED:
-                return f"{document} not known when the spider closed: handed back to the scheduler"
+                if not self.detail:
+                    return f"{document} not known when the spider closed: handed back to the scheduler"
+                return f"{document} unreachable ({self.detail}), {reason}: handed back to the scheduler"
             return f"{document}: {reason}" + (f" ({self.detail})" if self.detail else "")
         if kind is Kind.USAGE_DENIED:
             return f"{self.usage} denies {self.category}"
@@ -358,11 +360,18 @@ def invalid_meta(url: str, token: str, detail: str) -> Judgement:
     return Judgement(Kind.DROPPED, url, token, reason="invalid_meta", detail=detail)
 
 
-def at_close(url: str, token: str, document: Document, persists: bool, reason: str = "closing") -> Judgement:
+def at_close(url: str, token: str, document: Document, persists: bool, reason: str = "closing",
+             state: OriginState | None = None, now: float = 0.0) -> Judgement:
     """The verdict on a request still waiting for ``document`` when the spider closes:
     handed back to a scheduler that keeps its queue (``persists``: ``JOBDIR``, a
     persistent scrapy-redis queue), which a resumed crawl judges then; otherwise dropped.
-    ``reason``: ``"closing"``, or ``"idle"`` when held requests were all that was left."""
-    if persists:
-        return Judgement(Kind.REQUEUED, url, token, document=document, reason=reason)
-    return Judgement(Kind.DROPPED, url, token, document=document, reason=reason)
+    ``reason``: ``"closing"``, or ``"idle"`` when held requests were all that was left.
+    ``state``: the document's state then, if any: an unreachable one gives the verdict
+    its last fetch (``detail``) and how long it was unreachable at ``now`` (``waited``)."""
+    kind = Kind.REQUEUED if persists else Kind.DROPPED
+    if state is None or state.access is not Access.UNREACHABLE:
+        return Judgement(kind, url, token, document=document, reason=reason)
+    waited = max(0.0, now - (state.unreachable_since or state.fetched_at))
+    robots, tdm = (None, state) if document is TDMREP else (state, None)
+    return Judgement(kind, url, token, robots, tdm=tdm, document=document, reason=reason, detail=state.detail,
+                     waited=waited)

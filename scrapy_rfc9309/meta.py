@@ -41,7 +41,8 @@ SIZE_META = "_robotstxt_rfc9309_bytes"
 #: The keeper request of the parking (see :mod:`.parking`).
 KEEPER_META = "_robotstxt_rfc9309_keeper"
 #: A held request scheduled again because its origin's requests were given up: it is
-#: dropped when it comes back, unless a fetch has succeeded meanwhile.
+#: dropped when it comes back, unless a fetch has succeeded meanwhile (True: at
+#: ``ROBOTSTXT_MAX_WAIT``; ``"idle"``: at ``ROBOTSTXT_MAX_WAIT_IDLE``, dropped whatever came since).
 GIVEN_UP_META = "_robotstxt_rfc9309_given_up"
 #: The URL and fingerprint of a request the ledger recorded (its response record names them).
 FINGERPRINT_META = "_robotstxt_ledger_fp"

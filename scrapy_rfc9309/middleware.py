@@ -111,12 +111,13 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         #: are enforced, as an unreachable robots.txt holds them; otherwise they go on, nothing known).
         self.states, self.tdm = for_crawl(crawler, config, self.fetcher, self._origin_of, store=store, warmup=warmup,
                                           on_settled=settled, on_held=self._parked_held, tdm_holds=bool(self.tdm_deny),
-                                          news=ChangeNews(crawler, self.agents.seen, self.agents.default))
+                                          news=ChangeNews(crawler, self.agents.seen, self.agents.default),
+                                          on_requeued=self._parked_requeued)
         #: The per-origin shortcuts of the most frequent verdict (see shortcuts).
         self.shortcuts = Shortcuts(self.states.states, self.enforcement, self.agents)
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
-                                    self.policy, config.max_wait_idle)
+                                    self.policy, config.max_wait_idle, own_receivers=(self._spider_idle,))
         if self.enforcement.passed_tellers:  # without any, Scrapy has no process_response to call
             self.process_response = self._responded
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
@@ -174,7 +175,12 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             except (InvalidAgentMeta, RobotsTxtConfigError) as exc:
                 return self.enforcement.act(request, origin, invalid_meta(url, self.agents.token_of(request),
                                                                           str(exc)))
-            if meta.pop(GIVEN_UP_META, False):  # held, back from parking: its origin was given up
+            given_up_as = meta.pop(GIVEN_UP_META, False)
+            if given_up_as == "idle":  # held, back from parking: given up as nothing else was left
+                waiting = self._holder(origin)
+                self.enforcement.act(request, origin, at_close(url, self.agents.token_of(request), waiting.document,
+                                                               False, "idle", waiting.cache.get(origin), time.time()))
+            if given_up_as:  # held, back from parking: its origin was given up
                 for states in (self.states, tdm):
                     if states is not None and (given_up := states.given_up(origin)) is not None:
                         states.give_up(origin)
@@ -225,7 +231,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         fetch, and while a document holds the request (unreachable), until a retry
         succeeds or waiting no longer helps."""
         tdm = self.tdm
-        document = self.states.document
+        waiting: Waiting = self.states
         try:
             if robots is None:
                 robots = await self._known(self.states, request, origin, agent, None)
@@ -233,12 +239,13 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                     self._judge_robots(request, origin, agent, robots)
             tdm_state = None
             if tdm is not None:
-                document = tdm.document
+                waiting = tdm
                 tdm_state = await self._known(tdm, request, origin, agent, robots)
         except Closing as closing:
             persists = _compat.scheduler_persists(self.crawler.engine)
-            return self.enforcement.act(request, origin, at_close(request.url, self.agents.token_of(request),
-                                                                  document, persists, closing.reason))
+            return self.enforcement.act(request, origin, at_close(
+                request.url, self.agents.token_of(request), waiting.document, persists, closing.reason,
+                waiting.cache.get(origin), time.time()))
         return self.enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, time.time()))
 
     async def _known(self, states: Waiting, request: Request, origin: Origin, agent: str | bytes,
@@ -294,6 +301,21 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         if judgement is None or judgement.kind is not Kind.HELD:
             judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
         self.enforcement.tell(request, origin, judgement)
+
+    def _holder(self, origin: Origin) -> Waiting:
+        """The document that holds the origin's requests: its robots.txt, else its tdmrep.json."""
+        tdm = self.tdm
+        if tdm is not None and not self.states.states.holds_now(origin):
+            return tdm
+        return self.states
+
+    def _parked_requeued(self, request: Request, origin: Origin, reason: str) -> None:
+        """A parked request handed back to the scheduler at close (``reason``): its
+        ``requeued`` verdict, counted and told as that of a request that waited in the
+        downloader (the parking schedules it)."""
+        self.enforcement.act(request, origin, at_close(request.url, self.agents.token_of(request),
+                                                       self.states.document, True, reason,
+                                                       self.states.cache.get(origin), time.time()))
 
     # -- the crawl's end -------------------------------------------------------------------
     def _spider_idle(self, spider: Any = None) -> None:

@@ -51,8 +51,9 @@ logger = logging.getLogger(__name__)
 #: Requests scheduled again per loop turn: releasing thousands must not stall the crawl.
 RELEASE_BATCH = 500
 #: Flags of a parked request: it passed the duplicate filter; it is held (its origin is
-#: unreachable); it is scheduled again because its origin's held requests are given up.
-SEEN, HELD, GIVEN_UP = 1, 2, 4
+#: unreachable); it is scheduled again because its origin's held requests are given up
+#: (at ``ROBOTSTXT_MAX_WAIT``; with IDLE, at ``ROBOTSTXT_MAX_WAIT_IDLE``).
+SEEN, HELD, GIVEN_UP, IDLE = 1, 2, 4, 8
 
 
 class Parking(Reporting):
@@ -60,8 +61,12 @@ class Parking(Reporting):
 
     def __init__(self, crawler: Crawler, origin_of: Callable[[str], Origin | None],
                  held: Callable[[Origin], bool], room: Callable[[], bool],
-                 on_held: Callable[[Request, Origin], None] | None = None) -> None:
+                 on_held: Callable[[Request, Origin], None] | None = None,
+                 on_requeued: Callable[[Request, Origin, str], None] | None = None) -> None:
         self.crawler = crawler
+        #: Told of each parked request handed back to the scheduler at close, with the close's reason
+        #: (``closing``, ``idle``): its ``requeued`` verdict, which counts it and tells the tellers.
+        self.on_requeued = on_requeued
         self._origin_of = origin_of
         #: Whether the origin's requests are held (it is unreachable), and whether one more request may wait.
         self._held = held
@@ -167,16 +172,18 @@ class Parking(Reporting):
             except RobotsTxtLedgerError:
                 pass
 
-    def release(self, origin: Origin, given_up: bool = False) -> int:
+    def release(self, origin: Origin, given_up: bool = False, idle: bool = False) -> int:
         """Schedule the origin's parked requests again; how many of them were held
         (their origin was unreachable). ``given_up``: the origin's held requests are
         given up, and each held one is marked to be dropped when it comes back (it
-        must not wait for the origin's next fetch as a new request would)."""
+        must not wait for the origin's next fetch as a new request would); ``idle``:
+        given up because nothing else was left (``ROBOTSTXT_MAX_WAIT_IDLE``)."""
         parked = self._parked.pop(origin, None)
         if not parked:
             return 0
-        if given_up:
-            parked = [(request, flags | GIVEN_UP if flags & HELD else flags) for request, flags in parked]
+        if given_up or idle:
+            mark = GIVEN_UP | (IDLE if idle else 0)
+            parked = [(request, flags | mark if flags & HELD else flags) for request, flags in parked]
         self._releasing.extend(parked)
         if self._releaser is None:
             self._releaser = call_later(0, self._release_batch)
@@ -200,7 +207,7 @@ class Parking(Reporting):
         if self.crawler.engine is not None:
             again = request.replace(dont_filter=True) if flags & SEEN else request
             if flags & GIVEN_UP:
-                again.meta[GIVEN_UP_META] = True
+                again.meta[GIVEN_UP_META] = "idle" if flags & IDLE else True
             _compat.schedule(self.crawler, again)
 
     def _settle(self) -> None:
@@ -263,10 +270,10 @@ class Parking(Reporting):
             done.callback(None)
 
     # -- closing ----------------------------------------------------------------------
-    def close(self, persist: bool) -> tuple[int, int]:
+    def close(self, persist: bool, reason: str = "closing") -> tuple[int, int]:
         """The spider closes: hand every parked request back to a scheduler that
-        keeps its queue (``persist``), or count it as not crawled. Returns (handed
-        back, not crawled)."""
+        keeps its queue (``persist``; each told to :attr:`on_requeued` first), or count
+        it as not crawled. Returns (handed back, not crawled)."""
         self.closing = True
         pending = [entry for entries in self._parked.values() for entry in entries] + self._releasing
         self._parked.clear()
@@ -279,6 +286,12 @@ class Parking(Reporting):
         self._listen(False)
         if persist:
             for request, flags in pending:
+                origin = self._origin_of(request.url)
+                if self.on_requeued is not None and origin is not None:
+                    try:
+                        self.on_requeued(request, origin, reason)
+                    except RobotsTxtLedgerError:
+                        pass  # logged by the ledger, which closes the spider; the request is handed back
                 self._reschedule(request, flags)
         self._unkeep()
         return (len(pending), 0) if persist else (0, len(pending))

@@ -13,6 +13,7 @@ its ``ROBOTSTXT_MAX_WAITING`` bound.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -58,13 +59,15 @@ def for_crawl(crawler: Crawler, config: Config, fetcher: RobotsFetcher, origin_o
               store: StoreClient | None, warmup: DnsWarmup | None,
               on_settled: Callable[[Origin, OriginState, Document, str, RobotsChange | None], Awaitable[None]] | None,
               on_held: Callable[[Request, Origin], None], tdm_holds: bool,
-              news: ChangeNews | None) -> tuple[Waiting, Waiting | None]:
+              news: ChangeNews | None,
+              on_requeued: Callable[[Request, Origin, str], None] | None = None) -> tuple[Waiting, Waiting | None]:
     """The waiting requests of a crawl's documents, in one room: robots.txt's, and with
     ``ROBOTSTXT_TDMREP`` tdmrep.json's (whose unreachable file holds its requests when
     ``tdm_holds``), each with its :class:`~.state_cache.StateCache`. ``on_held``: told
-    of a request parked while robots.txt holds it."""
+    of a request parked while robots.txt holds it; ``on_requeued``: of a parked request
+    handed back to the scheduler at close (its verdict, which counts it)."""
     robots = StateCache(crawler, config, fetcher, store=store, warmup=warmup, on_settled=on_settled, news=news)
-    room = WaitingRoom(crawler, config, origin_of, robots.holds_now, on_held)
+    room = WaitingRoom(crawler, config, origin_of, robots.holds_now, on_held, on_requeued)
     tdm = (Waiting(crawler, config, StateCache(crawler, config, fetcher, document=TDMREP, holds=tdm_holds, store=store,
                                                on_settled=on_settled), room)
            if config.tdmrep else None)
@@ -77,11 +80,12 @@ class WaitingRoom:
     requests waiting in the downloader and those parked."""
 
     def __init__(self, crawler: Crawler, config: Config, origin_of: Callable[[str], Origin | None],
-                 held: Callable[[Origin], bool], on_held: Callable[[Request, Origin], None] | None = None) -> None:
+                 held: Callable[[Origin], bool], on_held: Callable[[Request, Origin], None] | None = None,
+                 on_requeued: Callable[[Request, Origin, str], None] | None = None) -> None:
         self.max_waiting = config.max_waiting
         #: Requests of every document waiting in the downloader.
         self.waiting_in_downloader = 0
-        self.parking = Parking(crawler, origin_of, held, self.room, on_held)
+        self.parking = Parking(crawler, origin_of, held, self.room, on_held, on_requeued)
 
     def room(self) -> bool:
         """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS`` place."""
@@ -232,6 +236,17 @@ class Waiting(Reporting):
         if state is not None and state.access is Access.UNREACHABLE:
             self.states.cancel(origin)
 
+    def give_up_idle(self, origin: Origin) -> None:
+        """The origin's held requests are given up because nothing else is left
+        (``ROBOTSTXT_MAX_WAIT_IDLE``) and no scheduler keeps them: those waiting in the
+        downloader are let go (dropped, reason ``idle``), the parked ones scheduled
+        again to be dropped as they come back; its retry is not made for them."""
+        retry = self._retries.pop(origin, None)
+        if retry is not None:
+            retry.cancel()
+        self._notify(origin, Closing("idle"))
+        self.parking.release(origin, idle=True)
+
     def held(self, now: float) -> list[tuple[Origin, int, OriginState]]:
         """The origins whose requests this document holds now: each with how many of
         its requests wait (in the downloader, and parked) and its state."""
@@ -263,8 +278,13 @@ class Waiting(Reporting):
             fetching.addCallbacks(self._settle, self._cancelled, callbackArgs=(origin,), errbackArgs=(origin,))
 
     def _cancelled(self, failure: Any, origin: Origin) -> None:
-        """A fetch cancelled: at close, or a retry that served nobody (its waiters look again)."""
-        if not failure.check(defer.CancelledError, Closing):
+        """A fetch cancelled: at close, or a retry that served nobody (its waiters look again).
+        Cancelling it cancels its coroutine's task, which ends in asyncio's ``CancelledError``:
+        logged at DEBUG; any other failure is a bug, logged with its traceback."""
+        if failure.check(defer.CancelledError, asyncio.CancelledError, Closing):
+            logger.debug("%s of %s: the fetch was cancelled (%s)", self.document.name, origin,
+                         "the spider closes" if self.closing else "it serves no request", extra=self._log_extra)
+        else:
             logger.error("%s of %s: the fetch failed", self.document.name, origin,
                          exc_info=(failure.type, failure.value, failure.getTracebackObject()), extra=self._log_extra)
         self._notify(origin, Closing(self.close_reason) if self.closing else None)
@@ -372,10 +392,11 @@ class Waiting(Reporting):
             return
         self.closing = True
         self.close_reason = reason
-        requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine))
-        self._requeued += requeued
+        requeued, discarded = self.parking.close(_compat.scheduler_persists(self.crawler.engine), reason)
+        if self.parking.on_requeued is None:  # otherwise each is counted by its verdict, with the others
+            self._requeued += requeued
+            self._inc("requeued_on_close", requeued)
         self._discarded += discarded
-        self._inc("requeued_on_close", requeued)
         self._inc("discarded_on_close", discarded)
         for call in self._retries.values():
             call.cancel()

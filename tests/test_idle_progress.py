@@ -1,0 +1,372 @@
+"""The idle give-up (``ROBOTSTXT_MAX_WAIT_IDLE``) gives held requests up only when nothing
+else can make progress: a robots.txt fetch still answering, a retry in flight, a page
+waiting out its slot's delay, and a spider (or scrapy-redis) that keeps itself open from
+``spider_idle`` all keep it from giving up, and nothing of theirs is cancelled. Real
+crawls against local servers; each origin plays the site of one case."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+import pytest_twisted
+import redis
+import scrapy
+from crawl import ListSpider, run_crawl
+from middleware_support import TrackingSpider, page_hits, stat, text, until
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.defer import deferred_from_coro
+from scrapy_redis.spiders import RedisSpider
+from servers.origins import Delay, Sequence, Stall
+from twisted.internet import defer
+
+from scrapy_rfc9309 import RobotsTxtMiddleware
+from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
+
+IDLE = 1
+#: A bound far below the slow answers of the sites below, so that a give-up that ignores them
+#: happens during them; a safety net ends a regression's crawl.
+SETTINGS: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "ROBOTSTXT_MAX_WAIT_IDLE": IDLE,
+                            "LOGSTATS_INTERVAL": 1, "CLOSESPIDER_TIMEOUT": 90}
+#: How long the slow answers take: several idle bounds.
+SLOW = 4 * IDLE
+ALLOW = "User-agent: *\nAllow: /\n"
+
+
+def _busy(origins: Any, host: str = "127.0.0.2") -> tuple[Any, list[str]]:
+    busy = origins(host)
+    busy["/robots.txt"] = text("busy", status=503)
+    return busy, [busy.url(f"/held/{i}") for i in range(3)]
+
+
+def _no_errors(result: Any) -> None:
+    assert not result.messages(logging.ERROR), result.messages(logging.ERROR)
+
+
+def _given_up_idle(result: Any, urls: list[str]) -> None:
+    dropped = [e for url in urls for e in result.errors_for(url)]
+    assert [type(e) for e in dropped] == [RobotsTxtUnreachable] * len(urls)
+    assert {e.reason for e in dropped} == {"idle"}
+    assert stat(result, "dropped_idle") == len(urls) and stat(result, "gave_up_idle") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_slow_robots_txt_of_another_origin_is_waited_for(origins):
+    slow = origins("127.0.0.1")
+    slow["/robots.txt"] = Delay(SLOW, text(ALLOW))
+    busy, held = _busy(origins)
+    pages = [slow.url(f"/page/{i}") for i in range(10)]
+
+    result = yield run_crawl(held + pages, SETTINGS)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(pages)  # its fetch was not cancelled
+    assert page_hits(busy) == []
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_slow_robots_txt_under_a_scaled_download_timeout_is_waited_for(origins):
+    """The default bounds scaled down: a robots.txt answering after more than
+    ``ROBOTSTXT_MAX_WAIT_IDLE`` but within ``DOWNLOAD_TIMEOUT``."""
+    slow = origins("127.0.0.1")
+    slow["/robots.txt"] = Delay(SLOW, text(ALLOW))
+    _, held = _busy(origins)
+    pages = [slow.url(f"/page/{i}") for i in range(3)]
+
+    result = yield run_crawl(held + pages, {**SETTINGS, "DOWNLOAD_TIMEOUT": 6 * IDLE})
+
+    assert sorted(result.responses) == sorted(pages)
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins):
+    # Two origins on one host (two ports), so one download slot (its key is the host), whose delay
+    # (at least half of DOWNLOAD_DELAY, with Scrapy's jitter) is longer than the idle bound: the
+    # healthy origin's robots.txt fetch and pages wait for it while the other's requests are held.
+    busy, held = _busy(origins, "127.0.0.1")
+    healthy = origins("127.0.0.1")
+    healthy["/robots.txt"] = text(ALLOW)
+    pages = [healthy.url(f"/page/{i}") for i in range(2)]
+    settings = {**SETTINGS, "DOWNLOAD_DELAY": SLOW}
+
+    result = yield run_crawl(held + pages, settings)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(pages)
+    assert page_hits(busy) == []
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_retry_in_flight_that_succeeds_is_waited_for(origins):
+    site = origins("127.0.0.2")
+    # Unreachable at first; its retry (after ROBOTSTXT_RETRY_DELAY) answers after several idle bounds.
+    site["/robots.txt"] = Sequence([text("busy", status=503), Delay(SLOW, text(ALLOW))])
+    pages = [site.url(f"/page/{i}") for i in range(3)]
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 2 * IDLE, "ROBOTSTXT_RETRY_DELAY": IDLE / 2}
+
+    result = yield run_crawl(pages, settings)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(pages)
+    assert stat(result, "dropped_idle") == 0 and stat(result, "gave_up_idle") == 0
+    _no_errors(result)
+
+
+class KeepsItselfOpen(ListSpider):
+    """Keeps itself open from ``spider_idle`` (DontCloseSpider) for a few idle signals, then
+    feeds itself more URLs, as a spider that reads its work from elsewhere does."""
+
+    name = "keeps_open"
+
+    def __init__(self, later: list[str], rounds: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.later = later
+        self.rounds = rounds
+        self.idle_signals = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        return spider
+
+    def idle(self) -> None:
+        self.idle_signals += 1
+        if self.idle_signals < self.rounds:
+            raise DontCloseSpider
+        if self.later:
+            assert self.crawler.engine is not None
+            for url in self.later:
+                self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, errback=self.on_error))
+            self.later = []
+            raise DontCloseSpider
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_spider_that_keeps_itself_open_is_not_closed(origins):
+    live = origins("127.0.0.1")
+    live["/robots.txt"] = text(ALLOW)
+    busy, held = _busy(origins)
+    later = [live.url(f"/later/{i}") for i in range(3)]
+
+    # More idle signals kept open than the idle bound has seconds, at the engine's pace or ours.
+    result = yield run_crawl(KeepsItselfOpen, SETTINGS, urls=held, later=later, rounds=2 * IDLE + 1)
+
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(result.responses) == sorted(later)  # what it fed itself after the idle bound, crawled
+    assert page_hits(busy) == []
+    _given_up_idle(result, held)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_robots_txt_fetch_cancelled_at_close_is_no_error(origins):
+    """A spider closed (here by CLOSESPIDER_TIMEOUT, as by Ctrl-C) while a robots.txt fetch
+    stalls: the fetch serves nobody and is cancelled, said at DEBUG, not as an ERROR."""
+    stalled = origins("127.0.0.1")
+    stalled["/robots.txt"] = Stall()
+    settings = {**SETTINGS, "CLOSESPIDER_TIMEOUT": IDLE, "DOWNLOAD_TIMEOUT": 60}
+
+    result = yield run_crawl([stalled.url("/page")], settings)
+
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert result.logged("the fetch was cancelled (the spider closes)", logging.DEBUG)
+    _no_errors(result)
+
+
+class Worker(RedisSpider):  # type: ignore[misc]
+    """A scrapy-redis worker: it reads its URLs from Redis at each ``spider_idle`` and never
+    closes on its own (``MAX_IDLE_TIME_BEFORE_CLOSE`` 0)."""
+
+    name = "idle_worker"
+    redis_key = "idle_worker:start_urls"
+    latest: Worker | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.idle_signals = 0
+        self.crawled: list[str] = []
+        Worker.latest = self
+
+    def spider_idle(self) -> None:
+        self.idle_signals += 1
+        super().spider_idle()
+
+    def parse(self, response: Any, **kwargs: Any) -> Any:
+        self.crawled.append(response.url)
+        return []
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_scrapy_redis_worker_is_not_closed_and_gets_the_urls_pushed_later(origins, redis_url):
+    live = origins("127.0.0.1")
+    live["/robots.txt"] = text(ALLOW)
+    busy, held = _busy(origins)
+    later = [live.url(f"/later/{i}") for i in range(3)]
+    client = redis.Redis.from_url(redis_url)
+    client.rpush(Worker.redis_key, *held)
+    Worker.latest = None
+
+    crawl = run_crawl(Worker, {**SETTINGS, "REDIS_URL": redis_url})
+    # Idle (nothing but the held requests) through several idle bounds: one idle signal per look.
+    yield defer.ensureDeferred(until(lambda: crawl.called or (Worker.latest is not None
+                                                              and Worker.latest.idle_signals > 2 * IDLE + 1),
+                                     "the worker idle"))
+    assert not crawl.called, "the worker was closed"
+    client.rpush(Worker.redis_key, *later)
+    yield defer.ensureDeferred(until(lambda: crawl.called or len(Worker.latest.crawled) == len(later),
+                                     "the later URLs crawled"))
+    assert not crawl.called, "the worker was closed"
+    crawler = Worker.latest.crawler
+    stop_async = getattr(crawler, "stop_async", None)  # Scrapy 2.14 and later
+    yield deferred_from_coro(stop_async()) if stop_async is not None else crawler.stop()
+    result = yield crawl
+    client.close()
+
+    assert result.stats["finish_reason"] == "shutdown"
+    assert sorted(Worker.latest.crawled) == sorted(later)
+    assert page_hits(busy) == []
+    assert stat(result, "gave_up_idle") == 0
+    _no_errors(result)
+
+
+def _requeued_records(ledger: Any) -> int:
+    from scrapy_rfc9309.audit import audit
+
+    return sum(report.requests.get("requeued", 0) for report in audit([str(ledger)]).origins.values())
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_handed_back_at_idle_are_counted_once_by_every_teller(origins, tmp_path):
+    """20 held requests (some waiting in the downloader, the others parked) handed back to a JOBDIR
+    scheduler at the idle give-up, twice: the stat, the close summary, the verdicts line
+    and the ledger count each of them once per run; the resumed crawl gets each once."""
+    busy = origins("127.0.0.2")
+    busy["/robots.txt"] = text("busy", status=503)
+    urls = [busy.url(f"/held/{i}") for i in range(20)]
+    ledger = tmp_path / "ledger"
+    settings = {**SETTINGS, "JOBDIR": str(tmp_path / "job"), "ROBOTSTXT_LEDGER": str(ledger)}
+
+    for run, start in enumerate((urls, [])):
+        result = yield run_crawl(start, settings, dont_filter=False)
+
+        assert result.stats["finish_reason"] == "finished"
+        assert stat(result, "requeued_on_close") == 20, run
+        (summary,) = [m for m in result.messages(logging.WARNING) if "Put back in the scheduler" in m]
+        assert "Put back in the scheduler for the next run: 20 requests" in summary, summary
+        (verdicts,) = [m for m in result.messages(logging.INFO) if m.startswith("robots.txt verdicts:")]
+        assert "20 requeued for their robots.txt" in verdicts, verdicts
+        assert _requeued_records(ledger) == 20 * (run + 1)
+    assert page_hits(busy) == []
+
+    busy["/robots.txt"] = text(ALLOW)
+    resumed = yield run_crawl([], settings)
+
+    assert sorted(resumed.responses) == sorted(urls)
+    assert Counter(hit.path for hit in page_hits(busy)) == Counter({f"/held/{i}": 1 for i in range(20)})
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_given_up_at_idle_are_told_their_true_reason_and_durations(origins):
+    """The exception, the close summary and the verdict of a request given up at idle name
+    the origin, its last fetch and how long it was unreachable."""
+    busy, held = _busy(origins)
+
+    result = yield run_crawl(held, SETTINGS)
+
+    _given_up_idle(result, held)
+    origin = busy.url("/")[:-1]
+    for error in (e for url in held for e in result.errors_for(url)):
+        text_ = str(error)
+        assert f"robots.txt of {origin} unreachable for " in text_ and "()" not in text_, text_
+        waited = float(text_.split("unreachable for ")[1].split(" s ")[0])
+        assert waited >= IDLE  # held through the idle bound at least
+        assert "(status 503" in text_ and "nothing else was left to crawl" in text_, text_
+        assert error.judgement.detail and error.judgement.waited >= IDLE
+    (summary,) = [m for m in result.messages(logging.WARNING) if "origins given up" in m]
+    assert "origins given up: none" not in summary and origin in summary, summary
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_handed_back_at_close_say_what_their_robots_txt_answered(origins, tmp_path):
+    _, held = _busy(origins)
+
+    result = yield run_crawl(held, {**SETTINGS, "JOBDIR": str(tmp_path / "job")})
+
+    put_back = [m for m in result.messages(logging.DEBUG) if m.startswith("Put back in the scheduler")]
+    assert len(put_back) == len(held)
+    for line in put_back:
+        assert "was not known" not in line and "(status 503" in line, line
+
+
+@pytest_twisted.inlineCallbacks
+def test_parked_held_requests_are_given_up_once_nothing_else_is_left(origins):
+    """20 requests of an unreachable origin: up to 8 wait in the downloader for its
+    robots.txt, the others are parked outside it (the parking's keeper waits in the
+    downloader for them). Once nothing else is left they are all given up at idle, parked ones included,
+    each to its errback; the crawl ends by the idle bound, not by its safety net."""
+    busy = origins("127.0.0.2")
+    busy["/robots.txt"] = text("busy", status=503)
+    urls = [busy.url(f"/held/{i}") for i in range(20)]
+    TrackingSpider.latest = None
+
+    def parked() -> int:
+        spider = TrackingSpider.latest
+        if spider is None or spider.crawler.engine is None:
+            return 0
+        return int(spider.crawler.get_downloader_middleware(RobotsTxtMiddleware).states.parking.count)
+
+    crawl = run_crawl(TrackingSpider, SETTINGS, urls=urls)
+    yield defer.ensureDeferred(until(lambda: crawl.called or parked() > 0, "requests parked"))
+    assert not crawl.called, "nothing was parked"
+    result = yield crawl
+
+    assert result.stats["finish_reason"] == "finished"
+    _given_up_idle(result, urls)
+    assert page_hits(busy) == []
+    _no_errors(result)
+
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_retry_cancelled_when_its_origin_is_given_up_is_no_error(origins):
+    """An unreachable origin whose retry stalls: its requests are dropped at
+    ROBOTSTXT_MAX_WAIT while the retry is in flight, which then serves nobody and is
+    cancelled: said at DEBUG, not as an ERROR traceback."""
+    busy, held = _busy(origins)
+    busy["/robots.txt"] = Sequence([text("busy", status=503), Stall()])
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT": IDLE, "ROBOTSTXT_RETRY_DELAY": IDLE / 4,
+                "ROBOTSTXT_MAX_WAIT_IDLE": 60, "DOWNLOAD_TIMEOUT": 60}
+
+    result = yield run_crawl(held, settings)
+
+    dropped = [e for url in held for e in result.errors_for(url)]
+    assert [e.reason for e in dropped] == ["max_wait"] * len(held)
+    assert len(busy.requests_for("/robots.txt")) == 2  # the retry was made, and stalled
+    assert result.logged("the fetch was cancelled (it serves no request)", logging.DEBUG)
+    _no_errors(result)
+
+
+@pytest_twisted.inlineCallbacks
+def test_requests_let_go_at_close_say_what_their_robots_txt_answered(origins):
+    """Closed while requests are held (CLOSESPIDER_TIMEOUT here, as Ctrl-C): each is dropped
+    with reason ``closing`` and says its robots.txt answered 503 and for how long, not that
+    it was not known."""
+    _, held = _busy(origins)
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 60, "CLOSESPIDER_TIMEOUT": 2 * IDLE}
+
+    result = yield run_crawl(held, settings)
+
+    assert result.stats["finish_reason"] == "closespider_timeout"
+    dropped = [e for url in held for e in result.errors_for(url)]
+    assert [e.reason for e in dropped] == ["closing"] * len(held)
+    for error in dropped:
+        assert "(status 503) when the spider closed" in str(error) and "not known" not in str(error), str(error)
