@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import deadline
 from crawl import CrawlResult, ListSpider
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -82,14 +82,16 @@ def _pause(seconds: float) -> Any:
     return maybe_deferred_to_future(sleep(seconds)) if in_task else sleep(seconds)
 
 
-async def until(condition: Any, what: str = "the condition", limit: float = 60.0) -> None:
-    """Return once ``condition()`` holds, checking every 10 ms; fail after ``limit`` seconds (a
-    bound for a condition that never comes, generous so that a loaded machine does not reach it)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        await _pause(0.01)
+async def until(condition: Any, what: str = "the condition") -> None:
+    """Return once ``condition()`` holds, checking every 10 ms. The test's deadline (tests/deadline.py)
+    is the only bound: a condition that never comes fails the test there, saying that it waited for
+    ``what``."""
+    unregister = deadline.on_timeout(lambda: f"it waited for: {what}")
+    try:
+        while not condition():
+            await _pause(0.01)
+    finally:
+        unregister()
 
 
 async def channel_waited(store: Any, channel: str, limit: float = 10.0) -> None:

@@ -17,9 +17,9 @@ from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
 
 IDLE = 3
 #: The add-on with its defaults (ROBOTSTXT_MAX_WAIT 900 s, retries from 5 s), but a short idle bound and
-#: progress interval, so that the test takes seconds; a safety net ends a regression's crawl.
+#: progress interval, so that the test takes seconds.
 SETTINGS: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "ROBOTSTXT_MAX_WAIT_IDLE": IDLE,
-                            "LOGSTATS_INTERVAL": 1, "CLOSESPIDER_TIMEOUT": 120}
+                            "LOGSTATS_INTERVAL": 1}
 
 
 def _sites(origins: Any) -> tuple[Any, Any, list[str], list[str]]:

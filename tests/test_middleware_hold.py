@@ -3,7 +3,6 @@ being fetched or is unreachable (release, backoff, max wait, other origins, clos
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -276,23 +275,21 @@ def test_robots_txt_downloads_in_flight_are_bounded(origins, setting, concurrenc
 def test_the_crawl_stops_promptly_while_a_robots_txt_fetch_stalls(origins, stalled):
     """Closing (CLOSESPIDER_TIMEOUT=1) while the origin's robots.txt fetch hangs, before any answer or
     on a retry of a 503: the waiting requests are released and the crawl ends without waiting for the
-    hung fetch to time out (DOWNLOAD_TIMEOUT 60 s, ROBOTSTXT_MAX_WAIT 120 s: far above what the
-    crawl takes on a loaded machine, so that waiting for either is told from not waiting)."""
+    hung fetch to time out (DOWNLOAD_TIMEOUT and ROBOTSTXT_MAX_WAIT an hour: a crawl that waited for
+    either would run into the test's deadline, and fail with "this crawl did not end")."""
     a = origins()
     a["/robots.txt"] = Stall() if stalled == "first-fetch" else Sequence([_failing(), Stall()])
     urls = [a.url(f"/page/{i}") for i in range(3)]
-    started = time.monotonic()
 
-    result = yield run_crawl(urls, mw_settings(CLOSESPIDER_TIMEOUT=1, DOWNLOAD_TIMEOUT=60, ROBOTSTXT_MAX_WAIT=120))
+    result = yield run_crawl(urls, mw_settings(CLOSESPIDER_TIMEOUT=1, DOWNLOAD_TIMEOUT=3600, ROBOTSTXT_MAX_WAIT=3600),
+                             closed_by_timeout=True)
 
-    elapsed = time.monotonic() - started
     assert result.stats["finish_reason"] == "closespider_timeout"
     assert len(robots_hits(a)) == (1 if stalled == "first-fetch" else 2)
     assert page_hits(a) == []
     assert sorted(e.url for e in result.errors) == sorted(urls)
     assert all(isinstance(e.exception, RobotsTxtUnreachable) for e in result.errors), result.errors
     assert stat(result, "held_released_on_close") == 3
-    assert elapsed < 30, f"the crawl took {elapsed:.1f} s to stop: it waited for the hung fetch"
 
 
 @pytest_twisted.inlineCallbacks
@@ -337,7 +334,7 @@ def test_requests_parked_as_their_robots_txt_arrives_are_all_crawled_once(origin
     links = [b.url(f"/public/{i}") for i in range(1500)]
     a["/"] = Page(links)
     b["/robots.txt"] = Delay(delay, text(RULES))
-    settings = mw_settings(CONCURRENT_REQUESTS=64, CONCURRENT_REQUESTS_PER_DOMAIN=2, CLOSESPIDER_TIMEOUT=60)
+    settings = mw_settings(CONCURRENT_REQUESTS=64, CONCURRENT_REQUESTS_PER_DOMAIN=2)
 
     result = yield run_crawl([a.url("/")], settings, follow=True, dont_filter=False)
 
