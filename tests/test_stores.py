@@ -1025,6 +1025,12 @@ async def test_a_tls_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     from servers import RedisServer
     from servers.redis_server import free_port
 
+    import scrapy_rfc9309.stores.redis as redis_module
+
+    # A TLS handshake on a loaded machine can take longer than the store's 2 s connect timeout: here the
+    # connection is under test, not that timeout.
+    monkeypatch.setattr(redis_module, "CONNECT_TIMEOUT", 60.0)
+    monkeypatch.setattr(redis_module, "SOCKET_TIMEOUT", 60.0)
     ca, cert, key = _certificates(tmp_path)
     tls_port = free_port()
     options = ("--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),

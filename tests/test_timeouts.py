@@ -4,12 +4,15 @@ tests, in a pytest of their own, in this run's mode (on the reactor, or reactorl
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import reactorless
+from optional import missing
 
 HERE = Path(__file__).resolve().parent
 
@@ -70,7 +73,22 @@ def test_the_next_test_runs():
 '''
 
 
+def _require_timeout(config: pytest.Config) -> None:
+    if not config.pluginmanager.hasplugin("timeout"):
+        missing("pytest-timeout is not installed: no test of this run has a timeout, and a hanging test hangs the run")
+
+
+def test_every_test_has_a_timeout(pytestconfig):
+    """The suite's timeouts come from pytest-timeout (pyproject.toml: timeout, timeout_method): without it
+    every deadline is silently off. A developer's machine skips this; CI (CI=true) fails."""
+    _require_timeout(pytestconfig)
+    assert float(pytestconfig.getini("timeout")) > 0
+    assert pytestconfig.getini("timeout_method") == "thread"
+
+
 def _run(tmp_path: Path, source: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    if importlib.util.find_spec("pytest_timeout") is None:
+        missing("pytest-timeout is not installed: the timeouts this test checks are off")
     for helper in ("conftest.py", "deadline.py", "reactorless.py", "optional.py", "crawl.py"):
         shutil.copy(HERE / helper, tmp_path / helper)
     shutil.copytree(HERE / "servers", tmp_path / "servers")
