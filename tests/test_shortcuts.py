@@ -178,6 +178,19 @@ def test_a_request_with_a_user_agent_header_is_judged_for_its_own_agent():
     assert _judged(mw, "https://example.com/c") == "allowed"
 
 
+def test_a_request_with_its_own_user_agent_header_makes_no_shortcut_for_the_crawl_s_agent():
+    """The opposite order: a request of another agent that its group allows does not make the shortcut
+    that would answer the crawl's own agent's next requests with that agent's rules."""
+    mw = _middleware()
+    _put(mw, b"User-agent: *\nDisallow: /private\n\nUser-agent: otherbot\nAllow: /\n")
+    assert _judged(mw, "https://example.com/private/1", headers={"User-Agent": "OtherBot/2"}) == "allowed"
+    assert _judged(mw, "https://example.com/private/2") == "forbidden"
+    assert _judged(mw, "https://example.com/a") == "allowed"  # the crawl's own agent makes it
+    assert list(mw.shortcuts) == ["https://example.com"]
+    assert _judged(mw, "https://example.com/private/3") == "forbidden"
+    assert _judged(mw, "https://example.com/private/4", headers={"User-Agent": "OtherBot/2"}) == "allowed"
+
+
 def test_a_state_put_in_the_cache_replaces_the_shortcut_at_once():
     mw = _middleware()
     _put(mw, ROBOTS)
