@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections import Counter
 from typing import Any
 
@@ -180,7 +179,6 @@ def test_a_file_unreachable_past_max_wait_drops_the_requests_when_enforced(origi
     site = origins()
     site[TDMREP] = ERROR
     urls = [site.url("/reserved/a"), site.url("/open/a")]
-    started = time.monotonic()
     result = yield crawl(urls, ROBOTSTXT_MAX_WAIT=1, **ENFORCE)
 
     assert result.responses == []
@@ -189,7 +187,6 @@ def test_a_file_unreachable_past_max_wait_drops_the_requests_when_enforced(origi
         assert isinstance(error, RobotsTxtUnreachable) and error.reason == "max_wait"
         assert error.robots_url == site.url(TDMREP)
     assert stat(result, "tdmrep/dropped_unreachable") == 2
-    assert time.monotonic() - started < 60
     state = tdm_state(result, site)
     assert state.access is Access.UNREACHABLE and state.failures == len(site.requests_for(TDMREP)) >= 2
 

@@ -86,6 +86,13 @@ def test_every_test_has_a_timeout(pytestconfig):
     assert pytestconfig.getini("timeout_method") == "thread"
 
 
+def test_the_suite_can_run_on_every_cpu():
+    """make test and tox run the suite with pytest-xdist (-n); a developer's machine without it skips
+    this (and runs the suite in one process, with plain pytest), CI (CI=true) fails."""
+    if importlib.util.find_spec("xdist") is None:
+        missing("pytest-xdist is not installed: make test and tox run the suite with -n")
+
+
 def _run(tmp_path: Path, source: str, timeout: float) -> subprocess.CompletedProcess[str]:
     if importlib.util.find_spec("pytest_timeout") is None:
         missing("pytest-timeout is not installed: the timeouts this test checks are off")
