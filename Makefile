@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 # a larger corpus of your own (make bench CORPUS=/path/to/robots).
 CORPUS ?= benchmarks/corpus
 
-.PHONY: demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: mutate demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # The suite's worker processes (pytest-xdist's -n): one per CPU by default.
 WORKERS ?= auto
@@ -45,6 +45,13 @@ demo: $(BIN)/.runtime
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
+
+# Mutation testing (cosmic-ray) of one module of the decision code against the tests that guard it, in a
+# copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/waiting.py MUTATE_TESTS="tests/..."
+MUTATE ?= scrapy_rfc9309/shortcuts.py
+MUTATE_TESTS ?= tests/test_shortcuts.py
+mutate: venv
+	$(BIN)/python tests/mutate.py $(MUTATE) $(MUTATE_TESTS)
 
 # The documentation site; any Sphinx warning fails the build.
 docs: venv
