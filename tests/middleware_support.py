@@ -94,10 +94,19 @@ async def until(condition: Any, what: str = "the condition") -> None:
         unregister()
 
 
-async def channel_waited(store: Any, channel: str, limit: float = 10.0) -> None:
+async def channel_waited(store: Any, channel: str) -> None:
     """Return once some client subscribes to ``channel`` of ``store`` (a ``RedisStore`` on a
-    single Redis or a cluster): a crawl waiting for another process's fetch of an origin."""
-    for _ in range(int(limit / 0.01)):
+    single Redis or a cluster): a crawl waiting for another process's fetch of an origin. The test's
+    deadline bounds the wait, and says what it waited for."""
+    unregister = deadline.on_timeout(lambda: f"it waited for a subscriber to {channel}")
+    try:
+        await _subscribed(store, channel)
+    finally:
+        unregister()
+
+
+async def _subscribed(store: Any, channel: str) -> None:
+    while True:
         if store.cluster:  # a raw command: redis-py 5.0 has no pubsub_shardnumsub
             node = store.client.get_node_from_key(channel)
             counts = await store.client.execute_command("PUBSUB SHARDNUMSUB", channel, target_nodes=node)
@@ -109,7 +118,6 @@ async def channel_waited(store: Any, channel: str, limit: float = 10.0) -> None:
         if found.get(channel.encode()) or found.get(channel):
             return
         await _pause(0.01)
-    raise AssertionError(f"nobody waited on {channel}")
 
 
 def stat(result: CrawlResult, key: str, default: Any = 0) -> Any:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import deadline
 import pytest
 import pytest_twisted
 import redis
@@ -90,11 +91,14 @@ async def test_saving_releases_the_lock_and_makes_the_record_fresh_for_everyone(
 
 
 async def _claimed(store: Any, key: str, owner: str) -> None:
-    """Return once ``owner`` gets ``key``'s lock (claiming it every 10 ms): the lock held before has expired."""
-    deadline = time.monotonic() + 60
-    while (await store.claim(key, owner, time.time(), 30))[0] is not Claim.ACQUIRED:
-        assert time.monotonic() < deadline, f"the lock of {key} never expired"
-        await sleep(0.01)
+    """Return once ``owner`` gets ``key``'s lock (claiming it every 10 ms): the lock held before has expired.
+    The test's deadline bounds the wait, and says what it waited for."""
+    unregister = deadline.on_timeout(lambda: f"it waited for the lock of {key} to expire")
+    try:
+        while (await store.claim(key, owner, time.time(), 30))[0] is not Claim.ACQUIRED:
+            await sleep(0.01)
+    finally:
+        unregister()
 
 
 @pytest_twisted.ensureDeferred
