@@ -2,6 +2,7 @@
 #   make demo   creates .venv with the package and Scrapy only, runs the example crawl
 #               (offline, against a local demo site)
 #   make test   adds the dev extras (tests, mypy, build, twine, Sphinx) to .venv, runs the suite
+#               on every CPU (pytest-xdist; WORKERS=0 runs it in one process)
 #   make docs   builds the Sphinx site into docs/_build/html, warnings as errors
 #   make settings-table  writes the settings page's table from the code's table
 PYTHON ?= python3
@@ -11,11 +12,14 @@ BIN := $(VENV)/bin
 # a larger corpus of your own (make bench CORPUS=/path/to/robots).
 CORPUS ?= benchmarks/corpus
 
-.PHONY: demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: mutate demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+
+# The suite's worker processes (pytest-xdist's -n): one per CPU by default.
+WORKERS ?= auto
 
 # tox finds Python 3.10 and 3.13 on PATH; with pyenv, every installed version's bin is put there.
 PYENV_BINS := $(shell command -v pyenv >/dev/null 2>&1 && for v in $$(pyenv versions --bare 2>/dev/null | grep -v /); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)
-TOX := PATH="$(PYENV_BINS)$$PATH" $(BIN)/tox
+TOX := PATH="$(PYENV_BINS)$$PATH" WORKERS=$(WORKERS) $(BIN)/tox
 
 # The package (editable, its C accelerator built in place) and its runtime dependencies:
 # what the demo needs.
@@ -36,9 +40,18 @@ venv: $(BIN)/.installed
 demo: $(BIN)/.runtime
 	cd example_project && ../$(BIN)/python -m example_project.demo
 
+# Each worker runs its own tests' servers (loopback origins and redis-server on free ports) and its own
+# reactor or loop; --dist worksteal hands a finished worker the tests of one still busy.
 test: venv
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
+
+# Mutation testing (cosmic-ray) of one module of the decision code against the tests that guard it, in a
+# copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/waiting.py MUTATE_TESTS="tests/..."
+MUTATE ?= scrapy_rfc9309/shortcuts.py
+MUTATE_TESTS ?= tests/test_shortcuts.py
+mutate: venv
+	$(BIN)/python tests/mutate.py $(MUTATE) $(MUTATE_TESTS)
 
 # The documentation site; any Sphinx warning fails the build.
 docs: venv

@@ -53,6 +53,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _TIMEOUT = pytest.StashKey[float]()
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Say at the top of the run when the tests have no timeout (tests/test_timeouts.py fails under CI)."""
+    if config.pluginmanager.hasplugin("timeout"):
+        return None
+    return "pytest-timeout is not installed: no test has a timeout (pip install -e '.[test]')"
+
+
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # pytest-timeout's hook
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
     """Note the test's timeout (pytest-timeout's, with a ``timeout`` mark's); pytest-timeout's own

@@ -12,10 +12,12 @@ Usage (the test must run in the reactor, see ``tests/test_servers.py``)::
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import deadline
 import scrapy
 from scrapy import signals
 from scrapy.core.engine import ExecutionEngine
@@ -25,7 +27,10 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-__all__ = ["BASE_SETTINGS", "CrawlError", "CrawlResult", "ListSpider", "run_crawl"]
+__all__ = ["BASE_SETTINGS", "CrawlDidNotEnd", "CrawlError", "CrawlResult", "ListSpider", "describe_crawl", "run_crawl"]
+
+#: Log lines of the crawl told when it did not end.
+_TOLD_LINES = 40
 
 BASE_SETTINGS: dict[str, Any] = {
     "REMOTE_CONTROL_ENABLED": False,
@@ -41,6 +46,11 @@ BASE_SETTINGS: dict[str, Any] = {
     "HTTPPROXY_ENABLED": False,
     "COOKIES_ENABLED": False,
 }
+
+
+class CrawlDidNotEnd(AssertionError):
+    """A crawl that a test expected to end by itself did not: it was closed by ``CLOSESPIDER_TIMEOUT``,
+    or it was still running at the test's deadline (tests/deadline.py)."""
 
 
 @dataclass
@@ -153,12 +163,47 @@ class ListSpider(scrapy.Spider):
             self.crawl_result.errors.append(CrawlError(url, failure.value, failure))
 
 
+def describe_crawl(crawler: Crawler, records: list[logging.LogRecord]) -> str:
+    """What a crawl holds and what it last logged: the text of a "this crawl did not end" failure."""
+    lines = []
+    engine = crawler.engine
+    if engine is not None:
+        slot = getattr(engine, "_slot", None)
+        downloader = getattr(engine, "downloader", None)
+        active = len(getattr(downloader, "active", ()) or ())
+        scheduler = getattr(engine, "scheduler", None) or getattr(slot, "scheduler", None)
+        pending = len(scheduler) if scheduler is not None and hasattr(scheduler, "__len__") else "?"
+        lines.append(f"engine: running={engine.running}, {active} requests in the downloader, "
+                     f"{pending} in the scheduler, start requests {'not ' if getattr(engine, '_start', None) else ''}"
+                     "consumed")
+    from scrapy_rfc9309 import RobotsTxtMiddleware
+
+    try:
+        middleware = crawler.get_downloader_middleware(RobotsTxtMiddleware)
+    except Exception:  # not enabled, or the crawl not started
+        middleware = None
+    if middleware is not None:
+        now = time.time()
+        for waiting in (middleware.states, middleware.tdm):
+            if waiting is None:
+                continue
+            held = ", ".join(f"{origin}: {count} ({state.detail})" for origin, count, state in waiting.held(now))
+            lines.append(f"{waiting.document.name}: {waiting.waiting} requests waiting ({waiting.parking.count} "
+                         f"parked), {waiting.states.in_flight} fetches in flight; held: {held or 'none'}")
+    stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+    lines.append("robotstxt stats: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())
+                                                 if str(k).startswith("robotstxt/")))
+    tail = [f"  {r.levelname} {r.name}: {r.getMessage()}" for r in records[-_TOLD_LINES:]]
+    return "\n".join([*lines, f"its last {len(tail)} log lines:", *tail])
+
+
 @defer.inlineCallbacks
 def run_crawl(
     spider_cls_or_urls: type[scrapy.Spider] | Iterable[str | Request],
     settings: dict[str, Any] | None = None,
     *,
     heartbeat: float | None = 0.1,
+    closed_by_timeout: bool = False,
     **spider_kwargs: Any,
 ) -> Generator[Any, Any, CrawlResult]:
     """Crawl with :data:`BASE_SETTINGS` updated by ``settings``; fires with a :class:`CrawlResult`.
@@ -168,6 +213,12 @@ def run_crawl(
     ``crawl_result``. ``heartbeat`` shortens the engine's idle-check interval (Scrapy's own tests use
     0.1 s) so that crawls held open by ``DontCloseSpider`` end promptly; ``None`` keeps 5 s.
     Log records of every logger at DEBUG and above are captured while the crawl runs.
+
+    A crawl must end by itself: the test's deadline (tests/deadline.py) is its only bound, and when
+    it passes the failure says "this crawl did not end" with what the crawl holds and its last log
+    lines (:func:`describe_crawl`), and the crawl is stopped. A crawl closed by ``CLOSESPIDER_TIMEOUT``
+    fails the same way (:class:`CrawlDidNotEnd`), unless the test closes it so on purpose
+    (``closed_by_timeout=True``).
     """
     if isinstance(spider_cls_or_urls, type) and issubclass(spider_cls_or_urls, scrapy.Spider):
         spider_cls = spider_cls_or_urls
@@ -197,11 +248,24 @@ def run_crawl(
     old_heartbeat = ExecutionEngine._SLOT_HEARTBEAT_INTERVAL
     if heartbeat is not None:
         ExecutionEngine._SLOT_HEARTBEAT_INTERVAL = heartbeat
+
+    def tell() -> str:
+        told = f"this crawl did not end: {describe_crawl(crawler, result.log_records)}"
+        if crawler.crawling:
+            crawler.stop()
+        return told
+
+    unregister = deadline.on_timeout(tell)
     try:
         yield crawler.crawl(crawl_result=result, **spider_kwargs)
     finally:
+        unregister()
         ExecutionEngine._SLOT_HEARTBEAT_INTERVAL = old_heartbeat
         root.removeHandler(handler)
         root.setLevel(old_level)
     result.stats = dict(crawler.stats.get_stats())
+    if result.stats.get("finish_reason") == "closespider_timeout" and not closed_by_timeout:
+        raise CrawlDidNotEnd(f"this crawl did not end: closed by CLOSESPIDER_TIMEOUT "
+                             f"({crawler.settings.getfloat('CLOSESPIDER_TIMEOUT'):g} s)\n"
+                             f"{describe_crawl(crawler, result.log_records)}")
     return result

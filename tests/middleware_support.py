@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import deadline
 from crawl import CrawlResult, ListSpider
 from scrapy import Request
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -82,20 +82,31 @@ def _pause(seconds: float) -> Any:
     return maybe_deferred_to_future(sleep(seconds)) if in_task else sleep(seconds)
 
 
-async def until(condition: Any, what: str = "the condition", limit: float = 60.0) -> None:
-    """Return once ``condition()`` holds, checking every 10 ms; fail after ``limit`` seconds (a
-    bound for a condition that never comes, generous so that a loaded machine does not reach it)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        await _pause(0.01)
+async def until(condition: Any, what: str = "the condition") -> None:
+    """Return once ``condition()`` holds, checking every 10 ms. The test's deadline (tests/deadline.py)
+    is the only bound: a condition that never comes fails the test there, saying that it waited for
+    ``what``."""
+    unregister = deadline.on_timeout(lambda: f"it waited for: {what}")
+    try:
+        while not condition():
+            await _pause(0.01)
+    finally:
+        unregister()
 
 
-async def channel_waited(store: Any, channel: str, limit: float = 10.0) -> None:
+async def channel_waited(store: Any, channel: str) -> None:
     """Return once some client subscribes to ``channel`` of ``store`` (a ``RedisStore`` on a
-    single Redis or a cluster): a crawl waiting for another process's fetch of an origin."""
-    for _ in range(int(limit / 0.01)):
+    single Redis or a cluster): a crawl waiting for another process's fetch of an origin. The test's
+    deadline bounds the wait, and says what it waited for."""
+    unregister = deadline.on_timeout(lambda: f"it waited for a subscriber to {channel}")
+    try:
+        await _subscribed(store, channel)
+    finally:
+        unregister()
+
+
+async def _subscribed(store: Any, channel: str) -> None:
+    while True:
         if store.cluster:  # a raw command: redis-py 5.0 has no pubsub_shardnumsub
             node = store.client.get_node_from_key(channel)
             counts = await store.client.execute_command("PUBSUB SHARDNUMSUB", channel, target_nodes=node)
@@ -107,7 +118,6 @@ async def channel_waited(store: Any, channel: str, limit: float = 10.0) -> None:
         if found.get(channel.encode()) or found.get(channel):
             return
         await _pause(0.01)
-    raise AssertionError(f"nobody waited on {channel}")
 
 
 def stat(result: CrawlResult, key: str, default: Any = 0) -> Any:

@@ -24,8 +24,6 @@ from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
 #: A name that never resolves (RFC 6761: resolvers answer NXDOMAIN for .invalid).
 DEAD_HOST = "nonexistent-host.invalid"
 RULES = "User-agent: *\nDisallow: /private\n"
-#: A safety net only: a regression that would keep the crawl open ends it with another reason.
-SAFETY = {"CLOSESPIDER_TIMEOUT": 120}
 
 
 def _dropped(result: Any, url_prefix: str) -> list[RobotsTxtUnreachable]:
@@ -50,7 +48,7 @@ def test_dead_origins_beside_a_live_one_end_soon_at_default_settings(origins):
     closed = [f"{refused}/", f"{refused}/page"]
     pages = [live.url(f"/page/{i}") for i in range(5)]
 
-    result = yield run_crawl([*dead, *closed, *pages, live.url("/private/1")], {**ENABLE, **SAFETY})
+    result = yield run_crawl([*dead, *closed, *pages, live.url("/private/1")], ENABLE)
 
     assert result.stats["finish_reason"] == "finished"
     assert sorted(result.responses) == sorted(pages)  # the live origin in full
@@ -83,7 +81,7 @@ def test_requests_of_an_unresolvable_host_are_dropped_at_once_and_refetched_on_t
     first = [f"http://{DEAD_HOST}/{i}" for i in range(20)]
     soon = [f"http://{DEAD_HOST}/soon"]
     later = [f"http://{DEAD_HOST}/later"]
-    settings = mw_settings(ROBOTSTXT_RETRY_DELAY=1, ROBOTSTXT_RETRY_MAX_DELAY=1, **SAFETY)
+    settings = mw_settings(ROBOTSTXT_RETRY_DELAY=1, ROBOTSTXT_RETRY_MAX_DELAY=1)
 
     result = yield run_crawl(BatchSpider, settings, batches=[(0, first), (0.3, soon), (1.5, later)])
 
@@ -101,7 +99,7 @@ def test_refused_connections_are_held_for_the_refused_wait(origins, wait, droppe
     refused = f"http://127.0.0.1:{free_port()}"
     urls = [f"{refused}/{i}" for i in range(3)]
     settings = mw_settings(ROBOTSTXT_MAX_WAIT_REFUSED=wait, ROBOTSTXT_RETRY_DELAY=0.2,
-                           ROBOTSTXT_RETRY_MAX_DELAY=0.2, ROBOTSTXT_MAX_WAIT=600, **SAFETY)
+                           ROBOTSTXT_RETRY_MAX_DELAY=0.2, ROBOTSTXT_MAX_WAIT=600)
 
     result = yield run_crawl(urls, settings)
 
@@ -118,8 +116,7 @@ def test_refused_connections_are_held_for_the_refused_wait(origins, wait, droppe
 @pytest_twisted.inlineCallbacks
 def test_the_refused_wait_never_exceeds_max_wait(origins):
     refused = f"http://127.0.0.1:{free_port()}"
-    settings = mw_settings(ROBOTSTXT_MAX_WAIT_REFUSED=600, ROBOTSTXT_MAX_WAIT=0.5, ROBOTSTXT_RETRY_DELAY=0.2,
-                           **SAFETY)
+    settings = mw_settings(ROBOTSTXT_MAX_WAIT_REFUSED=600, ROBOTSTXT_MAX_WAIT=0.5, ROBOTSTXT_RETRY_DELAY=0.2)
 
     result = yield run_crawl([f"{refused}/a"], settings)
 
@@ -152,7 +149,7 @@ def test_a_robots_txt_request_scrapy_cannot_make_drops_the_requests_at_once_with
     a, b = origins("127.0.0.1"), origins("127.0.0.2")
     first = [a.url("/1"), a.url("/2"), b.url("/1")]
     later = [a.url("/3"), b.url("/2")]  # after the retry delay: never fetched again
-    settings = mw_settings(DOWNLOAD_HANDLERS={"http": handler}, ROBOTSTXT_RETRY_DELAY=0.2, **SAFETY)
+    settings = mw_settings(DOWNLOAD_HANDLERS={"http": handler}, ROBOTSTXT_RETRY_DELAY=0.2)
 
     result = yield run_crawl(BatchSpider, settings, batches=[(0, first), (0.6, later)])
 
@@ -181,7 +178,7 @@ def test_a_redirect_to_a_scheme_scrapy_cannot_download_is_unavailable(origins):
     a["/robots.txt"] = Redirect(f"https://{a.host}:{a.port}/robots.txt")
     pages = [a.url(f"/page/{i}") for i in range(3)]
 
-    result = yield run_crawl(pages, mw_settings(DOWNLOAD_HANDLERS={"https": None}, **SAFETY))
+    result = yield run_crawl(pages, mw_settings(DOWNLOAD_HANDLERS={"https": None}))
 
     assert sorted(result.responses) == sorted(pages)
     assert len(robots_hits(a)) == 1
@@ -198,8 +195,8 @@ def test_a_state_scrapy_cannot_make_is_not_shared_through_the_store(origins, tmp
     a.robots(RULES)
     store = {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(tmp_path)}
 
-    broken = yield run_crawl([a.url("/page")], mw_settings(DOWNLOAD_HANDLERS={"http": None}, **store, **SAFETY))
-    working = yield run_crawl([a.url("/page"), a.url("/private/1")], mw_settings(**store, **SAFETY))
+    broken = yield run_crawl([a.url("/page")], mw_settings(DOWNLOAD_HANDLERS={"http": None}, **store))
+    working = yield run_crawl([a.url("/page"), a.url("/private/1")], mw_settings(**store))
 
     assert [e.reason for e in _dropped(broken, a.url("/"))] == ["cannot_request"]
     assert stat(working, "store_hit") == 0

@@ -29,14 +29,12 @@ from twisted.internet import defer
 from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
 
 PAGES = 300
-#: A safety net only: a regression that would keep the crawl open ends it with another reason.
-SAFETY = {"CLOSESPIDER_TIMEOUT": 120}
 
 
 def _settings(**extra: Any) -> dict[str, Any]:
     # Held until stopped: the retry of the unreachable robots.txt is far away.
     return mw_settings(CONCURRENT_REQUESTS=16, ROBOTSTXT_RETRY_DELAY=60, ROBOTSTXT_RETRY_MAX_DELAY=60,
-                       ROBOTSTXT_MAX_WAIT=600, **SAFETY, **extra)
+                       ROBOTSTXT_MAX_WAIT=600, **extra)
 
 
 def _stop_once_held(crawling: Any, held: int) -> Any:

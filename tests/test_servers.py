@@ -228,12 +228,10 @@ def test_huge_body_records_how_far_the_server_got_when_the_client_stops(origins)
     size = 256 * 1024 * 1024
     huge = Huge(size, chunk=16 * 1024, content_length=False)
     a["/big"] = huge
-    start = time.monotonic()
 
     result = yield run_crawl([a.url("/big")], {"DOWNLOAD_MAXSIZE": 1024 * 1024})
     yield huge.settled()
 
-    assert time.monotonic() - start < 3
     assert result.error_types() == [DownloadCancelledError]
     (transfer,) = huge.transfers
     assert transfer.client_gone and not transfer.complete
@@ -261,7 +259,7 @@ def test_stall_times_out_in_the_client(origins):
 
     result = yield run_crawl([a.url("/stall"), a.url("/ok")], {"DOWNLOAD_TIMEOUT": 0.5})
 
-    assert 0.5 <= time.monotonic() - start < 2.5
+    assert time.monotonic() - start >= 0.5  # not before the timeout (a loaded machine only makes it later)
     assert a.hits("/stall") == 1
     assert result.responses == [a.url("/ok")]
     assert result.error_types() == [DownloadTimeoutError]

@@ -19,7 +19,7 @@ from scrapy_rfc9309.exceptions import RobotsTxtForbidden
 from scrapy_rfc9309.judgement import Judgement, Kind
 from scrapy_rfc9309.matcher import Rule
 from scrapy_rfc9309.meta import USAGE_META
-from scrapy_rfc9309.shortcuts import REFRESH
+from scrapy_rfc9309.shortcuts import MAX_SHORTCUTS, REFRESH, key_of
 from scrapy_rfc9309.signals import robotstxt_verdict
 
 SETTINGS: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "LOG_LEVEL": "INFO"}
@@ -176,6 +176,39 @@ def test_a_request_with_a_user_agent_header_is_judged_for_its_own_agent():
     assert _judged(mw, "https://example.com/a") == "allowed"
     assert _judged(mw, "https://example.com/b", headers={"User-Agent": "OtherBot/2"}) == "forbidden"
     assert _judged(mw, "https://example.com/c") == "allowed"
+
+
+def test_a_request_with_its_own_user_agent_header_makes_no_shortcut_for_the_crawl_s_agent():
+    """The opposite order: a request of another agent that its group allows does not make the shortcut
+    that would answer the crawl's own agent's next requests with that agent's rules."""
+    mw = _middleware()
+    _put(mw, b"User-agent: *\nDisallow: /private\n\nUser-agent: otherbot\nAllow: /\n")
+    assert _judged(mw, "https://example.com/private/1", headers={"User-Agent": "OtherBot/2"}) == "allowed"
+    assert _judged(mw, "https://example.com/private/2") == "forbidden"
+    assert _judged(mw, "https://example.com/a") == "allowed"  # the crawl's own agent makes it
+    assert list(mw.shortcuts) == ["https://example.com"]
+    assert _judged(mw, "https://example.com/private/3") == "forbidden"
+    assert _judged(mw, "https://example.com/private/4", headers={"User-Agent": "OtherBot/2"}) == "allowed"
+
+
+def test_the_shortcuts_are_bounded_and_what_the_forgotten_ones_answered_is_counted():
+    mw = _middleware(ROBOTSTXT_CACHE_SIZE=MAX_SHORTCUTS + 10)
+    hosts = [f"site{n}.example" for n in range(MAX_SHORTCUTS + 1)]
+    for host in hosts:
+        _put(mw, ROBOTS, host=host)
+    for index, host in enumerate(hosts):
+        for page in ("a", "b"):  # the first makes the origin's shortcut, the second is answered by it
+            assert _judged(mw, f"https://{host}/{page}") == "allowed"
+        assert len(mw.shortcuts) == index % MAX_SHORTCUTS + 1  # kept up to the bound
+    assert list(mw.shortcuts) == [f"https://{hosts[-1]}"]  # all flushed and forgotten at the bound, then one more
+    mw.shortcuts.flush()
+    assert mw.enforcement.tally.allowed == 2 * len(hosts)
+
+
+def test_the_key_of_a_url_is_its_scheme_and_authority():
+    assert key_of("https://example.com/a/b?c") == "https://example.com"
+    assert key_of("http://a/") == "http://a"
+    assert key_of("https://example.com") == "https://example.com"  # no path at all
 
 
 def test_a_state_put_in_the_cache_replaces_the_shortcut_at_once():

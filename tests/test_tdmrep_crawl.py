@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections import Counter
 from typing import Any
 
@@ -180,7 +179,6 @@ def test_a_file_unreachable_past_max_wait_drops_the_requests_when_enforced(origi
     site = origins()
     site[TDMREP] = ERROR
     urls = [site.url("/reserved/a"), site.url("/open/a")]
-    started = time.monotonic()
     result = yield crawl(urls, ROBOTSTXT_MAX_WAIT=1, **ENFORCE)
 
     assert result.responses == []
@@ -189,7 +187,6 @@ def test_a_file_unreachable_past_max_wait_drops_the_requests_when_enforced(origi
         assert isinstance(error, RobotsTxtUnreachable) and error.reason == "max_wait"
         assert error.robots_url == site.url(TDMREP)
     assert stat(result, "tdmrep/dropped_unreachable") == 2
-    assert time.monotonic() - started < 60
     state = tdm_state(result, site)
     assert state.access is Access.UNREACHABLE and state.failures == len(site.requests_for(TDMREP)) >= 2
 
@@ -361,7 +358,7 @@ def test_requests_held_for_the_file_when_the_crawl_stops_are_crawled_once_after_
     count = 40
     urls = [site.url(f"/open/{i}") for i in range(count)] + [site.url("/reserved/a")]
     settings = mw_settings(JOBDIR=str(tmp_path / "job"), ROBOTSTXT_RETRY_DELAY=60, ROBOTSTXT_RETRY_MAX_DELAY=60,
-                           ROBOTSTXT_MAX_WAIT=600, CLOSESPIDER_TIMEOUT=120, **ENFORCE)
+                           ROBOTSTXT_MAX_WAIT=600, **ENFORCE)
     TrackingSpider.latest = None
     crawling = run_crawl(TrackingSpider, settings, urls=urls, dont_filter=False)
 
@@ -399,7 +396,7 @@ def test_requests_waiting_for_the_file_are_parked_and_each_crawled_once(origins)
     site[TDMREP] = gate
     count = 200
     urls = [site.url(f"/open/{i}") for i in range(count)] + [site.url(f"/reserved/{i}") for i in range(10)]
-    settings = mw_settings(CONCURRENT_REQUESTS=16, CONCURRENT_REQUESTS_PER_DOMAIN=2, CLOSESPIDER_TIMEOUT=60,
+    settings = mw_settings(CONCURRENT_REQUESTS=16, CONCURRENT_REQUESTS_PER_DOMAIN=2,
                            **ENFORCE)
     TrackingSpider.latest = None
     crawling = run_crawl(TrackingSpider, settings, urls=urls, dont_filter=False)

@@ -113,7 +113,8 @@ class RedisServer:
         else:
             self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          start_new_session=self.max_life is not None, preexec_fn=self.preexec_fn)
-        deadline = time.monotonic() + 10
+        # A bound for a server that never answers, far above what one takes to start on a loaded machine.
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"redis-server exited: {self._exited()}")
@@ -126,7 +127,7 @@ class RedisServer:
                 pass
             time.sleep(0.02)
         self.stop()
-        raise RuntimeError("redis-server did not answer within 10 s")
+        raise RuntimeError("redis-server did not answer within 60 s")
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
