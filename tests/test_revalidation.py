@@ -208,7 +208,22 @@ def test_a_record_without_validators_or_with_bad_ones_is_read_without_them():
 # --------------------------------------------------------------------------- crawls
 
 
-class TwoRoundsSpider(ListSpider):
+class AnsweringSpider(ListSpider):
+    """A ListSpider that calls ``_answered`` for each response or error."""
+
+    def _answered(self) -> None:
+        raise NotImplementedError
+
+    def parse(self, response: Any, **kwargs: Any) -> Any:
+        self._answered()
+        yield from super().parse(response, **kwargs)
+
+    def on_error(self, failure: Any) -> None:
+        self._answered()
+        super().on_error(failure)
+
+
+class TwoRoundsSpider(AnsweringSpider):
     """Requests ``first``, waits until their responses (or errors) are all in, then ``gap``
     seconds more (longer than the robots.txt's lifetime: it has expired), then requests ``second``."""
 
@@ -224,14 +239,6 @@ class TwoRoundsSpider(ListSpider):
         self.answered += 1
         if self.answered == len(self.first) and not self.first_done.called:
             self.first_done.callback(None)
-
-    def parse(self, response: Any, **kwargs: Any) -> Any:
-        self._answered()
-        yield from super().parse(response, **kwargs)
-
-    def on_error(self, failure: Any) -> None:
-        self._answered()
-        super().on_error(failure)
 
     async def start(self):  # type: ignore[override]
         for url in self.first:
@@ -442,7 +449,7 @@ class Site(Behaviour):
         self.headers.update(headers)
 
 
-class RoundsSpider(ListSpider):
+class RoundsSpider(AnsweringSpider):
     """Requests each round once every response (or error) of the round before is in, ``settled[n]``
     robots.txt fetches in all have ended (``robotstxt_fetched``; 0 by default), and ``gap`` seconds
     more have passed (longer than the robots.txt's lifetime: it has expired)."""
@@ -466,14 +473,6 @@ class RoundsSpider(ListSpider):
         self.answered += 1
         if not self.round_done.called:
             self.round_done.callback(None)
-
-    def parse(self, response: Any, **kwargs: Any) -> Any:
-        self._answered()
-        yield from super().parse(response, **kwargs)
-
-    def on_error(self, failure: Any) -> None:
-        self._answered()
-        super().on_error(failure)
 
     async def start(self):  # type: ignore[override]
         self.crawler.signals.connect(self._fetched, signal=robotstxt_fetched)
