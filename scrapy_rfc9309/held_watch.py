@@ -134,15 +134,25 @@ class HeldWatch(Reporting):
 
     def _kept_open(self, held: list[tuple[Waiting, Any, int, Any]]) -> bool:
         """Send ``spider_idle``, as the engine would were the held requests not in its way:
-        whether another receiver kept the spider open (``DontCloseSpider``) or gave it more
-        to do (the crawl is no longer idle)."""
+        whether another receiver kept the spider open (``DontCloseSpider``), gave it more
+        to do (the crawl is no longer idle), or closed it (``CloseSpider``: closed with its
+        reason, as the engine closes it, and the held requests are given up at close)."""
         results = self.crawler.signals.send_catch_log(signal=signals.spider_idle, spider=self.crawler.spider,
                                                       dont_log=(DontCloseSpider, CloseSpider))
+        close: CloseSpider | None = None
         for receiver, result in results:
-            if (isinstance(result, Failure) and isinstance(result.value, DontCloseSpider)
-                    and receiver not in self.own_receivers):
+            if receiver in self.own_receivers or not isinstance(result, Failure):
+                continue
+            if isinstance(result.value, DontCloseSpider):
                 return True
-        return not self._only_held_left(held)
+            if isinstance(result.value, CloseSpider) and close is None:
+                close = result.value
+        if not self._only_held_left(held):
+            return True
+        if close is not None:  # as the engine does: closed with that reason, the held requests given up at close
+            _compat.close_spider(self.crawler, close.reason)
+            return True
+        return False
 
     def progress(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> str:
         """The progress line: how many requests are held, for which origins, why,

@@ -16,7 +16,7 @@ import scrapy
 from crawl import ListSpider, run_crawl
 from middleware_support import TrackingSpider, page_hits, stat, text, until
 from scrapy import signals
-from scrapy.exceptions import DontCloseSpider
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.spiders import RedisSpider
 from servers.origins import Delay, Sequence, Stall
@@ -164,6 +164,40 @@ def test_a_spider_that_keeps_itself_open_is_not_closed(origins):
     assert sorted(result.responses) == sorted(later)  # what it fed itself after the idle bound, crawled
     assert page_hits(busy) == []
     _given_up_idle(result, held)
+    _no_errors(result)
+
+
+class ClosesWhenIdle(ListSpider):
+    """Closes itself from ``spider_idle`` with its own reason (``CloseSpider``)."""
+
+    name = "closes_when_idle"
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        return spider
+
+    def idle(self) -> None:
+        raise CloseSpider("nothing_more_to_do")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_spider_that_closes_itself_when_idle_is_closed_with_its_reason(origins):
+    """A ``CloseSpider`` from ``spider_idle`` closes the spider with its reason, as the engine
+    does, while requests are held (the engine's own idle is kept back by them); the held
+    requests are given up at that close, not after ``ROBOTSTXT_MAX_WAIT_IDLE``."""
+    busy, held = _busy(origins)
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 3600}  # only the spider's own close ends this crawl
+
+    result = yield run_crawl(ClosesWhenIdle, settings, urls=held)
+
+    assert result.stats["finish_reason"] == "nothing_more_to_do"
+    assert page_hits(busy) == []
+    dropped = [e for url in held for e in result.errors_for(url)]
+    assert [type(e) for e in dropped] == [RobotsTxtUnreachable] * len(held)
+    assert {e.reason for e in dropped} == {"closing"}
+    assert stat(result, "gave_up_idle") == 0
     _no_errors(result)
 
 
