@@ -1699,10 +1699,11 @@ typedef struct {
     const char *key_s[64];
     Py_ssize_t key_n[64];
     long key_kind[64];
+    signed char head[26], next[64]; /* the keys by first letter, each chain in the keys' order */
 } Scanner;
 
 static int
-scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
+scanner_keys(Scanner *sc, PyObject *keys)
 {
     if (!PyList_Check(keys)) {
         PyErr_SetString(PyExc_TypeError, "keys must be a list");
@@ -1725,7 +1726,25 @@ scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
         sc->key_s[k] = (const char *)PyUnicode_1BYTE_DATA(name);
         sc->key_n[k] = PyUnicode_GET_LENGTH(name);
         sc->key_kind[k] = kind;
+        if (sc->key_n[k] == 0 || sc->key_s[k][0] < 'a' || sc->key_s[k][0] > 'z') {
+            PyErr_SetString(PyExc_ValueError, "keys start with a lower-case letter");
+            return -1;
+        }
     }
+    memset(sc->head, -1, sizeof(sc->head));
+    for (Py_ssize_t k = sc->nkeys - 1; k >= 0; k--) {
+        int letter = sc->key_s[k][0] - 'a';
+        sc->next[k] = sc->head[letter];
+        sc->head[letter] = (signed char)k;
+    }
+    return 0;
+}
+
+static int
+scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
+{
+    if (scanner_keys(sc, keys) < 0)
+        return -1;
     sc->ukind = PyUnicode_KIND(text);
     sc->data = PyUnicode_DATA(text);
     sc->n = PyUnicode_GET_LENGTH(text);
@@ -1736,9 +1755,13 @@ scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
 
 /* The record written on the line [start, end): its kind (an allow or disallow
  * pattern that is not a plain literal gets 8 added), and its value's bounds; -1
- * when the line holds no known record. */
-static long
-line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *value_start, Py_ssize_t *value_end)
+ * when the line holds no known record. Inlined twice (see line_record): for a
+ * text of 1-octet characters, and for any. */
+#undef AT
+#define AT(sc, i) PyUnicode_READ(ukind, (sc)->data, (i))
+HOT_INLINE long
+line_record_of(const Scanner *sc, int ukind, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *value_start,
+               Py_ssize_t *value_end)
 {
     Py_ssize_t p = start;
     while (p < end && is_ws(AT(sc, p)))
@@ -1748,9 +1771,11 @@ line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *val
     Py_UCS4 first = AT(sc, p);
     if (first >= 'A' && first <= 'Z')
         first += 32;
-    for (Py_ssize_t k = 0; k < sc->nkeys; k++) {
+    if (first < 'a' || first > 'z')
+        return -1;
+    for (Py_ssize_t k = sc->head[first - 'a']; k >= 0; k = sc->next[k]) {
         Py_ssize_t kn = sc->key_n[k], i;
-        if (p + kn > end || first != (Py_UCS4)(unsigned char)sc->key_s[k][0])
+        if (p + kn > end)
             continue;
         for (i = 0; i < kn; i++) {
             Py_UCS4 c = AT(sc, p + i);
@@ -1811,6 +1836,16 @@ line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *val
         return kind;
     }
     return -1;
+}
+#undef AT
+#define AT(sc, i) PyUnicode_READ((sc)->ukind, (sc)->data, (i))
+
+static long
+line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *value_start, Py_ssize_t *value_end)
+{
+    if (sc->ukind == PyUnicode_1BYTE_KIND)
+        return line_record_of(sc, PyUnicode_1BYTE_KIND, start, end, value_start, value_end);
+    return line_record_of(sc, sc->ukind, start, end, value_start, value_end);
 }
 
 /* The end of the line starting at start (the index of its "\n", or n). */
@@ -1974,6 +2009,102 @@ done:
     PyMem_Free(found);
     if (omit_arg != Py_None)
         PyBuffer_Release(&omit);
+    return out;
+}
+
+/* ---- reduce_octets(body, max_bytes, max_line, keys, short_keys) -> the records of
+ * a robots.txt body as octets: parser.records_text of parser.prepare's text, as
+ * UTF-8 with surrogate escapes (what RobotsTxt keeps), read from the body itself.
+ * The parser's normalization is done as the lines are read (the first max_bytes
+ * octets, a UTF-8 BOM or its start skipped, CR LF, CR and LF each end a line, a
+ * line read up to max_line octets); the scanner reads the octets as Latin-1
+ * (its syntax is ASCII, and a value's octets are written as they are, which is
+ * what decoding them with surrogate escapes and encoding them back gives). Two
+ * passes, the first one counting: nothing is allocated but the result, so that
+ * a large body leaves no temporary in the heap (freed, it would leave a hole that
+ * the small objects allocated since keep resident). */
+static PyObject *
+reduce_octets(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    Py_buffer body;
+    Py_ssize_t max_bytes, max_line;
+    PyObject *keys, *short_keys, *out = NULL;
+    Scanner sc;
+    if (!PyArg_ParseTuple(args, "y*nnO!O!:reduce_octets", &body, &max_bytes, &max_line, &PyList_Type, &keys,
+                          &PyTuple_Type, &short_keys))
+        return NULL;
+    if (scanner_keys(&sc, keys) < 0)
+        goto done;
+    if (max_bytes < 0 || max_line < 1) {
+        PyErr_SetString(PyExc_ValueError, "max_bytes >= 0 and max_line >= 1");
+        goto done;
+    }
+    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys);
+    for (Py_ssize_t k = 0; k < nshort; k++) {
+        PyObject *key = PyTuple_GET_ITEM(short_keys, k);
+        if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) {
+            PyErr_SetString(PyExc_TypeError, "short keys are ASCII str");
+            goto done;
+        }
+    }
+    const unsigned char *s = body.buf;
+    Py_ssize_t n = body.len < max_bytes ? body.len : max_bytes, first = 0;
+    if (n > 0 && s[0] == 0xEF)
+        first = (n >= 3 && s[1] == 0xBB && s[2] == 0xBF) ? 3 : (n >= 2 && s[1] == 0xBB) ? 2 : 1;
+    sc.ukind = PyUnicode_1BYTE_KIND;
+    sc.data = s;
+    sc.n = n;
+    char *o = NULL;
+    Py_ssize_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        Py_ssize_t p = first, lineno = 0, last = 1, next_cr = first - 1, next_lf = first - 1;
+        while (p < n) {
+            /* the next CR and LF, each found again only once passed: one pass over the body */
+            if (next_cr < p) {
+                const unsigned char *f = memchr(s + p, '\r', (size_t)(n - p));
+                next_cr = f ? f - s : n;
+            }
+            if (next_lf < p) {
+                const unsigned char *f = memchr(s + p, '\n', (size_t)(n - p));
+                next_lf = f ? f - s : n;
+            }
+            Py_ssize_t end = next_cr < next_lf ? next_cr : next_lf, vstart, vend;
+            lineno++;
+            long kind = line_record(&sc, p, end - p > max_line ? p + max_line : end, &vstart, &vend);
+            if (kind >= 0) {
+                if (kind >= nshort) {
+                    PyErr_SetString(PyExc_ValueError, "a kind without a short key");
+                    goto done;
+                }
+                PyObject *key = PyTuple_GET_ITEM(short_keys, kind);
+                Py_ssize_t klen = PyUnicode_GET_LENGTH(key);
+                if (pass == 0)
+                    total += (lineno - last) + klen + (vend - vstart);
+                else {
+                    memset(o, '\n', (size_t)(lineno - last));
+                    o += lineno - last;
+                    memcpy(o, PyUnicode_1BYTE_DATA(key), (size_t)klen);
+                    o += klen;
+                    memcpy(o, s + vstart, (size_t)(vend - vstart));
+                    o += vend - vstart;
+                }
+                last = lineno;
+            }
+            p = end + 1;
+            if (end < n && s[end] == '\r' && p < n && s[p] == '\n')
+                p++;
+        }
+        if (pass == 0) {
+            out = PyBytes_FromStringAndSize(NULL, total);
+            if (out == NULL)
+                goto done;
+            o = PyBytes_AS_STRING(out);
+        }
+    }
+done:
+    PyBuffer_Release(&body);
+    if (PyErr_Occurred())
+        Py_CLEAR(out);
     return out;
 }
 
@@ -2392,6 +2523,7 @@ static PyMethodDef speedups_methods[] = {
     {"scan_lines", scan_lines, METH_VARARGS, "The known records of a robots.txt text: [(kind, value, line)]."},
     {"select_groups", select_groups, METH_VARARGS, "The groups a product token selects: (key, groups)."},
     {"records_text", records_text, METH_VARARGS, "A robots.txt text reduced to its known records."},
+    {"reduce_octets", reduce_octets, METH_VARARGS, "A robots.txt body reduced to its known records, as octets."},
     {"configure", configure, METH_VARARGS, "configure(path_of, rule_type): what every matcher calls."},
     {"write_record", (PyCFunction)(void (*)(void))write_record, METH_FASTCALL,
      "write_record(fd, previous, head, url, fingerprint, when) -> (chain hash, size): a ledger record written."},
