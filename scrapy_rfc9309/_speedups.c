@@ -2012,6 +2012,60 @@ done:
     return out;
 }
 
+/* The records of the octets s[first:n] (see reduce_octets), written at o (NULL:
+ * counted only), at most cap octets; their length, or -1 when they would be
+ * longer than cap (or on an error, set). */
+static Py_ssize_t
+write_records(Scanner *sc, const unsigned char *s, Py_ssize_t first, Py_ssize_t n, Py_ssize_t max_line,
+              PyObject *short_keys, char *o, Py_ssize_t cap)
+{
+    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys), total = 0;
+    Py_ssize_t p = first, lineno = 0, last = 1, next_cr = first - 1, next_lf = first - 1;
+    sc->ukind = PyUnicode_1BYTE_KIND;
+    sc->data = s;
+    sc->n = n;
+    while (p < n) {
+        /* the next CR and LF, each found again only once passed: one pass over the body */
+        if (next_cr < p) {
+            const unsigned char *f = memchr(s + p, '\r', (size_t)(n - p));
+            next_cr = f ? f - s : n;
+        }
+        if (next_lf < p) {
+            const unsigned char *f = memchr(s + p, '\n', (size_t)(n - p));
+            next_lf = f ? f - s : n;
+        }
+        Py_ssize_t end = next_cr < next_lf ? next_cr : next_lf, vstart, vend;
+        lineno++;
+        long kind = line_record(sc, p, end - p > max_line ? p + max_line : end, &vstart, &vend);
+        if (kind >= 0) {
+            if (kind >= nshort) {
+                PyErr_SetString(PyExc_ValueError, "a kind without a short key");
+                return -1;
+            }
+            PyObject *key = PyTuple_GET_ITEM(short_keys, kind);
+            Py_ssize_t klen = PyUnicode_GET_LENGTH(key), need = (lineno - last) + klen + (vend - vstart);
+            if (need > cap - total)
+                return -1;
+            if (o != NULL) {
+                memset(o + total, '\n', (size_t)(lineno - last));
+                memcpy(o + total + (lineno - last), PyUnicode_1BYTE_DATA(key), (size_t)klen);
+                memcpy(o + total + (lineno - last) + klen, s + vstart, (size_t)(vend - vstart));
+            }
+            total += need;
+            last = lineno;
+        }
+        p = end + 1;
+        if (end < n && s[end] == '\r' && p < n && s[p] == '\n')
+            p++;
+    }
+    return total;
+}
+
+/* Bodies below this size are reduced in one pass, into a buffer of their size
+ * that is then shortened; larger ones in two, the first one counting, so that
+ * nothing is allocated but the result. */
+#define REDUCE_IN_ONE_PASS_BELOW (128 * 1024)
+
 /* ---- reduce_octets(body, max_bytes, max_line, keys, short_keys) -> the records of
  * a robots.txt body as octets: parser.records_text of parser.prepare's text, as
  * UTF-8 with surrogate escapes (what RobotsTxt keeps), read from the body itself.
@@ -2019,10 +2073,10 @@ done:
  * octets, a UTF-8 BOM or its start skipped, CR LF, CR and LF each end a line, a
  * line read up to max_line octets); the scanner reads the octets as Latin-1
  * (its syntax is ASCII, and a value's octets are written as they are, which is
- * what decoding them with surrogate escapes and encoding them back gives). Two
- * passes, the first one counting: nothing is allocated but the result, so that
- * a large body leaves no temporary in the heap (freed, it would leave a hole that
- * the small objects allocated since keep resident). */
+ * what decoding them with surrogate escapes and encoding them back gives).
+ * Neither a copy of the body nor its text is made: freed, a large temporary
+ * would leave a hole in the heap that the small objects allocated since keep
+ * resident. */
 static PyObject *
 reduce_octets(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -2039,8 +2093,7 @@ reduce_octets(PyObject *Py_UNUSED(module), PyObject *args)
         PyErr_SetString(PyExc_ValueError, "max_bytes >= 0 and max_line >= 1");
         goto done;
     }
-    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys);
-    for (Py_ssize_t k = 0; k < nshort; k++) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(short_keys); k++) {
         PyObject *key = PyTuple_GET_ITEM(short_keys, k);
         if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) {
             PyErr_SetString(PyExc_TypeError, "short keys are ASCII str");
@@ -2048,59 +2101,30 @@ reduce_octets(PyObject *Py_UNUSED(module), PyObject *args)
         }
     }
     const unsigned char *s = body.buf;
-    Py_ssize_t n = body.len < max_bytes ? body.len : max_bytes, first = 0;
+    Py_ssize_t n = body.len < max_bytes ? body.len : max_bytes, first = 0, total;
     if (n > 0 && s[0] == 0xEF)
         first = (n >= 3 && s[1] == 0xBB && s[2] == 0xBF) ? 3 : (n >= 2 && s[1] == 0xBB) ? 2 : 1;
-    sc.ukind = PyUnicode_1BYTE_KIND;
-    sc.data = s;
-    sc.n = n;
-    char *o = NULL;
-    Py_ssize_t total = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        Py_ssize_t p = first, lineno = 0, last = 1, next_cr = first - 1, next_lf = first - 1;
-        while (p < n) {
-            /* the next CR and LF, each found again only once passed: one pass over the body */
-            if (next_cr < p) {
-                const unsigned char *f = memchr(s + p, '\r', (size_t)(n - p));
-                next_cr = f ? f - s : n;
-            }
-            if (next_lf < p) {
-                const unsigned char *f = memchr(s + p, '\n', (size_t)(n - p));
-                next_lf = f ? f - s : n;
-            }
-            Py_ssize_t end = next_cr < next_lf ? next_cr : next_lf, vstart, vend;
-            lineno++;
-            long kind = line_record(&sc, p, end - p > max_line ? p + max_line : end, &vstart, &vend);
-            if (kind >= 0) {
-                if (kind >= nshort) {
-                    PyErr_SetString(PyExc_ValueError, "a kind without a short key");
-                    goto done;
-                }
-                PyObject *key = PyTuple_GET_ITEM(short_keys, kind);
-                Py_ssize_t klen = PyUnicode_GET_LENGTH(key);
-                if (pass == 0)
-                    total += (lineno - last) + klen + (vend - vstart);
-                else {
-                    memset(o, '\n', (size_t)(lineno - last));
-                    o += lineno - last;
-                    memcpy(o, PyUnicode_1BYTE_DATA(key), (size_t)klen);
-                    o += klen;
-                    memcpy(o, s + vstart, (size_t)(vend - vstart));
-                    o += vend - vstart;
-                }
-                last = lineno;
-            }
-            p = end + 1;
-            if (end < n && s[end] == '\r' && p < n && s[p] == '\n')
-                p++;
+    if (n - first < REDUCE_IN_ONE_PASS_BELOW) {
+        /* The records are never longer than the text with the parser's short keys
+         * (each line no longer than it was); other keys may not fit: counted then. */
+        out = PyBytes_FromStringAndSize(NULL, n - first);
+        if (out == NULL)
+            goto done;
+        total = write_records(&sc, s, first, n, max_line, short_keys, PyBytes_AS_STRING(out), n - first);
+        if (total >= 0) {
+            _PyBytes_Resize(&out, total);
+            goto done;
         }
-        if (pass == 0) {
-            out = PyBytes_FromStringAndSize(NULL, total);
-            if (out == NULL)
-                goto done;
-            o = PyBytes_AS_STRING(out);
-        }
+        Py_CLEAR(out);
+        if (PyErr_Occurred())
+            goto done;
     }
+    total = write_records(&sc, s, first, n, max_line, short_keys, NULL, PY_SSIZE_T_MAX);
+    if (total < 0)
+        goto done;
+    out = PyBytes_FromStringAndSize(NULL, total);
+    if (out != NULL)
+        write_records(&sc, s, first, n, max_line, short_keys, PyBytes_AS_STRING(out), total);
 done:
     PyBuffer_Release(&body);
     if (PyErr_Occurred())
