@@ -433,7 +433,7 @@ def _noop(url: str, agent: str) -> bool:
 #: the band gone through again, whole, until there are that many: a large file's
 #: growth is well above the page granularity with fewer).
 BANDS = (("all", 0, None, MEMORY_PARSERS), ("under 16 KiB", 0, 16 * 1024, MEMORY_PARSERS),
-         ("16-128 KiB", 16 * 1024, 128 * 1024, 400), ("128 KiB and more", 128 * 1024, None, 100))
+         ("16-128 KiB", 16 * 1024, 128 * 1024, 400), ("128 KiB and more", 128 * 1024, None, 400))
 BAND_NAMES = tuple(band[0] for band in BANDS)
 #: The halves of ``--split-half``: a file is in half 1 when the CRC-32 of its name is odd.
 HALVES = ("tune", "held-out")

@@ -146,7 +146,7 @@ typedef struct {
  *   wild      GlobW[nwild]      the wildcard rules, by priority
  *   text                        (at text_at), then up to 3 octets to align the rest
  *   extra     uint32[nextra]    the extra rules' codes (line << 1 | allow), by line
- *   slots     int32[nslots]     the hash table of a large group (indices of keys, -1: free)
+ *   slots     W[nslots]         the hash table of a large group (indices of keys, all ones: free)
  *   maxlen    uint32            hash table only: the longest key
  *   has_len   uint8[maxlen + 1] hash table only: whether some key has that length
  *
@@ -170,7 +170,7 @@ typedef struct {
     const void *offs, *key_rule, *wild;
     const char *text;
     const uint32_t *extra;
-    const int32_t *slots;
+    const void *slots; /* W[nslots] */
     const unsigned char *has_len;
     uint32_t maxlen;
 } View;
@@ -219,10 +219,11 @@ view_rest(const FastMatcher *self, View *v, int wide)
 {
     const char *at = (const char *)self + ((text_end(self, v, wide) + 3) & ~(size_t)3);
     v->extra = (const uint32_t *)at;
-    v->slots = (const int32_t *)(v->extra + self->nextra);
+    v->slots = v->extra + self->nextra;
     if (self->shift) {
-        memcpy(&v->maxlen, v->slots + slot_count(self), sizeof(uint32_t));
-        v->has_len = (const unsigned char *)(v->slots + slot_count(self) + 1);
+        const char *after = (const char *)v->slots + (wide ? 4 : 2) * slot_count(self);
+        memcpy(&v->maxlen, after, sizeof(uint32_t));
+        v->has_len = (const unsigned char *)after + sizeof(uint32_t);
     }
 }
 
@@ -413,8 +414,8 @@ probe(const FastMatcher *self, const View *v, int wide, uint64_t h, const char *
 {
     size_t mask = ((size_t)1 << (64 - self->shift)) - 1;
     for (size_t slot = slot_of(self->shift, h);; slot = (slot + 1) & mask) {
-        int32_t index = v->slots[slot];
-        if (index < 0)
+        uint32_t index = TABLE(v->slots, slot, wide);
+        if (index == (wide ? UINT32_MAX : 0xFFFF))
             return -1;
         if (KEY_LEN(v, index, wide) == n && memcmp(KEY_TEXT(v, index, wide), text, (size_t)n) == 0)
             return index;
@@ -1347,7 +1348,7 @@ pack(PyTypeObject *type, Build *b)
         return NULL;
     }
     size_t rest_at = (sizeof(FastMatcher) + text_at + text_size + 3) & ~(size_t)3;
-    size_t size = rest_at + 4 * ((size_t)b->nextra + nslots) + (b->slots ? 4 + (size_t)b->maxlen + 1 : 0);
+    size_t size = rest_at + 4 * (size_t)b->nextra + w * nslots + (b->slots ? 4 + (size_t)b->maxlen + 1 : 0);
     FastMatcher *self = PyObject_Malloc(size);
     if (self == NULL)
         return (FastMatcher *)PyErr_NoMemory();
@@ -1356,7 +1357,7 @@ pack(PyTypeObject *type, Build *b)
     char *offs = at, *key_rule = offs + w * noffs, *wild = key_rule + w * (size_t)b->nkeys;
     char *text = at + text_at, *end = text;
     uint32_t *extra = (uint32_t *)((char *)self + rest_at);
-    int32_t *slots = (int32_t *)(extra + b->nextra);
+    char *slots = (char *)(extra + b->nextra);
     size_t o = 0;
     for (Py_ssize_t k = 0; k < b->nkeys; k++) {
         PUT(offs, o++, end - text, wide);
@@ -1389,9 +1390,10 @@ pack(PyTypeObject *type, Build *b)
     }
     if (b->slots) {
         uint32_t maxlen = (uint32_t)b->maxlen;
-        memcpy(slots, b->slots, nslots * sizeof(int32_t));
-        memcpy(slots + nslots, &maxlen, sizeof(uint32_t));
-        memcpy((char *)(slots + nslots + 1), b->has_len, (size_t)b->maxlen + 1);
+        for (size_t i = 0; i < nslots; i++) /* -1 (free) as all ones */
+            PUT(slots, i, (uint32_t)b->slots[i], wide);
+        memcpy(slots + w * nslots, &maxlen, sizeof(uint32_t));
+        memcpy(slots + w * nslots + sizeof(uint32_t), b->has_len, (size_t)b->maxlen + 1);
     }
     self->vectorcall = fast_vectorcall;
     self->nkeys = (uint32_t)b->nkeys;
