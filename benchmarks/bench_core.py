@@ -209,6 +209,27 @@ def rss_bytes() -> int:
         return peak if sys.platform == "darwin" else peak * 1024
 
 
+def malloc_heap() -> tuple[int, int] | None:
+    """glibc's main heap: the bytes in use and the bytes free inside it (the holes
+    that freed blocks leave, resident once touched), from ``mallinfo2``; None
+    elsewhere."""
+    import ctypes
+    import ctypes.util
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                         "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallinfo2 = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = MallInfo2
+    info = mallinfo2()
+    return info.uordblks, info.fordblks
+
+
 def percentile(sorted_values: list[int], fraction: float) -> int:
     if not sorted_values:
         return 0
@@ -479,6 +500,7 @@ def measure_memory(name: str, directory: str, quick: bool, band: str = "all", ha
     warm.allowed("https://example.com/a/b", MEMORY_AGENT)
     del warm
     gc.collect()
+    heap_before = malloc_heap()
     before = rss_bytes()
     parsed = [cls.from_crawler(None, body) for body in bodies]
     gc.collect()
@@ -487,8 +509,9 @@ def measure_memory(name: str, directory: str, quick: bool, band: str = "all", ha
         parser.allowed(f"https://{host}/some/page.html?id=1", MEMORY_AGENT)
     gc.collect()
     after_decision = rss_bytes()
+    heap_after = malloc_heap()
     files = len(parsed)
-    return {
+    found: dict[str, Any] = {
         "files": files,
         "distinct_files": distinct,
         "rss_before": before,
@@ -497,6 +520,13 @@ def measure_memory(name: str, directory: str, quick: bool, band: str = "all", ha
         "per_file_parse": (after_parse - before) / files,
         "per_file_decision": (after_decision - before) / files,
     }
+    if heap_before is not None and heap_after is not None:
+        # malloc's heap: what the parsers hold there (blocks over 512 bytes:
+        # smaller objects are in Python's own arenas, which are not in it) and
+        # the holes left in it, free but resident.
+        found["heap_in_use_per_file"] = (heap_after[0] - heap_before[0]) / files
+        found["heap_free_per_file"] = (heap_after[1] - heap_before[1]) / files
+    return found
 
 
 def _deep_size(obj: Any, seen: set[int]) -> int:
@@ -644,6 +674,9 @@ def bands_table(rows: list[dict[str, Any]], before_label: str | None) -> str:
     if before_label:
         head += f" before ({before_label}) B/file | before ÷ Protego |"
         rule += "---:|---:|"
+    head += " holes in malloc's heap, Protego / ours / before B/file |" if before_label else \
+        " holes in malloc's heap, Protego / ours B/file |"
+    rule += "---:|"
     lines = [head + " Goal | Result |", rule + "---|---|"]
     for row in rows:
         ours, protego = row.get(OURS, []), row.get(PROTEGO, [])
@@ -657,6 +690,9 @@ def bands_table(rows: list[dict[str, Any]], before_label: str | None) -> str:
             was = row.get(PREVIOUS, [])
             was_ratios = [w["per_file_decision"] / p["per_file_decision"] for w, p in zip(was, protego, strict=False)]
             line += f" {_spread([r['per_file_decision'] for r in was], ',.0f')} | {_spread(was_ratios, '.3f')}x |"
+        holes = [_spread([r["heap_free_per_file"] for r in row.get(key, []) if "heap_free_per_file" in r], ",.0f")
+                 for key in (PROTEGO, OURS, PREVIOUS)[:3 if before_label else 2]]
+        line += f" {' / '.join(holes)} |"
         ok = bool(row["ratios"]) and max(row["ratios"]) <= GOAL_MEMORY
         lines.append(line + f" <= {GOAL_MEMORY:g}x | {verdict(ok)} |")
     return "\n".join(lines)
