@@ -21,6 +21,7 @@ The script always exits 0: it measures, it does not gate.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -206,6 +207,27 @@ def rss_bytes() -> int:
     except OSError:  # not Linux: peak RSS is the best we have
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if sys.platform == "darwin" else peak * 1024
+
+
+def malloc_heap() -> tuple[int, int] | None:
+    """glibc's main heap: the bytes in use and the bytes free inside it (the holes
+    that freed blocks leave, resident once touched), from ``mallinfo2``; None
+    elsewhere."""
+    import ctypes
+    import ctypes.util
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                         "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallinfo2 = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = MallInfo2
+    info = mallinfo2()
+    return info.uordblks, info.fordblks
 
 
 def percentile(sorted_values: list[int], fraction: float) -> int:
@@ -427,19 +449,58 @@ def _noop(url: str, agent: str) -> bool:
 # --------------------------------------------------------------------------------------
 # 4. Memory (child mode)
 # --------------------------------------------------------------------------------------
-def measure_memory(name: str, directory: str, quick: bool) -> dict[str, Any]:
+#: Size bands of the memory figures (``--bands``): name, smallest and largest size
+#: (bytes, the largest excluded), and the parsers kept at least (the corpus's files of
+#: the band gone through again, whole, until there are that many: a large file's
+#: growth is well above the page granularity with fewer).
+BANDS = (("all", 0, None, MEMORY_PARSERS), ("under 16 KiB", 0, 16 * 1024, MEMORY_PARSERS),
+         ("16-128 KiB", 16 * 1024, 128 * 1024, 400), ("128 KiB and more", 128 * 1024, None, 400))
+BAND_NAMES = tuple(band[0] for band in BANDS)
+#: The halves of ``--split-half``: a file is in half 1 when the CRC-32 of its name is odd.
+HALVES = ("tune", "held-out")
+
+
+def memory_files(directory: str, quick: bool, band: str = "all", half: int | None = None,
+                 seed: int | None = None) -> tuple[list[str], list[bytes], int]:
+    """The files kept for a memory figure: those of ``band`` (see :data:`BANDS`) in
+    half ``half`` of the corpus (see :data:`HALVES`; both when None), gone through
+    whole again until there are enough parsers, each copy its own bytes, shuffled
+    with ``seed`` (a mix of sizes as a crawl meets it; in name order when None).
+    Also gives the number of distinct files."""
+    _, low, high, least = BANDS[BAND_NAMES.index(band)]
+    names = sorted(name for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name)))
+    if quick:
+        names = names[::10]
+    # Only the chosen files are read, and a copy is made without a temporary: a
+    # freed body would leave heap the parsers fill without growing the RSS.
+    chosen = [name for name in names if (half is None or zlib.crc32(name.encode()) & 1 == half)
+              and low <= os.path.getsize(os.path.join(directory, name)) and
+              (high is None or os.path.getsize(os.path.join(directory, name)) < high)]
+    distinct = len(chosen)
+    if not chosen:
+        return [], [], 0
+    bodies = []
+    for name in chosen:
+        with open(os.path.join(directory, name), "rb") as f:
+            bodies.append(f.read())
+    copies = -(-least // distinct)
+    kept = [(name, bytes(memoryview(body)) if copy else body) for copy in range(copies)
+            for name, body in zip(chosen, bodies, strict=True)]
+    if seed is not None:
+        random.Random(seed).shuffle(kept)
+    return [name for name, _ in kept], [body for _, body in kept], distinct
+
+
+def measure_memory(name: str, directory: str, quick: bool, band: str = "all", half: int | None = None,
+                   seed: int | None = None) -> dict[str, Any]:
     cls = load_parsers()[name]
-    hosts, bodies = load_corpus(directory, quick)
-    distinct = len(bodies)
-    if distinct < MEMORY_PARSERS:
-        # bytes(bytearray(...)) makes a new object: no parser may share another's input.
-        hosts = [hosts[i % distinct] for i in range(MEMORY_PARSERS)]
-        bodies = [bytes(bytearray(bodies[i % distinct])) for i in range(MEMORY_PARSERS)]
+    hosts, bodies, distinct = memory_files(directory, quick, band, half, seed)
     # Warm up lazy imports and module-level caches so they are not counted per file.
     warm = cls.from_crawler(None, b"User-agent: *\nDisallow: /a*b$\nAllow: /c%41\n")
     warm.allowed("https://example.com/a/b", MEMORY_AGENT)
     del warm
     gc.collect()
+    heap_before = malloc_heap()
     before = rss_bytes()
     parsed = [cls.from_crawler(None, body) for body in bodies]
     gc.collect()
@@ -448,8 +509,9 @@ def measure_memory(name: str, directory: str, quick: bool) -> dict[str, Any]:
         parser.allowed(f"https://{host}/some/page.html?id=1", MEMORY_AGENT)
     gc.collect()
     after_decision = rss_bytes()
+    heap_after = malloc_heap()
     files = len(parsed)
-    return {
+    found: dict[str, Any] = {
         "files": files,
         "distinct_files": distinct,
         "rss_before": before,
@@ -458,6 +520,13 @@ def measure_memory(name: str, directory: str, quick: bool) -> dict[str, Any]:
         "per_file_parse": (after_parse - before) / files,
         "per_file_decision": (after_decision - before) / files,
     }
+    if heap_before is not None and heap_after is not None:
+        # malloc's heap: what the parsers hold there (blocks over 512 bytes:
+        # smaller objects are in Python's own arenas, which are not in it) and
+        # the holes left in it, free but resident.
+        found["heap_in_use_per_file"] = (heap_after[0] - heap_before[0]) / files
+        found["heap_free_per_file"] = (heap_after[1] - heap_before[1]) / files
+    return found
 
 
 def _deep_size(obj: Any, seen: set[int]) -> int:
@@ -546,6 +615,87 @@ def bench_memory(directory: str, quick: bool, previous: PreviousRelease | None =
             f"{results[name]['per_file_decision'] / 1024:.1f} KiB/file after one decision"
         )
     return results
+
+
+def bench_memory_bands(directory: str, quick: bool, bands: tuple[str, ...], halves: tuple[int | None, ...],
+                       seed: int | None, runs: int, before: PreviousRelease | None = None) -> list[dict[str, Any]]:
+    """Per band and half, ``runs`` rounds of fresh processes: Protego's, ours and
+    (``before``) the earlier commit's, one after the other in each round, so that
+    the spread of each is seen beside the others'."""
+    rows = []
+    parsers: list[tuple[str, str, dict[str, str] | None]] = [(PROTEGO, PROTEGO, None), (OURS, OURS, None)]
+    if before is not None and before.available:
+        parsers.append((PREVIOUS, OURS, before.env()))
+    for half in halves:
+        for band in bands:
+            row: dict[str, Any] = {"band": band, "half": "both" if half is None else HALVES[half]}
+            for _ in range(runs):
+                for key, parser, env in parsers:
+                    command = [sys.executable, os.path.abspath(__file__), directory, "--measure-memory", parser,
+                               "--band", band]
+                    if half is not None:
+                        command += ["--half", str(half)]
+                    if seed is not None:
+                        command += ["--seed", str(seed)]
+                    if quick:
+                        command.append("--quick")
+                    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False,
+                                          env=env)
+                    if proc.returncode != 0:
+                        progress(f"  memory child {key} {band} {row['half']} failed:\n{proc.stderr[-2000:]}")
+                        continue
+                    found = json.loads(proc.stdout.strip().splitlines()[-1])
+                    row.setdefault(key, []).append(found)
+            ratios = [o["per_file_decision"] / p["per_file_decision"]
+                      for o, p in zip(row.get(OURS, ()), row.get(PROTEGO, ()), strict=False)]
+            row["ratios"] = ratios
+            figures = "; ".join(f"{key} " + ", ".join(f"{r['per_file_decision']:,.0f}" for r in row.get(key, ()))
+                                for key, _, _ in parsers)
+            progress(f"  {row['half']}, {band}: {figures} B/file; ours/Protego "
+                     + ", ".join(f"{ratio:.3f}" for ratio in ratios))
+            rows.append(row)
+    return rows
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    """Median (min-max) of ``values`` with ``fmt``."""
+    if not values:
+        return "n/a"
+    ordered = sorted(values)
+    median = ordered[len(ordered) // 2] if len(ordered) % 2 else (ordered[len(ordered) // 2 - 1]
+                                                                   + ordered[len(ordered) // 2]) / 2
+    return f"{median:{fmt}} ({ordered[0]:{fmt}}-{ordered[-1]:{fmt}})"
+
+
+def bands_table(rows: list[dict[str, Any]], before_label: str | None) -> str:
+    """The memory figures per half and band, median (min-max) of the runs."""
+    head = "| half | files kept | distinct | Protego B/file | ours B/file | ours ÷ Protego |"
+    rule = "|---|---|---:|---:|---:|---:|"
+    if before_label:
+        head += f" before ({before_label}) B/file | before ÷ Protego |"
+        rule += "---:|---:|"
+    head += " holes in malloc's heap, Protego / ours / before B/file |" if before_label else \
+        " holes in malloc's heap, Protego / ours B/file |"
+    rule += "---:|"
+    lines = [head + " Goal | Result |", rule + "---|---|"]
+    for row in rows:
+        ours, protego = row.get(OURS, []), row.get(PROTEGO, [])
+        kept = next(iter(ours or protego), None)
+        if kept is None:
+            continue
+        line = (f"| {row['half']} | {row['band']} ({kept['files']:,}) | {kept['distinct_files']:,} | "
+                f"{_spread([r['per_file_decision'] for r in protego], ',.0f')} | "
+                f"{_spread([r['per_file_decision'] for r in ours], ',.0f')} | {_spread(row['ratios'], '.3f')}x |")
+        if before_label:
+            was = row.get(PREVIOUS, [])
+            was_ratios = [w["per_file_decision"] / p["per_file_decision"] for w, p in zip(was, protego, strict=False)]
+            line += f" {_spread([r['per_file_decision'] for r in was], ',.0f')} | {_spread(was_ratios, '.3f')}x |"
+        holes = [_spread([r["heap_free_per_file"] for r in row.get(key, []) if "heap_free_per_file" in r], ",.0f")
+                 for key in (PROTEGO, OURS, PREVIOUS)[:3 if before_label else 2]]
+        line += f" {' / '.join(holes)} |"
+        ok = bool(row["ratios"]) and max(row["ratios"]) <= GOAL_MEMORY
+        lines.append(line + f" <= {GOAL_MEMORY:g}x | {verdict(ok)} |")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -1063,12 +1213,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measure-memory", metavar="NAME", choices=(PROTEGO, OURS), help=argparse.SUPPRESS)
     parser.add_argument("--memory-breakdown", action="store_true",
                         help="only print where the bytes of a kept file go (ours, after one decision)")
+    parser.add_argument("--bands", action="store_true",
+                        help="only the memory per kept file, per size band and all together, Protego and ours "
+                             "in fresh processes (see --split-half, --seed, --memory-runs, --before)")
+    parser.add_argument("--split-half", action="store_true",
+                        help="with --bands: each half of the corpus apart (a file's half: its name's CRC-32 "
+                             "odd or even), the tune half and the held-out half")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="with --bands: shuffle the kept files with this seed (default: name order)")
+    parser.add_argument("--memory-runs", type=int, default=3, help="with --bands: rounds of processes (default 3)")
+    parser.add_argument("--before", metavar="REF", default=None,
+                        help="with --bands: also measure the package at this git commit")
+    parser.add_argument("--band", choices=BAND_NAMES, default="all", help=argparse.SUPPRESS)
+    parser.add_argument("--half", type=int, choices=(0, 1), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--hostile-case", choices=HOSTILE_CASES, help=argparse.SUPPRESS)
     parser.add_argument("--parser", choices=(PROTEGO, OURS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.measure_memory:
-        print(json.dumps(measure_memory(args.measure_memory, args.corpus, args.quick)))
+        print(json.dumps(measure_memory(args.measure_memory, args.corpus, args.quick, args.band, args.half,
+                                        args.seed)))
+        return 0
+    if args.bands:
+        halves: tuple[int | None, ...] = (0, 1) if args.split_half else (None,)
+        before = PreviousRelease(args.before) if args.before else None
+        with before or contextlib.nullcontext():
+            if before is not None and not before.available:
+                progress(f"{args.before} is not measured: {before.error}")
+            before_label = before.label if before is not None and before.available else None
+            rows = bench_memory_bands(args.corpus, args.quick, BAND_NAMES, halves, args.seed, args.memory_runs,
+                                      before)
+        print(f"Memory per file kept after one decision for {MEMORY_AGENT!r}, {args.corpus}, "
+              f"seed {args.seed}, {args.memory_runs} runs: median (min-max), bytes of RSS growth per file\n")
+        print(bands_table(rows, before_label))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"environment": environment(), "seed": args.seed, "bands": rows,
+                           "before": before_label}, f, indent=2, default=str)
         return 0
     if args.hostile_case:
         print(json.dumps(run_hostile(args.hostile_case, args.parser or OURS)))

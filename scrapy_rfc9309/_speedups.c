@@ -146,7 +146,7 @@ typedef struct {
  *   wild      GlobW[nwild]      the wildcard rules, by priority
  *   text                        (at text_at), then up to 3 octets to align the rest
  *   extra     uint32[nextra]    the extra rules' codes (line << 1 | allow), by line
- *   slots     int32[nslots]     the hash table of a large group (indices of keys, -1: free)
+ *   slots     W[nslots]         the hash table of a large group (indices of keys, all ones: free)
  *   maxlen    uint32            hash table only: the longest key
  *   has_len   uint8[maxlen + 1] hash table only: whether some key has that length
  *
@@ -170,7 +170,7 @@ typedef struct {
     const void *offs, *key_rule, *wild;
     const char *text;
     const uint32_t *extra;
-    const int32_t *slots;
+    const void *slots; /* W[nslots] */
     const unsigned char *has_len;
     uint32_t maxlen;
 } View;
@@ -219,10 +219,11 @@ view_rest(const FastMatcher *self, View *v, int wide)
 {
     const char *at = (const char *)self + ((text_end(self, v, wide) + 3) & ~(size_t)3);
     v->extra = (const uint32_t *)at;
-    v->slots = (const int32_t *)(v->extra + self->nextra);
+    v->slots = v->extra + self->nextra;
     if (self->shift) {
-        memcpy(&v->maxlen, v->slots + slot_count(self), sizeof(uint32_t));
-        v->has_len = (const unsigned char *)(v->slots + slot_count(self) + 1);
+        const char *after = (const char *)v->slots + (wide ? 4 : 2) * slot_count(self);
+        memcpy(&v->maxlen, after, sizeof(uint32_t));
+        v->has_len = (const unsigned char *)after + sizeof(uint32_t);
     }
 }
 
@@ -413,8 +414,8 @@ probe(const FastMatcher *self, const View *v, int wide, uint64_t h, const char *
 {
     size_t mask = ((size_t)1 << (64 - self->shift)) - 1;
     for (size_t slot = slot_of(self->shift, h);; slot = (slot + 1) & mask) {
-        int32_t index = v->slots[slot];
-        if (index < 0)
+        uint32_t index = TABLE(v->slots, slot, wide);
+        if (index == (wide ? UINT32_MAX : 0xFFFF))
             return -1;
         if (KEY_LEN(v, index, wide) == n && memcmp(KEY_TEXT(v, index, wide), text, (size_t)n) == 0)
             return index;
@@ -1347,7 +1348,7 @@ pack(PyTypeObject *type, Build *b)
         return NULL;
     }
     size_t rest_at = (sizeof(FastMatcher) + text_at + text_size + 3) & ~(size_t)3;
-    size_t size = rest_at + 4 * ((size_t)b->nextra + nslots) + (b->slots ? 4 + (size_t)b->maxlen + 1 : 0);
+    size_t size = rest_at + 4 * (size_t)b->nextra + w * nslots + (b->slots ? 4 + (size_t)b->maxlen + 1 : 0);
     FastMatcher *self = PyObject_Malloc(size);
     if (self == NULL)
         return (FastMatcher *)PyErr_NoMemory();
@@ -1356,7 +1357,7 @@ pack(PyTypeObject *type, Build *b)
     char *offs = at, *key_rule = offs + w * noffs, *wild = key_rule + w * (size_t)b->nkeys;
     char *text = at + text_at, *end = text;
     uint32_t *extra = (uint32_t *)((char *)self + rest_at);
-    int32_t *slots = (int32_t *)(extra + b->nextra);
+    char *slots = (char *)(extra + b->nextra);
     size_t o = 0;
     for (Py_ssize_t k = 0; k < b->nkeys; k++) {
         PUT(offs, o++, end - text, wide);
@@ -1389,9 +1390,10 @@ pack(PyTypeObject *type, Build *b)
     }
     if (b->slots) {
         uint32_t maxlen = (uint32_t)b->maxlen;
-        memcpy(slots, b->slots, nslots * sizeof(int32_t));
-        memcpy(slots + nslots, &maxlen, sizeof(uint32_t));
-        memcpy((char *)(slots + nslots + 1), b->has_len, (size_t)b->maxlen + 1);
+        for (size_t i = 0; i < nslots; i++) /* -1 (free) as all ones */
+            PUT(slots, i, (uint32_t)b->slots[i], wide);
+        memcpy(slots + w * nslots, &maxlen, sizeof(uint32_t));
+        memcpy(slots + w * nslots + sizeof(uint32_t), b->has_len, (size_t)b->maxlen + 1);
     }
     self->vectorcall = fast_vectorcall;
     self->nkeys = (uint32_t)b->nkeys;
@@ -1699,10 +1701,11 @@ typedef struct {
     const char *key_s[64];
     Py_ssize_t key_n[64];
     long key_kind[64];
+    signed char head[26], next[64]; /* the keys by first letter, each chain in the keys' order */
 } Scanner;
 
 static int
-scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
+scanner_keys(Scanner *sc, PyObject *keys)
 {
     if (!PyList_Check(keys)) {
         PyErr_SetString(PyExc_TypeError, "keys must be a list");
@@ -1725,7 +1728,25 @@ scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
         sc->key_s[k] = (const char *)PyUnicode_1BYTE_DATA(name);
         sc->key_n[k] = PyUnicode_GET_LENGTH(name);
         sc->key_kind[k] = kind;
+        if (sc->key_n[k] == 0 || sc->key_s[k][0] < 'a' || sc->key_s[k][0] > 'z') {
+            PyErr_SetString(PyExc_ValueError, "keys start with a lower-case letter");
+            return -1;
+        }
     }
+    memset(sc->head, -1, sizeof(sc->head));
+    for (Py_ssize_t k = sc->nkeys - 1; k >= 0; k--) {
+        int letter = sc->key_s[k][0] - 'a';
+        sc->next[k] = sc->head[letter];
+        sc->head[letter] = (signed char)k;
+    }
+    return 0;
+}
+
+static int
+scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
+{
+    if (scanner_keys(sc, keys) < 0)
+        return -1;
     sc->ukind = PyUnicode_KIND(text);
     sc->data = PyUnicode_DATA(text);
     sc->n = PyUnicode_GET_LENGTH(text);
@@ -1736,9 +1757,13 @@ scanner_init(Scanner *sc, PyObject *text, PyObject *keys)
 
 /* The record written on the line [start, end): its kind (an allow or disallow
  * pattern that is not a plain literal gets 8 added), and its value's bounds; -1
- * when the line holds no known record. */
-static long
-line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *value_start, Py_ssize_t *value_end)
+ * when the line holds no known record. Inlined twice (see line_record): for a
+ * text of 1-octet characters, and for any. */
+#undef AT
+#define AT(sc, i) PyUnicode_READ(ukind, (sc)->data, (i))
+HOT_INLINE long
+line_record_of(const Scanner *sc, int ukind, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *value_start,
+               Py_ssize_t *value_end)
 {
     Py_ssize_t p = start;
     while (p < end && is_ws(AT(sc, p)))
@@ -1748,9 +1773,11 @@ line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *val
     Py_UCS4 first = AT(sc, p);
     if (first >= 'A' && first <= 'Z')
         first += 32;
-    for (Py_ssize_t k = 0; k < sc->nkeys; k++) {
+    if (first < 'a' || first > 'z')
+        return -1;
+    for (Py_ssize_t k = sc->head[first - 'a']; k >= 0; k = sc->next[k]) {
         Py_ssize_t kn = sc->key_n[k], i;
-        if (p + kn > end || first != (Py_UCS4)(unsigned char)sc->key_s[k][0])
+        if (p + kn > end)
             continue;
         for (i = 0; i < kn; i++) {
             Py_UCS4 c = AT(sc, p + i);
@@ -1811,6 +1838,16 @@ line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *val
         return kind;
     }
     return -1;
+}
+#undef AT
+#define AT(sc, i) PyUnicode_READ((sc)->ukind, (sc)->data, (i))
+
+static long
+line_record(const Scanner *sc, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *value_start, Py_ssize_t *value_end)
+{
+    if (sc->ukind == PyUnicode_1BYTE_KIND)
+        return line_record_of(sc, PyUnicode_1BYTE_KIND, start, end, value_start, value_end);
+    return line_record_of(sc, sc->ukind, start, end, value_start, value_end);
 }
 
 /* The end of the line starting at start (the index of its "\n", or n). */
@@ -1974,6 +2011,126 @@ done:
     PyMem_Free(found);
     if (omit_arg != Py_None)
         PyBuffer_Release(&omit);
+    return out;
+}
+
+/* The records of the octets s[first:n] (see reduce_octets), written at o (NULL:
+ * counted only), at most cap octets; their length, or -1 when they would be
+ * longer than cap (or on an error, set). */
+static Py_ssize_t
+write_records(Scanner *sc, const unsigned char *s, Py_ssize_t first, Py_ssize_t n, Py_ssize_t max_line,
+              PyObject *short_keys, char *o, Py_ssize_t cap)
+{
+    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys), total = 0;
+    Py_ssize_t p = first, lineno = 0, last = 1, next_cr = first - 1, next_lf = first - 1;
+    sc->ukind = PyUnicode_1BYTE_KIND;
+    sc->data = s;
+    sc->n = n;
+    while (p < n) {
+        /* the next CR and LF, each found again only once passed: one pass over the body */
+        if (next_cr < p) {
+            const unsigned char *f = memchr(s + p, '\r', (size_t)(n - p));
+            next_cr = f ? f - s : n;
+        }
+        if (next_lf < p) {
+            const unsigned char *f = memchr(s + p, '\n', (size_t)(n - p));
+            next_lf = f ? f - s : n;
+        }
+        Py_ssize_t end = next_cr < next_lf ? next_cr : next_lf, vstart, vend;
+        lineno++;
+        long kind = line_record(sc, p, end - p > max_line ? p + max_line : end, &vstart, &vend);
+        if (kind >= 0) {
+            if (kind >= nshort) {
+                PyErr_SetString(PyExc_ValueError, "a kind without a short key");
+                return -1;
+            }
+            PyObject *key = PyTuple_GET_ITEM(short_keys, kind);
+            Py_ssize_t klen = PyUnicode_GET_LENGTH(key), need = (lineno - last) + klen + (vend - vstart);
+            if (need > cap - total)
+                return -1;
+            if (o != NULL) {
+                memset(o + total, '\n', (size_t)(lineno - last));
+                memcpy(o + total + (lineno - last), PyUnicode_1BYTE_DATA(key), (size_t)klen);
+                memcpy(o + total + (lineno - last) + klen, s + vstart, (size_t)(vend - vstart));
+            }
+            total += need;
+            last = lineno;
+        }
+        p = end + 1;
+        if (end < n && s[end] == '\r' && p < n && s[p] == '\n')
+            p++;
+    }
+    return total;
+}
+
+/* Bodies below this size are reduced in one pass, into a buffer of their size
+ * that is then shortened; larger ones in two, the first one counting, so that
+ * nothing is allocated but the result. */
+#define REDUCE_IN_ONE_PASS_BELOW (128 * 1024)
+
+/* ---- reduce_octets(body, max_bytes, max_line, keys, short_keys) -> the records of
+ * a robots.txt body as octets: parser.records_text of parser.prepare's text, as
+ * UTF-8 with surrogate escapes (what RobotsTxt keeps), read from the body itself.
+ * The parser's normalization is done as the lines are read (the first max_bytes
+ * octets, a UTF-8 BOM or its start skipped, CR LF, CR and LF each end a line, a
+ * line read up to max_line octets); the scanner reads the octets as Latin-1
+ * (its syntax is ASCII, and a value's octets are written as they are, which is
+ * what decoding them with surrogate escapes and encoding them back gives).
+ * Neither a copy of the body nor its text is made: freed, a large temporary
+ * would leave a hole in the heap that the small objects allocated since keep
+ * resident. */
+static PyObject *
+reduce_octets(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    Py_buffer body;
+    Py_ssize_t max_bytes, max_line;
+    PyObject *keys, *short_keys, *out = NULL;
+    Scanner sc;
+    if (!PyArg_ParseTuple(args, "y*nnO!O!:reduce_octets", &body, &max_bytes, &max_line, &PyList_Type, &keys,
+                          &PyTuple_Type, &short_keys))
+        return NULL;
+    if (scanner_keys(&sc, keys) < 0)
+        goto done;
+    if (max_bytes < 0 || max_line < 1) {
+        PyErr_SetString(PyExc_ValueError, "max_bytes >= 0 and max_line >= 1");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(short_keys); k++) {
+        PyObject *key = PyTuple_GET_ITEM(short_keys, k);
+        if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) {
+            PyErr_SetString(PyExc_TypeError, "short keys are ASCII str");
+            goto done;
+        }
+    }
+    const unsigned char *s = body.buf;
+    Py_ssize_t n = body.len < max_bytes ? body.len : max_bytes, first = 0, total;
+    if (n > 0 && s[0] == 0xEF)
+        first = (n >= 3 && s[1] == 0xBB && s[2] == 0xBF) ? 3 : (n >= 2 && s[1] == 0xBB) ? 2 : 1;
+    if (n - first < REDUCE_IN_ONE_PASS_BELOW) {
+        /* The records are never longer than the text with the parser's short keys
+         * (each line no longer than it was); other keys may not fit: counted then. */
+        out = PyBytes_FromStringAndSize(NULL, n - first);
+        if (out == NULL)
+            goto done;
+        total = write_records(&sc, s, first, n, max_line, short_keys, PyBytes_AS_STRING(out), n - first);
+        if (total >= 0) {
+            _PyBytes_Resize(&out, total);
+            goto done;
+        }
+        Py_CLEAR(out);
+        if (PyErr_Occurred())
+            goto done;
+    }
+    total = write_records(&sc, s, first, n, max_line, short_keys, NULL, PY_SSIZE_T_MAX);
+    if (total < 0)
+        goto done;
+    out = PyBytes_FromStringAndSize(NULL, total);
+    if (out != NULL)
+        write_records(&sc, s, first, n, max_line, short_keys, PyBytes_AS_STRING(out), total);
+done:
+    PyBuffer_Release(&body);
+    if (PyErr_Occurred())
+        Py_CLEAR(out);
     return out;
 }
 
@@ -2392,6 +2549,7 @@ static PyMethodDef speedups_methods[] = {
     {"scan_lines", scan_lines, METH_VARARGS, "The known records of a robots.txt text: [(kind, value, line)]."},
     {"select_groups", select_groups, METH_VARARGS, "The groups a product token selects: (key, groups)."},
     {"records_text", records_text, METH_VARARGS, "A robots.txt text reduced to its known records."},
+    {"reduce_octets", reduce_octets, METH_VARARGS, "A robots.txt body reduced to its known records, as octets."},
     {"configure", configure, METH_VARARGS, "configure(path_of, rule_type): what every matcher calls."},
     {"write_record", (PyCFunction)(void (*)(void))write_record, METH_FASTCALL,
      "write_record(fd, previous, head, url, fingerprint, when) -> (chain hash, size): a ledger record written."},

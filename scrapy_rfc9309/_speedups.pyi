@@ -66,6 +66,13 @@ def records_text(
     the Allow and Disallow rules ``omit`` names (``array("I")`` of ``line << 1 | allow``,
     by line) left out, the text as many lines long."""
 
+def reduce_octets(
+    body: Buffer, max_bytes: int, max_line: int, keys: list[tuple[str, int]], short_keys: tuple[str, ...], /
+) -> bytes:
+    """The body's first ``max_bytes`` octets reduced to their known records, as octets
+    (see ``parser.reduce_body``), read from the body itself: nothing but the result
+    is allocated."""
+
 def write_record(
     fd: int, previous: bytes, head: str, url: str, fingerprint: bytes, when: float, /
 ) -> tuple[bytes, int]:

@@ -27,6 +27,7 @@ __all__ = [
     "parse_text",
     "prepare",
     "records_text",
+    "reduce_body",
     "scan",
     "select",
 ]
@@ -183,9 +184,10 @@ def has_long_line(body: bytes) -> bool:
 
 try:  # the optional C accelerator (see _speedups.c)
     from ._speedups import records_text as _c_records_text
-    from ._speedups import scan_lines, select_groups
+    from ._speedups import reduce_octets, scan_lines, select_groups
 except ImportError:  # pragma: no cover - depends on the build
     _c_records_text = None  # type: ignore[assignment]
+    reduce_octets = None  # type: ignore[assignment]
     scan_lines = None  # type: ignore[assignment]
     select_groups = None  # type: ignore[assignment]
 #: The keys for the C scanner, longest first (as the regex tries them).
@@ -247,6 +249,17 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
         if line not in left_out or kind % SPECIAL not in (ALLOW, DISALLOW):
             lines[line - 1] = keys[kind] + value
     return "\n".join(lines)
+
+
+def reduce_body(body: bytes, max_bytes: int, speedups: bool = True) -> bytes:
+    """The first ``max_bytes`` octets of a body reduced to their known records, as
+    octets: :func:`records_text` of :func:`prepare`'s text, encoded back (bytes
+    that are not UTF-8 as they were). In C when the accelerator is built, from
+    the body itself: neither the text nor a normalized copy of the body is made,
+    so that a large body leaves no temporary behind in the heap."""
+    if speedups and reduce_octets is not None:
+        return reduce_octets(body, max_bytes, MAX_LINE_BYTES, _KEY_LIST, _SHORT_KEY_LIST)
+    return utf8_octets(records_text(prepare(body, max_bytes)[0], speedups))
 
 
 def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: bool = True) -> ParseResult:

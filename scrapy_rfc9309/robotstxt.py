@@ -26,6 +26,7 @@ from .parser import (
     parse_text,
     prepare,
     records_text,
+    reduce_body,
     scan,
     select,
 )
@@ -44,12 +45,17 @@ USAGE_RECORDS = frozenset({"content-usage", "content-signal"})
 _MAX_MEMO = 64
 #: Purpose-token plans remembered per file (see :meth:`RobotsTxt.purpose_groups`).
 _MAX_PLANS = 8
-#: Bodies at least this long are compressed as they are read; shorter ones when
-#: first used (compressing 128 KiB takes about a millisecond). Kept bytes from
-#: this size are compressed when that makes them shorter (shorter ones save too
-#: little for the microseconds it costs).
+#: Bodies at least this long are reduced to their records as they are read, the
+#: rest when first used. Kept bytes from ``COMPRESS_FROM`` are compressed when that
+#: makes them shorter (shorter ones save too little for the microseconds it costs).
 COMPRESS_AT_READ = 128 * 1024
 COMPRESS_FROM = 64
+#: Bodies at least this long are read for their records alone on their first
+#: question (see :func:`~scrapy_rfc9309.parser.reduce_body`): neither a copy nor the
+#: text of a large body is made (freed, such temporaries leave holes in the heap
+#: that the small objects allocated meanwhile keep resident), and the lines that
+#: hold no record (comments, an HTML page, junk octets) are read once, not decoded.
+REDUCE_FIRST_FROM = 16 * 1024
 #: Raw deflate, no header: the bytes are only ever read back here (with the
 #: largest window, which reads what a smaller one wrote).
 _WBITS = -15
@@ -58,13 +64,15 @@ _WBITS = -15
 #: :func:`~scrapy_rfc9309.parser.records_text`); the file keeps its bytes as
 #: fetched (``keep_body``); the C accelerator may be used; the body was longer
 #: than the parsing limit; the kept records leave out the rules of the file's
-#: first merged group (``RobotsTxt._rules``, whose matcher gives them back). The
-#: body's length is kept above these bits (one int for both: a broad crawl keeps
-#: many files).
-_COMPRESSED, _NORMALIZED, _REDUCED, _KEEP_BODY, _SPEEDUPS, _TRUNCATED, _RULES_OUT = 1, 2, 4, 8, 16, 32, 64
+#: first merged group (``RobotsTxt._rules``, whose matcher gives them back); the
+#: kept records are the body's, reduced as it was read, whole and not compressed
+#: until the first question leaves out its group's rules. The body's length is
+#: kept above these bits (one int for both: a broad crawl keeps many files).
+_COMPRESSED, _NORMALIZED, _REDUCED, _KEEP_BODY, _SPEEDUPS, _TRUNCATED, _RULES_OUT, _AS_READ = (
+    1, 2, 4, 8, 16, 32, 64, 128)
 _SIZE_SHIFT = 8
 #: The bits a file keeps when it is reduced.
-_KEPT = ~(_COMPRESSED | _NORMALIZED | _REDUCED | _RULES_OUT)
+_KEPT = ~(_COMPRESSED | _NORMALIZED | _REDUCED | _RULES_OUT | _AS_READ)
 #: A file that keeps its bytes as fetched compresses them from this size.
 _COMPACT_FROM = 256
 
@@ -216,7 +224,6 @@ class RobotsTxt:
         if isinstance(body, str):
             body = utf8_octets(body)
         size = len(body)
-        self._source = body[:max_bytes] if size > max_bytes else body
         self._flags = (size << _SIZE_SHIFT | (_SPEEDUPS if speedups else 0) | (_KEEP_BODY if keep_body else 0)
                        | (_TRUNCATED if size > max_bytes else 0))
         self.url: str | None = url or None
@@ -228,12 +235,23 @@ class RobotsTxt:
         self._purposes: list[tuple[tuple[str, ...], object, tuple[tuple[str, Any], ...]]] | None = None
         # A large body is reduced (or compressed) now, its parse would be long
         # anyway; a small one when it is first used, so that reading it costs next
-        # to nothing.
+        # to nothing. A large one's records are compressed now when they are a
+        # small part of it (mostly empty lines, compressed in microseconds), else
+        # when its first question has left out the rules of the group it builds
+        # (compressing them twice would double that question's time).
+        if size >= COMPRESS_AT_READ and not keep_body:
+            reduced = reduce_body(body, max_bytes, speedups)
+            flags = self._flags | _NORMALIZED | _REDUCED | _AS_READ
+            if len(reduced) <= min(size, max_bytes) // 4:
+                packed = _compress(reduced)
+                if len(packed) < len(reduced):
+                    reduced = packed
+                    flags |= _COMPRESSED
+            self._source, self._flags = reduced, flags
+            return
+        self._source = body[:max_bytes] if size > max_bytes else body
         if size >= COMPRESS_AT_READ:
-            if keep_body:
-                self._compact()
-            else:
-                self._reduce(self._text())
+            self._compact()
 
     # -- the file ---------------------------------------------------------------------
     @property
@@ -274,10 +292,9 @@ class RobotsTxt:
                 self._compact()
             return
         reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS), rows, omit))
-        flags = flags & _KEPT | _NORMALIZED | _REDUCED
         if omit:
-            flags |= _RULES_OUT
             self._rules = rules
+        flags = flags & _KEPT | _NORMALIZED | _REDUCED | (_RULES_OUT if omit else 0)
         if len(reduced) >= COMPRESS_FROM:
             packed = _compress(reduced)
             if len(packed) < len(reduced):
@@ -326,7 +343,12 @@ class RobotsTxt:
 
     def _text(self) -> str:
         body = self.body
-        return decode(body) if self._flags & _NORMALIZED else prepare(body, len(body))[0]
+        flags = self._flags
+        if flags & _NORMALIZED:
+            return decode(body)
+        if len(body) >= REDUCE_FIRST_FROM and flags & _SPEEDUPS:
+            return decode(reduce_body(body, len(body)))  # parses as the body does
+        return prepare(body, len(body))[0]
 
     def _records(self, kind: int) -> list[str]:
         return [value for found, value, _ in scan(self._text(), self._speedups) if found == kind and value]
@@ -379,9 +401,9 @@ class RobotsTxt:
             flags = self._flags
             # The first question reduces the file to its records, without the
             # rules of the group it builds (a file reduced as it was read, 128 KiB
-            # or more, keeps its records whole: reducing it again would double the
-            # first question's time); a file that keeps its body compresses it.
-            reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED)
+            # or more, has its records only already: they lose those rules, and
+            # are compressed); a file that keeps its body compresses it.
+            reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED) or flags & _AS_READ
             # In pure Python the text is scanned once for the groups and the records.
             rows = list(scan(text, False)) if reduce and not flags & _SPEEDUPS else None
             key, selected = select(text, token, self._speedups, star=star is None, rows=rows)

@@ -32,6 +32,37 @@ def test_the_parser_benchmark_runs_on_the_committed_sample() -> None:
     assert re.search(r"^\| Decisions/s, steady state .*\| [\d.]+x \|", run.stdout, re.M), run.stdout
 
 
+def test_the_memory_bands_split_the_corpus_in_two_halves_and_by_size(tmp_path: Path) -> None:
+    """``bench_core.py --bands --split-half --seed N`` keeps, per half and size band,
+    every file of that half and band and no other, each as often (enough parsers),
+    in an order its seed fixes: the two halves are disjoint and make the corpus."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_core
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    sizes = {"a.test": 10, "b.test": 20_000, "c.test": 200_000, "d.test": 30, "e.test": 17_000, "f.test": 5}
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(name.encode() * (size // len(name)) + b"x" * (size % len(name)))
+    directory = str(tmp_path)
+    kept: dict[int, set[str]] = {}
+    for half in (0, 1):
+        for band, low, high, least in bench_core.BANDS:
+            hosts, bodies, distinct = bench_core.memory_files(directory, False, band, half, seed=7)
+            chosen = {name for name, size in sizes.items() if low <= size and (high is None or size < high)
+                      and bench_core.zlib.crc32(name.encode()) & 1 == half}
+            assert set(hosts) == chosen and distinct == len(chosen)
+            if chosen:
+                assert len(hosts) >= least and len(hosts) % len(chosen) == 0
+                assert all(hosts.count(name) == len(hosts) // len(chosen) for name in chosen)
+                assert [len(body) for body in bodies] == [sizes[name] for name in hosts]
+                again = bench_core.memory_files(directory, False, band, half, seed=7)[0]
+                assert again == hosts and (len(set(hosts)) < 2 or hosts != sorted(hosts))
+            if band == "all":
+                kept[half] = chosen
+    assert not kept[0] & kept[1] and kept[0] | kept[1] == set(sizes)
+
+
 def test_the_revalidation_benchmark_runs_on_the_committed_sample() -> None:
     if not SAMPLE.is_dir():  # an unpacked sdist ships no benchmarks
         missing(f"no {SAMPLE} (a checkout has it)")

@@ -4,9 +4,11 @@ both tiers; a file made with ``keep_body`` (the ledger's) keeps its bytes as fet
 
 from __future__ import annotations
 
+import tracemalloc
 import zlib
 from array import array
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,12 +16,23 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 from test_properties import agents, robots_bytes, urls
 
-from scrapy_rfc9309 import RobotsTxt, matcher, parse
+from scrapy_rfc9309 import RobotsTxt, matcher, parse, robotstxt
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.change_news import ChangeNews
 from scrapy_rfc9309.config import Config
 from scrapy_rfc9309.matcher import Rule
-from scrapy_rfc9309.parser import ALLOW, DISALLOW, RULE_KEYS, SPECIAL, _c_records_text, prepare, records_text, scan
+from scrapy_rfc9309.parser import (
+    ALLOW,
+    DISALLOW,
+    RULE_KEYS,
+    SPECIAL,
+    _c_records_text,
+    prepare,
+    records_text,
+    reduce_body,
+    reduce_octets,
+    scan,
+)
 from scrapy_rfc9309.record import decode, encode
 from scrapy_rfc9309.robotstxt import COMPRESS_AT_READ
 from scrapy_rfc9309.urlnorm import utf8_octets
@@ -59,6 +72,75 @@ def test_a_reduced_file_answers_as_the_file_that_keeps_its_bytes(body, url_list,
     for speedups in TIERS:
         reduced, kept = reduced_and_kept(body, speedups, first)
         assert answers(reduced, url_list, [first, *more, *ASKED]) == answers(kept, url_list, [first, *more, *ASKED])
+
+
+@SETTINGS
+@given(body=robots_bytes, url_list=st.lists(urls, max_size=4), first=agents, more=st.lists(agents, max_size=3),
+       as_read=st.booleans())
+def test_a_file_read_for_its_records_first_answers_as_the_file_that_keeps_its_bytes(body, url_list, first, more,
+                                                                                    as_read):
+    """A body read for its records alone on its first question (from
+    ``REDUCE_FIRST_FROM``), or reduced as it is read (from ``COMPRESS_AT_READ``),
+    answers as the file that keeps its bytes, and gives back the same records: the
+    two sizes made 0 here, so that every body goes that way."""
+    with mock.patch.object(robotstxt, "REDUCE_FIRST_FROM", 0), \
+            mock.patch.object(robotstxt, "COMPRESS_AT_READ", 0 if as_read else 10**9):
+        for speedups in TIERS:
+            reduced, kept = reduced_and_kept(body, speedups, first)
+            assert reduced.body == kept.records_body
+            asked = [first, *more, *ASKED]
+            assert answers(reduced, url_list, asked) == answers(kept, url_list, asked)
+
+
+@pytest.mark.skipif(reduce_octets is None, reason="the C accelerator is not built here")
+def test_a_large_body_is_read_without_a_copy_or_its_text():
+    """Reading a body of 128 KiB or more allocates little more than its records,
+    and the first question on one of 16 KiB or more one buffer of its size, which
+    becomes its records: no copy of the body and no text of it (freed, they would
+    leave holes in the heap that the small objects allocated meanwhile keep
+    resident). The state of the compressor, which its window bounds, is not
+    counted."""
+    page = "<p>caf\u00e9 \u65e5\u672c</p>\r\n".encode() + b"<div class='x'>" + b"y" * 60 + b"</div>\r\n"
+    rules = b"User-agent: *\r\nDisallow: /private\r\nAllow: /private/ok\r\n\xff\xfe\r\n"
+    peaks: list[int] = []
+    compress = robotstxt._compress
+
+    def compress_apart(octets: bytes) -> bytes:
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        packed = compress(octets)
+        tracemalloc.reset_peak()
+        return packed
+
+    for size in (robotstxt.COMPRESS_AT_READ, robotstxt.REDUCE_FIRST_FROM):
+        body = rules + page * (size // len(page) + 1)
+        peaks.clear()
+        tracemalloc.start()
+        try:
+            with mock.patch.object(robotstxt, "_compress", compress_apart):
+                robots = RobotsTxt(body)
+                assert not robots.allowed("https://e.com/private/x", "bot")
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        bound = len(body) // 4 if size >= robotstxt.COMPRESS_AT_READ else len(body) * 3 // 2
+        assert max(peaks) < bound, (len(body), peaks)
+        assert robots.allowed("https://e.com/private/ok", "bot")
+
+
+@pytest.mark.skipif(reduce_octets is None, reason="the C accelerator is not built here")
+@SETTINGS
+@given(body=robots_bytes | st.lists(st.sampled_from([b"\xef\xbb\xbf", b"\xef\xbb", b"\xef", b"\r", b"\n", b"\r\n",
+                                                      b"Disallow: /a", b"allow /b#c", b"\xff", b"x" * 9, b" \t"]),
+                                     max_size=20).map(b"".join),
+       max_bytes=st.integers(0, 400), max_line=st.integers(2, 12))
+def test_a_body_is_reduced_alike_in_c_and_in_python(body, max_bytes, max_line):
+    """The records read from the body in C are the ones of the parser's text: the
+    first ``max_bytes`` octets, a BOM or its start skipped, CR LF, CR and LF each
+    ending a line, each line cut at the parser's line limit (made small here)."""
+    with mock.patch("scrapy_rfc9309.parser.MAX_LINE_BYTES", max_line):
+        for limit in (max_bytes, len(body)):
+            assert reduce_body(body, limit) == reduce_body(body, limit, speedups=False)
+            assert reduce_body(body, limit) == utf8_octets(records_text(prepare(body, limit)[0], speedups=False))
 
 
 @SETTINGS

@@ -144,7 +144,7 @@ def test_accelerator_rejects_bad_input() -> None:
 def test_matcher_is_one_compact_object(hash_above: int, first_line: int) -> None:
     """A matcher is its group's matcher by itself, in one allocation: a fixed
     header, 2 octets a text offset and 2 a literal rule's line, 8 a wildcard rule,
-    beside the copied text (and the hash table of a large group); twice as much
+    beside the copied text (and the hash table of a large group, 2 octets a slot); twice as much
     where a line is 16384 or more (or the text 64 KiB). It names each rule by its
     line and gives it back as written."""
     literals = [f"/section-{n}/page" for n in range(300)]
@@ -153,8 +153,8 @@ def test_matcher_is_one_compact_object(hash_above: int, first_line: int) -> None
     codes = [(first_line + n) << 1 | n % 2 for n in range(len(patterns))]
     fast = fast_matcher(patterns, codes, hash_above)
     text = sum(map(len, literals)) + sum(len(w) - 3 for w in wildcards)  # without "*" and "$"
-    table = 0 if hash_above else 4 * 1024 + 4 + max(map(len, literals)) + 1  # 300 keys: 1024 slots, the longest
     width = 2 if first_line < 16384 else 4
+    table = 0 if hash_above else width * 1024 + 4 + max(map(len, literals)) + 1  # 300 keys: 1024 slots, the longest
     header = 48
     offsets = len(literals) + 3 * len(wildcards) + 1
     read = header + width * (offsets + len(literals)) + 4 * width * len(wildcards) + text  # by a decision
