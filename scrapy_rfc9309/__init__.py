@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import matcher as _matcher
-from . import parser as _parser
+from ._version import __version__ as __version__
+from .accelerator import ACCELERATED, matcher_in_use
 from .matcher import Rule
 from .robotstxt import RobotsTxt, Verdict, parse
 
@@ -23,23 +23,6 @@ __all__ = [
     "matcher_in_use",
     "parse",
 ]
-__version__ = "0.1.0"
-
-#: Whether the C accelerator (``scrapy_rfc9309._speedups``) is built and used:
-#: without it (no C compiler or Python headers at install) the package runs in
-#: pure Python, with the same answers but slower than the figures in benchmarks/README.md.
-ACCELERATED: bool = (
-    getattr(_matcher, "FastMatcher", None) is not None and getattr(_parser, "scan_lines", None) is not None
-)
-
-
-def matcher_in_use() -> str:
-    """Which parser and matcher decide, in words (for the start-up log and
-    ``scrapy robotstxt``)."""
-    if ACCELERATED:
-        return "C accelerator (scrapy_rfc9309._speedups)"
-    return ("pure Python: the C accelerator scrapy_rfc9309._speedups is not built (it needs a C compiler and the "
-            "Python headers when the package is installed); same answers, slower")
 
 if TYPE_CHECKING:
     from .addon import Addon

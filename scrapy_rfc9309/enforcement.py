@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import signals
@@ -16,7 +16,7 @@ from . import _compat
 from . import signals as rfc_signals
 from .bounded import BoundedDict
 from .crawl_delay import CrawlDelay
-from .documents import DOCUMENTS, ROBOTS_TXT
+from .documents import DOCUMENTS, ROBOTS_TXT, Document
 from .exceptions import (
     RobotsTxtForbidden,
     RobotsTxtMetaError,
@@ -37,9 +37,8 @@ if TYPE_CHECKING:
     from .config import Config
     from .matcher import Rule
     from .origin import Origin
-    from .waiting import Waiting
 
-__all__ = ["DROP_STATS", "Enforcement", "Tally", "Teller"]
+__all__ = ["DROP_STATS", "Enforcement", "Summarized", "Tally", "Teller"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +70,16 @@ class Teller(Protocol):
 
     async def close(self) -> None:
         """The spider closed: every verdict has been told."""
+
+
+class Summarized(Protocol):
+    """What the close summary reads of a document's requests (its :class:`.Waiting`): the
+    document, and the line of its origins given up and requests dropped."""
+
+    @property
+    def document(self) -> Document: ...
+
+    def summary(self, dropped: dict[str, int], requeued: int) -> str | None: ...
 
 
 class SignalTeller:
@@ -366,7 +375,7 @@ class Enforcement(Reporting):
         for teller in self.tellers:
             await teller.close()
 
-    def summarize(self, lifecycles: list[Waiting]) -> None:
+    def summarize(self, lifecycles: Sequence[Summarized]) -> None:
         """Log the close summary: per document, the origins given up and the requests
         dropped or handed back (a WARNING, when there are some); every verdict counted (INFO)."""
         tally = self.tally

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 
-from . import __version__, _compat
+from . import _compat
+from ._version import __version__
 from .access import Access, OriginState, Policy
 from .bounded import BoundedDict
 from .config import purpose_tokens

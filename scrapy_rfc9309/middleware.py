@@ -24,7 +24,8 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http.headers import Headers
 
-from . import ACCELERATED, _compat, matcher_in_use
+from . import _compat
+from .accelerator import ACCELERATED, matcher_in_use
 from .change_news import ChangeNews
 from .config import Config, purpose_tokens, refuse_builtin_beside, usage_line
 from .dns_warmup import DnsWarmup

@@ -19,15 +19,15 @@ again, which marks its cached state as used for the cache's least-recently-used 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .access import OriginState
     from .enforcement import Enforcement
-    from .state_cache import StateCache
+    from .stores import MemoryStore
     from .user_agents import UserAgents
 
-__all__ = ["REFRESH", "Shortcuts", "has_header", "key_of"]
+__all__ = ["REFRESH", "Shortcuts", "States", "has_header", "key_of"]
 
 #: Requests an origin's shortcut answers before the origin is judged in full again.
 REFRESH = 64
@@ -48,6 +48,16 @@ def key_of(url: str) -> str:
     return url if end < 0 else url[:end]
 
 
+class States(Protocol):
+    """The states a shortcut is made from (a document's :class:`.StateCache`): their cache, and
+    where the requests the shortcuts answered are counted as cache hits."""
+
+    @property
+    def cache(self) -> MemoryStore: ...
+
+    def hits(self, count: int) -> None: ...
+
+
 class Shortcuts(dict[str, list[Any]]):
     """The shortcuts of one crawl, by the ``scheme://authority`` text of their origin
     (only for a text that names one origin: see :class:`~.origin.HttpOrigins`).
@@ -59,7 +69,7 @@ class Shortcuts(dict[str, list[Any]]):
     tells the tellers of allowed verdicts (the ledger, ``robotstxt_verdict``) of each
     request it allows (:meth:`.Enforcement.telling`; None without any)."""
 
-    def __init__(self, states: StateCache, enforcement: Enforcement, agents: UserAgents) -> None:
+    def __init__(self, states: States, enforcement: Enforcement, agents: UserAgents) -> None:
         super().__init__()
         self.states = states
         self.enforcement = enforcement

@@ -40,17 +40,19 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.url import add_http_if_no_scheme
 
-from . import _compat, matcher_in_use
-from .access import Access, Cause, FetchOutcome, OriginState, Policy
-from .addon import Addon
-from .agent import product_token
-from .audit import LedgerError, audit, format_text
-from .config import Config, addon_listed
-from .exceptions import RobotsTxtConfigError
-from .judgement import Enforced, Judgement, Kind, judge
-from .middleware import RobotsTxtMiddleware
-from .origin import Origin
-from .usage.middleware import UsageMiddleware
+from .. import _compat
+from ..accelerator import matcher_in_use
+from ..access import Access, Cause, FetchOutcome, OriginState, Policy
+from ..addon import Addon
+from ..agent import product_token
+from ..audit import LedgerError, audit, format_text
+from ..config import Config
+from ..exceptions import RobotsTxtConfigError
+from ..judgement import Enforced, Judgement, Kind, judge
+from ..middleware import RobotsTxtMiddleware
+from ..origin import Origin
+from ..usage.middleware import UsageMiddleware
+from .settings import addon_listed
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
