@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
-from .accelerator import ACCELERATED, matcher_in_use
-from .matcher import Rule
-from .robotstxt import RobotsTxt, Verdict, parse
+from .core.accelerator import ACCELERATED, matcher_in_use
+from .core.matcher import Rule
+from .core.robotstxt import RobotsTxt, Verdict, parse
 
 __all__ = [
     "ACCELERATED",
@@ -26,16 +26,17 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .addon import Addon
-    from .middleware import RobotsTxtMiddleware
-    from .scrapy_parser import RobotParser
-    from .sitemap import SitemapSpider
-    from .usage.middleware import UsageMiddleware
-    from .usage.nofollow import NofollowMiddleware
+    from .components.nofollow_middleware import NofollowMiddleware
+    from .components.robotstxt_middleware import RobotsTxtMiddleware
+    from .components.sitemap_spider import SitemapSpider
+    from .components.usage_middleware import UsageMiddleware
+    from .lifecycle.robot_parser import RobotParser
 
 # The Scrapy layer is imported lazily, so that the core works without Scrapy.
 _LAZY = {
-    "RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon", "SitemapSpider": "sitemap",
-    "NofollowMiddleware": "usage.nofollow", "UsageMiddleware": "usage.middleware",
+    "RobotParser": "lifecycle.robot_parser", "RobotsTxtMiddleware": "components.robotstxt_middleware",
+    "Addon": "addon", "SitemapSpider": "components.sitemap_spider",
+    "NofollowMiddleware": "components.nofollow_middleware", "UsageMiddleware": "components.usage_middleware",
 }
 
 

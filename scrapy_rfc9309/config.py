@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .access import DAY, Policy
+from .core.state import DAY, Policy
+from .core.syntax import DEFAULT_MAX_BYTES
+from .core.tdmrep import reserves
+from .core.usage_vocabulary import canonical, known_labels
 from .exceptions import RobotsTxtConfigError
-from .parser import DEFAULT_MAX_BYTES
-from .tdmrep import reserves
-from .usage.vocabulary import canonical, known_labels
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -413,7 +413,7 @@ class Config:
 def refuse_builtin_beside(settings: Any, ours: str) -> None:
     """Refuse to start with Scrapy's built-in robots.txt middleware enabled beside ``ours``
     (read from ``DOWNLOADER_MIDDLEWARES`` as Scrapy's middleware manager reads it)."""
-    from . import _compat
+    from .runtime import compat as _compat
 
     if _compat.builtin_middleware_enabled(settings):
         raise RobotsTxtConfigError(

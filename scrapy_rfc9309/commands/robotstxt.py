@@ -40,18 +40,18 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.url import add_http_if_no_scheme
 
-from .. import _compat
-from ..accelerator import matcher_in_use
-from ..access import Access, Cause, FetchOutcome, OriginState, Policy
 from ..addon import Addon
-from ..agent import product_token
-from ..audit import LedgerError, audit, format_text
+from ..components.robotstxt_middleware import RobotsTxtMiddleware
+from ..components.usage_middleware import UsageMiddleware
 from ..config import Config
+from ..core.accelerator import matcher_in_use
+from ..core.origins import Origin
+from ..core.product_tokens import product_token
+from ..core.state import Access, Cause, FetchOutcome, OriginState, Policy
+from ..core.verdict import Enforced, Judgement, Kind, judge
+from ..evidence.audit import LedgerError, audit, format_text
 from ..exceptions import RobotsTxtConfigError
-from ..judgement import Enforced, Judgement, Kind, judge
-from ..middleware import RobotsTxtMiddleware
-from ..origin import Origin
-from ..usage.middleware import UsageMiddleware
+from ..runtime import compat as _compat
 from .settings import addon_listed
 
 if TYPE_CHECKING:

@@ -41,8 +41,8 @@ def crawl_settings(overrides: Iterable[str] = ()) -> tuple[Settings, bool]:
     and whether the add-on was added. A ``NAME=VALUE`` without ``=`` is a ValueError."""
     from scrapy.utils.project import get_project_settings
 
-    from .. import _compat
     from ..addon import Addon
+    from ..runtime import compat as _compat
 
     settings = get_project_settings()
     for item in overrides:
