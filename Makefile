@@ -44,11 +44,12 @@ demo: $(BIN)/.runtime
 # reactor or loop; --dist worksteal hands a finished worker the tests of one still busy.
 test: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 
 # Mutation testing (cosmic-ray) of one module of the decision code against the tests that guard it, in a
-# copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/waiting.py MUTATE_TESTS="tests/..."
-MUTATE ?= scrapy_rfc9309/shortcuts.py
+# copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/lifecycle/waiting.py MUTATE_TESTS="tests/..."
+MUTATE ?= scrapy_rfc9309/enforcement/release_memo.py
 MUTATE_TESTS ?= tests/test_shortcuts.py
 mutate: venv
 	$(BIN)/python tests/mutate.py $(MUTATE) $(MUTATE_TESTS)
@@ -74,10 +75,11 @@ test-latest: venv
 test-reactorless: venv
 	$(TOX) -e reactorless
 
-# mypy on the package, then the C accelerator's stub checked against the built module.
+# mypy on the package, then the C accelerator's stub checked against the built module (with the
+# package's mypy settings: building the stub's package reads modules that import warcio, which has no types).
 typecheck: venv
 	$(BIN)/mypy
-	$(BIN)/python -m mypy.stubtest scrapy_rfc9309._speedups
+	$(BIN)/python -m mypy.stubtest --mypy-config-file pyproject.toml scrapy_rfc9309.core._speedups
 
 # The C accelerator built with its plain-C fallbacks only (what a compiler without GCC's
 # or MSVC's extensions compiles), warnings as errors, and its tests run against that build.

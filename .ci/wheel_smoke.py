@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import scrapy_rfc9309
-from scrapy_rfc9309 import _speedups, matcher, parse  # ImportError: the wheel has no accelerator
+from scrapy_rfc9309 import parse  # ImportError: the wheel has no accelerator
+from scrapy_rfc9309.core import _speedups, matcher
 
 ROBOTS = "User-agent: *\nDisallow: /private\nAllow: /private/ok\nDisallow: /*.pdf$\n"
 CASES = {
@@ -28,8 +29,8 @@ def main() -> int:
     package = Path(scrapy_rfc9309.__file__).resolve().parent
     print(f"scrapy-rfc9309 {scrapy_rfc9309.__version__} from {package}")
     print(f"accelerator: {_speedups.__file__}")
-    if not (package / "_speedups.pyi").is_file() or not (package / "py.typed").is_file():
-        print("FAIL: the wheel lacks _speedups.pyi or py.typed")
+    if not (package / "core" / "_speedups.pyi").is_file() or not (package / "py.typed").is_file():
+        print("FAIL: the wheel lacks core/_speedups.pyi or py.typed")
         return 1
     if matcher.FastMatcher is not _speedups.FastMatcher:
         print("FAIL: the matcher does not use the accelerator")

@@ -1,4 +1,4 @@
-"""The bounded caches (``scrapy_rfc9309.bounded.BoundedDict``) beside the plain dict patterns they
+"""The bounded caches (``scrapy_rfc9309.core.caches.BoundedDict``) beside the plain dict patterns they
 replace, with ``timeit``: a hit (``get`` of a key held), and a store past the bound in a stream of
 ever new keys (the plain pattern: ``if len(d) >= N: d.clear()`` then ``d[k] = v``; or the oldest
 dropped one at a time, ``del d[next(iter(d))]``, up to 10,000 entries), for bounds of 256 to 65,536
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from scrapy_rfc9309.bounded import BoundedDict
+from scrapy_rfc9309.core.caches import BoundedDict
 
 BOUNDS = (256, 1024, 10_000, 65_536)
 #: The one-at-a-time pattern is quadratic past a few thousand entries (each ``next(iter(d))`` skips the

@@ -452,9 +452,9 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
     machine counts the moments the process was descheduled."""
     from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
 
-    from scrapy_rfc9309.fetch import RobotsFetcher
-    from scrapy_rfc9309.middleware import RobotsTxtMiddleware as Ours
-    from scrapy_rfc9309.usage.middleware import UsageMiddleware as Usage
+    from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware as Ours
+    from scrapy_rfc9309.components.usage_middleware import UsageMiddleware as Usage
+    from scrapy_rfc9309.lifecycle.fetch import RobotsFetcher
 
     clock = time.perf_counter
     # What reading the thread's CPU clock costs inside a timed window (a system call: some µs on a

@@ -35,6 +35,7 @@ from previous import package_root_first  # noqa: E402
 
 package_root_first()
 
+# The public paths: the previous release (RFC9309_BENCH_PREVIOUS) has them too.
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy  # noqa: E402
 from scrapy_rfc9309.judgement import Enforced, allowing, judge  # noqa: E402
 

@@ -520,7 +520,7 @@ def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]
     import asyncio
     from importlib import import_module
 
-    from scrapy_rfc9309.record import Record
+    from scrapy_rfc9309.stores.record import Record
 
     def store_class(path: str) -> Any:
         module, _, name = path.rpartition(".")
@@ -660,10 +660,10 @@ def measure_main(kind: str, spec_path: str, out_path: str) -> int:
     sys.path.insert(0, spec["package_root"])
     from scrapy.robotstxt import ProtegoRobotParser
 
-    from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
-    from scrapy_rfc9309.origin import Origin
-    from scrapy_rfc9309.record import encode
+    from scrapy_rfc9309.core.origins import Origin
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
     from scrapy_rfc9309.stores import MemoryStore
+    from scrapy_rfc9309.stores.record import encode
 
     policy = Policy()
     entries: list[tuple[str, str]] = [tuple(e) for e in spec["entries"]]  # type: ignore[misc]
@@ -823,7 +823,7 @@ def _timed_saves(store: Any, records: list[tuple[str, Any]]) -> float:
 
 def _timed_loads(store: Any, records: list[tuple[str, Any]], policy: Any) -> float:
     """Seconds to load every record and parse it again."""
-    from scrapy_rfc9309.record import decode
+    from scrapy_rfc9309.stores.record import decode
 
     started = time.perf_counter()
     for url, _ in records:

@@ -241,7 +241,7 @@ def bench_robotstxt(runs: int) -> str:
     import statistics
 
     import scrapy_rfc9309
-    from scrapy_rfc9309.changes import diff
+    from scrapy_rfc9309.core.changes import diff
 
     signals = "User-agent: *\n" + "".join(f"Content-Signal: /s{n}/ ai-train={'no' if n % 2 else 'yes'}\n"
                                           for n in range(9500))

@@ -26,9 +26,12 @@ DEFAULT_REF = "cc4d854"
 ENV_FLAG = "RFC9309_BENCH_PREVIOUS"
 
 _BUILD = """
-import sys
+import os
 from setuptools import Distribution, Extension
-extension = Extension("scrapy_rfc9309._speedups", ["scrapy_rfc9309/_speedups.c"])
+# The accelerator's place in the commit's tree: scrapy_rfc9309/core/ since the modules are in folders.
+in_core = os.path.exists("scrapy_rfc9309/core/_speedups.c")
+name = "scrapy_rfc9309.core._speedups" if in_core else "scrapy_rfc9309._speedups"
+extension = Extension(name, [name.replace(".", "/") + ".c"])
 dist = Distribution({"name": "previous", "ext_modules": [extension]})
 command = dist.get_command_obj("build_ext")
 command.inplace = True

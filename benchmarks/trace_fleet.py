@@ -50,10 +50,10 @@ class Tracer:
     def from_crawler(cls, crawler: Any) -> Tracer:
         from scrapy import signals
 
-        import scrapy_rfc9309.fetch as fetch
-        import scrapy_rfc9309.store_client as store_client
+        import scrapy_rfc9309.lifecycle.fetch as fetch
+        import scrapy_rfc9309.lifecycle.waiting as waiting
+        import scrapy_rfc9309.stores.client as store_client
         import scrapy_rfc9309.stores.redis as redis_store
-        import scrapy_rfc9309.waiting as waiting
 
         tracer = cls(crawler.settings.get(TRACE_DIR_SETTING))
         note = tracer.events.append

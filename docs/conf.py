@@ -15,7 +15,9 @@ checked the same way.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import inspect
 import re
 import sys
@@ -114,19 +116,53 @@ def _first_sentence(doc: str | None) -> str:
     return _markdown(found.group(1) if found else paragraph)
 
 
-def _summary(module_name: str, name: str) -> str:
-    """The first sentence of ``module_name.name``'s docstring (a ``#:`` comment for data)."""
+def _data_doc(module_name: str, name: str) -> list[str]:
+    """The ``#:`` comment of the data ``module_name.name``. A module that imports the name (a public
+    path re-exporting it, the root package) has no comment of its own: the one of the module it is
+    imported from is followed, as far as the module that assigns it."""
     from sphinx.pycode import ModuleAnalyzer
 
+    for _ in range(8):  # re-exports of re-exports, but never a loop
+        lines = ModuleAnalyzer.for_module(module_name).find_attr_docs().get(("", name))
+        if lines:
+            return list(lines)
+        spec = importlib.util.find_spec(module_name)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            return []
+        package = module_name if spec.submodule_search_locations is not None else module_name.rpartition(".")[0]
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        source = next(((node, alias) for node in tree.body if isinstance(node, ast.ImportFrom)
+                       for alias in node.names if (alias.asname or alias.name) == name), None)
+        if source is None:
+            return []
+        node, alias = source
+        module_name = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+        name = alias.name
+    return []
+
+
+def _summary(module_name: str, name: str) -> str:
+    """The first sentence of ``module_name.name``'s docstring (a ``#:`` comment for data)."""
     obj = getattr(importlib.import_module(module_name), name)
     if inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj):
         return _first_sentence(inspect.getdoc(obj))
     for owner in (module_name, getattr(obj, "__module__", None)):
         if owner:
-            lines = ModuleAnalyzer.for_module(owner).find_attr_docs().get(("", name))
+            lines = _data_doc(owner, name)
             if lines:
                 return _first_sentence("\n".join(lines))
     return ""
+
+
+def _data_docstring(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """autodoc: a re-exported data name gets the ``#:`` comment of the module that assigns it (autodoc
+    reads the comments of the module it is named in, and without one shows its type's docstring)."""
+    if what != "data":
+        return
+    module_name, _, attr = name.rpartition(".")
+    doc = _data_doc(module_name, attr)
+    if doc:
+        lines[:] = [*doc, ""]
 
 
 def _rows(block: str) -> list[tuple[str, str]]:
@@ -185,6 +221,7 @@ def _check_settings_table(app: Any) -> None:
 
 def setup(app: Any) -> None:
     app.connect("builder-inited", _check_settings_table)
+    app.connect("autodoc-process-docstring", _data_docstring)
 
 
 if __name__ == "__main__":

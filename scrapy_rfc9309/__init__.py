@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import matcher as _matcher
-from . import parser as _parser
-from .matcher import Rule
-from .robotstxt import RobotsTxt, Verdict, parse
+from ._version import __version__ as __version__
+from .core.accelerator import ACCELERATED, matcher_in_use
+from .core.matcher import Rule
+from .core.robotstxt import RobotsTxt, Verdict, parse
 
 __all__ = [
     "ACCELERATED",
@@ -23,36 +23,20 @@ __all__ = [
     "matcher_in_use",
     "parse",
 ]
-__version__ = "0.1.0"
-
-#: Whether the C accelerator (``scrapy_rfc9309._speedups``) is built and used:
-#: without it (no C compiler or Python headers at install) the package runs in
-#: pure Python, with the same answers but slower than the figures in benchmarks/README.md.
-ACCELERATED: bool = (
-    getattr(_matcher, "FastMatcher", None) is not None and getattr(_parser, "scan_lines", None) is not None
-)
-
-
-def matcher_in_use() -> str:
-    """Which parser and matcher decide, in words (for the start-up log and
-    ``scrapy robotstxt``)."""
-    if ACCELERATED:
-        return "C accelerator (scrapy_rfc9309._speedups)"
-    return ("pure Python: the C accelerator scrapy_rfc9309._speedups is not built (it needs a C compiler and the "
-            "Python headers when the package is installed); same answers, slower")
 
 if TYPE_CHECKING:
     from .addon import Addon
-    from .middleware import RobotsTxtMiddleware
-    from .scrapy_parser import RobotParser
-    from .sitemap import SitemapSpider
-    from .usage.middleware import UsageMiddleware
-    from .usage.nofollow import NofollowMiddleware
+    from .components.nofollow_middleware import NofollowMiddleware
+    from .components.robotstxt_middleware import RobotsTxtMiddleware
+    from .components.sitemap_spider import SitemapSpider
+    from .components.usage_middleware import UsageMiddleware
+    from .lifecycle.robot_parser import RobotParser
 
 # The Scrapy layer is imported lazily, so that the core works without Scrapy.
 _LAZY = {
-    "RobotParser": "scrapy_parser", "RobotsTxtMiddleware": "middleware", "Addon": "addon", "SitemapSpider": "sitemap",
-    "NofollowMiddleware": "usage.nofollow", "UsageMiddleware": "usage.middleware",
+    "RobotParser": "lifecycle.robot_parser", "RobotsTxtMiddleware": "components.robotstxt_middleware",
+    "Addon": "addon", "SitemapSpider": "components.sitemap_spider",
+    "NofollowMiddleware": "components.nofollow_middleware", "UsageMiddleware": "components.usage_middleware",
 }
 
 

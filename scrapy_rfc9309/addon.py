@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
-from . import _compat
+from .components.robotstxt_middleware import RobotsTxtMiddleware
+from .components.usage_middleware import UsageMiddleware
 from .config import DEFAULTS
-from .middleware import RobotsTxtMiddleware
-from .usage.middleware import UsageMiddleware
+from .runtime import compat as _compat
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

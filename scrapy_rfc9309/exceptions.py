@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import IgnoreRequest
 
 if TYPE_CHECKING:
-    from .judgement import Judgement
-    from .robotstxt import Verdict
-    from .tdmrep import TdmEntry
+    from .core.robotstxt import Verdict
+    from .core.tdmrep import TdmEntry
+    from .core.verdict import Judgement
 
 __all__ = [
     "RobotsTxtConfigError",

@@ -15,7 +15,7 @@ from servers import Hit, Origin, Static, server_reactor
 from twisted.internet import defer
 from twisted.internet.task import deferLater
 
-from scrapy_rfc9309.record import Record
+from scrapy_rfc9309.stores.record import Record
 
 __all__ = [
     "BUILTIN",

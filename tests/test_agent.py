@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scrapy_rfc9309 import parse
-from scrapy_rfc9309.agent import agent_note, product_token, token_of_line
+from scrapy_rfc9309.core.product_tokens import agent_note, product_token, token_of_line
 
 EXAMPLEBOT_HEADER = "Mozilla/5.0 (compatible; ExampleBot/0.1; +https://www.example.com/bot.html)"
 GOOGLEBOT_SMARTPHONE = (

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_rfc9309.access import Access, Cause, FetchOutcome, OriginState, Policy
-from scrapy_rfc9309.agent import product_token
-from scrapy_rfc9309.judgement import Enforced, Judgement, Kind, allowed, allowing, explaining, judge
+from scrapy_rfc9309.core.product_tokens import product_token
+from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, allowed, allowing, explaining, judge
 
 NOW = 1_000_000.0
 POLICY = Policy(max_wait=60.0, max_wait_refused=10.0)

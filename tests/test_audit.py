@@ -14,7 +14,7 @@ import pytest
 from ledger_writer import Run, read_lines, rewrite_manifest, segment, write_lines, write_version
 from test_command import scrapy
 
-from scrapy_rfc9309.audit import (
+from scrapy_rfc9309.evidence.audit import (
     CORRUPT,
     MISMATCH,
     MISSING,
@@ -26,7 +26,7 @@ from scrapy_rfc9309.audit import (
     audit,
     format_text,
 )
-from scrapy_rfc9309.ledger_format import MANIFEST, RUNS_DIR, VERSIONS_DIR, version_name
+from scrapy_rfc9309.evidence.format import MANIFEST, RUNS_DIR, VERSIONS_DIR, version_name
 
 A, B, C = "http://a.test", "http://b.test", "https://c.test"
 ROBOTS_A1 = b"User-agent: *\nDisallow: /private\n"
@@ -231,7 +231,7 @@ def test_records_at_the_end_removed_the_seal_kept(fleet: Fleet) -> None:
 
 def test_records_at_the_end_removed_the_seals_link_mended(fleet: Fleet) -> None:
     """The seal's own link made to fit the records kept: its count and hash still tell."""
-    from scrapy_rfc9309.ledger_format import GENESIS, chain, link
+    from scrapy_rfc9309.evidence.format import GENESIS, chain, link
 
     path = segment(fleet.one, fleet.run1, 2)
     lines = read_lines(path)
@@ -332,7 +332,7 @@ def _rewrite_chain(path: Path, edit: dict[int, dict[str, object]]) -> None:
     """Rewrite a segment with records changed and its chain, its seal and the next segment's
     head recomputed: what someone able to rewrite whole files consistently can do (the chain
     cannot show it; the verdict's recomputation can)."""
-    from scrapy_rfc9309.ledger_format import GENESIS, SEGMENT_RE, chain, link, segment_name
+    from scrapy_rfc9309.evidence.format import GENESIS, SEGMENT_RE, chain, link, segment_name
 
     records = [json.loads(line) for line in read_lines(path)]
     out, previous = [], GENESIS
@@ -487,7 +487,7 @@ def test_tdm_reserved_verdicts_are_recomputed_from_the_archived_tdmrep_json(tmp_
 
 
 def test_problems_beyond_the_listed_ones_are_counted(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
-    import scrapy_rfc9309.audit as module
+    import scrapy_rfc9309.evidence.audit as module
 
     monkeypatch.setattr(module, "MAX_PROBLEMS", 2)
     (fleet.one / VERSIONS_DIR / version_name(fleet.b404)).unlink()  # 1 missing, 1 response not proven
@@ -504,7 +504,7 @@ def test_problems_beyond_the_listed_ones_are_counted(fleet: Fleet, monkeypatch: 
 def test_hostile_files_are_reported_not_read(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     """A line too long, JSON nested deeper than the stack, a version too large, a version file of two
     responses: each a problem, none read whole or crashing the audit."""
-    import scrapy_rfc9309.audit as module
+    import scrapy_rfc9309.evidence.audit as module
 
     long_line = segment(fleet.one, fleet.run1, 2)
     lines = read_lines(long_line)
@@ -882,7 +882,7 @@ def test_a_version_file_field_outside_the_digest_edited(tmp_path: Path, old: byt
 
 def _relink(path: Path, edit: dict[int, dict[str, object]]) -> None:
     """Edit records of a segment and recompute its links, keeping its seal as it was."""
-    from scrapy_rfc9309.ledger_format import GENESIS, chain, link
+    from scrapy_rfc9309.evidence.format import GENESIS, chain, link
 
     out, previous = [], GENESIS
     for number, raw in enumerate(read_lines(path), 1):
@@ -915,7 +915,7 @@ def test_a_rotated_segment_edited_its_links_and_seal_recomputed(tmp_path: Path) 
     path = segment(directory, runs[1], 1)
     _relink(path, {3: {"u": "http://a.test/other"}})
     lines = read_lines(path)
-    from scrapy_rfc9309.ledger_format import GENESIS, chain
+    from scrapy_rfc9309.evidence.format import GENESIS, chain
 
     previous = GENESIS
     for raw in lines[:-1]:
@@ -949,7 +949,7 @@ GOLDEN_DIGEST = "9b92c7ef5bc56bf746b3ce3eee565e64c7d6d630a6b058c02e3709ae03503ab
 
 
 def test_the_version_digest_is_the_format_documents_golden_value() -> None:
-    from scrapy_rfc9309.ledger_format import version_digest
+    from scrapy_rfc9309.evidence.format import version_digest
 
     document = (Path(__file__).parent.parent / "docs" / "ledger-format.md").read_text()
     assert GOLDEN_DIGEST in document  # the example the document works through

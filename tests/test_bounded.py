@@ -1,4 +1,4 @@
-"""The bounded caches (scrapy_rfc9309.bounded.BoundedDict): within their number of entries and of
+"""The bounded caches (scrapy_rfc9309.core.caches.BoundedDict): within their number of entries and of
 bytes whatever is stored, the oldest dropped first, a read the dict's own; and the caches of the
 package that hold what comes from outside stay within them."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_rfc9309.bounded import BoundedDict
+from scrapy_rfc9309.core.caches import BoundedDict
 from scrapy_rfc9309.usage import html_head
 
 

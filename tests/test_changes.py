@@ -15,8 +15,8 @@ from test_revalidation import _SHORT, TwoRoundsSpider, _rounds
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import signals as rfc_signals
-from scrapy_rfc9309.audit import audit, format_text
-from scrapy_rfc9309.changes import MAX_LISTED, diff
+from scrapy_rfc9309.core.changes import MAX_LISTED, diff
+from scrapy_rfc9309.evidence.audit import audit, format_text
 
 OLD = ("User-agent: *\n"
        "Disallow: /a\n"

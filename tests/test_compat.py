@@ -1,6 +1,6 @@
-"""The Scrapy internals the plugin relies on (scrapy_rfc9309._compat), checked on the
+"""The Scrapy internals the plugin relies on (scrapy_rfc9309.runtime.compat), checked on the
 installed Scrapy: a release that removes one fails here, by name, not in a crawl; and the
-event loop's helpers (scrapy_rfc9309.loop) in the run mode of the suite."""
+event loop's helpers (scrapy_rfc9309.runtime.loop) in the run mode of the suite."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from scrapy import Request
 from scrapy.core.downloader import Slot
 from scrapy.settings import Settings
 
-from scrapy_rfc9309 import _compat
+from scrapy_rfc9309.runtime import compat as _compat
 
 
 def test_every_internal_the_plugin_uses_is_there():
-    assert _compat.missing() == [], f"Scrapy {scrapy.__version__} lacks what scrapy_rfc9309._compat relies on"
+    assert _compat.missing() == [], f"Scrapy {scrapy.__version__} lacks what scrapy_rfc9309.runtime.compat relies on"
 
 
 def test_the_version_is_read():
@@ -153,7 +153,7 @@ def test_header_values_is_getlist_for_a_normalized_name():
         assert _compat.header_values(headers, headers.normkey("x-robots-tag")) == [b"noai", b"noindex", b"nofollow"]
 
 
-# ------------------------------------------------------------------ the event loop (scrapy_rfc9309.loop)
+# ------------------------------------------------------------------ the event loop (scrapy_rfc9309.runtime.loop)
 
 
 @pytest_twisted.inlineCallbacks
@@ -169,7 +169,7 @@ def test_timers_sleeps_and_timeouts_run_on_the_crawls_loop():
 async def _timers_sleeps_and_timeouts() -> None:
     import asyncio
 
-    from scrapy_rfc9309 import loop
+    from scrapy_rfc9309.runtime import loop
 
     calls: list[str] = []
     loop.call_later(0.01, calls.append, "later")

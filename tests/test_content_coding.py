@@ -1,4 +1,4 @@
-"""``scrapy_rfc9309.content_coding.decode_body``: a robots.txt sent with a
+"""``scrapy_rfc9309.lifecycle.content_coding.decode_body``: a robots.txt sent with a
 ``Content-Encoding`` is undone into at most ``limit`` bytes, whatever it inflates
 to. Memory is measured with ``tracemalloc`` (the peak of this test's own
 allocations, reset before each decode), so a bomb that is inflated whole, or in
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from optional import missing
 
-from scrapy_rfc9309.content_coding import UnsupportedCoding, decode_body
+from scrapy_rfc9309.lifecycle.content_coding import UnsupportedCoding, decode_body
 
 RULES = b"User-agent: *\nDisallow: /private\n"
 LIMIT = 500 * 1024

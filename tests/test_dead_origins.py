@@ -293,9 +293,9 @@ def test_an_origin_given_up_does_not_hold_the_requests_parked_for_it():
     ``robotstxt/held``), as a 503's are."""
     from scrapy.utils.test import get_crawler
 
-    from scrapy_rfc9309.access import Access, Cause, FetchOutcome, OriginState
-    from scrapy_rfc9309.middleware import RobotsTxtMiddleware
-    from scrapy_rfc9309.origin import Origin
+    from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware
+    from scrapy_rfc9309.core.origins import Origin
+    from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome, OriginState
 
     crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None}})

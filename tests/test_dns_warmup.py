@@ -30,10 +30,10 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
-from scrapy_rfc9309 import _compat
-from scrapy_rfc9309._compat import dns_cached
-from scrapy_rfc9309.dns_warmup import MAX_IN_FLIGHT, DnsWarmup
-from scrapy_rfc9309.origin import Origin
+from scrapy_rfc9309.core.origins import Origin
+from scrapy_rfc9309.lifecycle.dns_warmup import MAX_IN_FLIGHT, DnsWarmup
+from scrapy_rfc9309.runtime import compat as _compat
+from scrapy_rfc9309.runtime.compat import dns_cached
 from scrapy_rfc9309.stores import Claim
 
 RULES = "User-agent: *\nDisallow: /private\n"

@@ -45,7 +45,7 @@ from twisted.internet import defer
 from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError, RobotsTxtUnreachable
-from scrapy_rfc9309.fetch import RobotsFetcher
+from scrapy_rfc9309.lifecycle.fetch import RobotsFetcher
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = "User-agent: *\nDisallow: /private\n"

@@ -25,7 +25,7 @@ from servers import Delay, Gate, server_reactor
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from scrapy_rfc9309 import _compat
+from scrapy_rfc9309.runtime import compat as _compat
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt, Rule, parse
-from scrapy_rfc9309.matcher import Matcher
-from scrapy_rfc9309.parser import DEFAULT_MAX_BYTES, MAX_LINE_BYTES, has_long_line, parse_body
+from scrapy_rfc9309.core.matcher import Matcher
+from scrapy_rfc9309.core.syntax import DEFAULT_MAX_BYTES, MAX_LINE_BYTES, has_long_line, parse_body
 
 URL = "https://www.example.com"
 

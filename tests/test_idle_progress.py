@@ -273,7 +273,7 @@ def test_a_scrapy_redis_worker_is_not_closed_and_gets_the_urls_pushed_later(orig
 
 
 def _requeued_records(ledger: Any) -> int:
-    from scrapy_rfc9309.audit import audit
+    from scrapy_rfc9309.evidence.audit import audit
 
     return sum(report.requests.get("requeued", 0) for report in audit([str(ledger)]).origins.values())
 

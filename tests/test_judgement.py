@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_rfc9309.access import Access, Cause, FetchOutcome, OriginState, Policy
-from scrapy_rfc9309.documents import ROBOTS_TXT, TDMREP
-from scrapy_rfc9309.judgement import (
-    Enforced,
-    Judgement,
-    Kind,
-    at_close,
-    holding,
-    invalid_meta,
-    judge,
-    not_judged,
-)
-from scrapy_rfc9309.matcher import Rule
-from scrapy_rfc9309.robotstxt import Verdict
+from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
+from scrapy_rfc9309.core.matcher import Rule
+from scrapy_rfc9309.core.robotstxt import Verdict
+from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, at_close, holding, invalid_meta, judge, not_judged
 
 NOW = 1_000_000.0
 POLICY = Policy(max_wait=60.0, max_wait_refused=10.0)

@@ -23,10 +23,10 @@ from scrapy.utils.defer import deferred_from_coro
 from servers import Sequence, Static
 from test_command import scrapy
 
-from scrapy_rfc9309.audit import CORRUPT, UNSEALED, Audit, audit, format_text
+from scrapy_rfc9309.core.origins import Origin
+from scrapy_rfc9309.evidence.audit import CORRUPT, UNSEALED, Audit, audit, format_text
+from scrapy_rfc9309.evidence.format import MANIFEST, RUNS_DIR, VERSIONS_DIR
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
-from scrapy_rfc9309.ledger_format import MANIFEST, RUNS_DIR, VERSIONS_DIR
-from scrapy_rfc9309.origin import Origin
 
 V1 = "User-agent: *\nDisallow: /a\n"
 V2 = "User-agent: *\nAllow: /a\nDisallow: /b\n"
@@ -191,7 +191,7 @@ def test_a_response_a_usage_preference_refuses_is_recorded_and_a_passed_one_only
 def test_a_bad_rotate_size_fails_at_start_up_naming_the_setting(value, tmp_path):
     from scrapy.utils.test import get_crawler
 
-    from scrapy_rfc9309.middleware import RobotsTxtMiddleware
+    from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware
 
     crawler = get_crawler(settings_dict=mw_settings(ROBOTSTXT_LEDGER=str(tmp_path),
                                                    ROBOTSTXT_LEDGER_ROTATE_BYTES=value))
@@ -203,7 +203,7 @@ def test_a_bad_rotate_size_fails_at_start_up_naming_the_setting(value, tmp_path)
 def test_an_unwritable_directory_fails_at_start_up_naming_the_setting_and_the_path(tmp_path):
     from scrapy.utils.test import get_crawler
 
-    from scrapy_rfc9309.middleware import RobotsTxtMiddleware
+    from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware
 
     occupied = tmp_path / "a-file"
     occupied.write_text("not a directory")
@@ -536,7 +536,7 @@ def test_runs_of_a_directory_are_chained_and_the_newest_head_is_exported(origins
     import hashlib
     import logging
 
-    from scrapy_rfc9309.audit import MISSING, ORPHAN
+    from scrapy_rfc9309.evidence.audit import MISSING, ORPHAN
 
     site = origins("127.0.0.1")
     site.robots("User-agent: *\nDisallow: /private\n")
@@ -600,7 +600,7 @@ def _manifest(directory: Path, lines: int, full: bool = True, cut: bytes = b"") 
 def _append(directory: Path) -> tuple[int, bytes, str]:
     """The package's append of a start line, reading through a counter: the bytes it read, the
     line it appended and the chain hash it returned."""
-    from scrapy_rfc9309.ledger import append_manifest
+    from scrapy_rfc9309.ledger.writer import append_manifest
 
     read = [0]
 
@@ -620,7 +620,7 @@ def test_a_manifest_append_reads_a_bounded_tail_whatever_the_number_of_runs(tmp_
     at the first: the tail, which names the full chain hash before its last line."""
     import hashlib
 
-    from scrapy_rfc9309.ledger_format import MANIFEST_TAIL
+    from scrapy_rfc9309.evidence.format import MANIFEST_TAIL
 
     previous = _manifest(tmp_path, lines)
     read, written, head = _append(tmp_path)
@@ -634,7 +634,7 @@ def test_a_manifest_append_reads_a_bounded_tail_whatever_the_number_of_runs(tmp_
 def test_a_manifest_append_chains_a_cut_line_and_reads_an_older_manifest_whole_once(tmp_path):
     import hashlib
 
-    from scrapy_rfc9309.ledger_format import MANIFEST_TAIL
+    from scrapy_rfc9309.evidence.format import MANIFEST_TAIL
 
     # A last line cut short (a process killed as it wrote it): ended, and chained as it is.
     previous = _manifest(tmp_path, 5_000, cut=b'{"k":"end","t":1789999999.0,"p":"0123')
@@ -657,9 +657,9 @@ def test_a_runs_heads_record_the_settings_its_verdicts_depend_on_and_the_audit_h
     from scrapy import Request
     from test_audit import _rewrite_chain
 
-    from scrapy_rfc9309.audit import MISMATCH
+    from scrapy_rfc9309.core.usage_vocabulary import REVISION
+    from scrapy_rfc9309.evidence.audit import MISMATCH
     from scrapy_rfc9309.meta import PURPOSE_META
-    from scrapy_rfc9309.usage.vocabulary import REVISION
 
     site = origins("127.0.0.1")
     site.robots("User-agent: *\nAllow: /\nContent-Usage: /train/ train-ai=n\n\nUser-agent: ai-bot\nDisallow: /no-ai/\n")

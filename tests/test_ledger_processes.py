@@ -21,7 +21,7 @@ from test_command import scrapy
 from test_fleet import RULES, _check_fleet, _crawl, _settings, _two_processes
 from test_ledger import base, passes
 
-from scrapy_rfc9309.audit import UNSEALED, audit, format_text
+from scrapy_rfc9309.evidence.audit import UNSEALED, audit, format_text
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["one shared directory", "a directory each"])
@@ -154,7 +154,7 @@ def test_kill_9_at_the_end_line_leaves_a_run_not_sealed_whatever_runs_follow(ori
     from crawl import run_crawl
     from middleware_support import mw_settings
 
-    from scrapy_rfc9309.ledger_format import MANIFEST
+    from scrapy_rfc9309.evidence.format import MANIFEST
 
     site = origins("127.0.0.1")
     site.robots("User-agent: *\nDisallow: /private\n")
@@ -211,7 +211,7 @@ class _Writes:
                 self.ops.append((kind, os.path.relpath(path, self.root), data))
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from scrapy_rfc9309 import ledger
+        from scrapy_rfc9309.ledger import writer as ledger
 
         real_open, real_write_all, real_rename, real_link, real_remove = (
             os.open, ledger._write_all, os.rename, os.link, os.remove)

@@ -14,9 +14,10 @@ from scrapy.utils.defer import deferred_from_coro
 from servers import Delay, Drop, Gate, Page, Sequence, Stall, Static
 from twisted.internet import defer
 
-from scrapy_rfc9309 import RobotsTxtMiddleware, _compat
+from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
-from scrapy_rfc9309.waiting import WAKE_BATCH
+from scrapy_rfc9309.lifecycle.waiting import WAKE_BATCH
+from scrapy_rfc9309.runtime import compat as _compat
 
 RULES = "User-agent: *\nDisallow: /private\n"
 

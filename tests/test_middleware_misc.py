@@ -19,8 +19,9 @@ from scrapy_errors import host_header
 from servers import Redirect, Sequence
 
 import scrapy_rfc9309
-from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware, _compat
+from scrapy_rfc9309 import RobotParser, RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden
+from scrapy_rfc9309.runtime import compat as _compat
 
 MW_LOGGER = "scrapy_rfc9309"
 #: Scrapy's robots_parsed signal exists from Scrapy 2.18 (the plugin sends it where it exists).

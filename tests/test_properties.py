@@ -9,10 +9,11 @@ from unittest import mock
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309 import RobotsTxt, Verdict, matcher
+from scrapy_rfc9309 import RobotsTxt, Verdict
 from scrapy_rfc9309 import parse as parse_one
-from scrapy_rfc9309.matcher import compile_pattern, piece_forms
-from scrapy_rfc9309.urlnorm import canonical_path, path_of
+from scrapy_rfc9309.core import matcher
+from scrapy_rfc9309.core.matcher import compile_pattern, piece_forms
+from scrapy_rfc9309.core.urls import canonical_path, path_of
 
 
 class BothTiers:
@@ -379,7 +380,7 @@ def test_a_name_selects_the_same_group_bare_or_in_a_header(name: str) -> None:
     """A crawler name is read like the ``User-agent`` line written for it, whether it is
     given bare or inside a User-Agent header: the line's group applies to it exactly
     when the name starts with a token character."""
-    from scrapy_rfc9309.agent import product_token, token_of_line
+    from scrapy_rfc9309.core.product_tokens import product_token, token_of_line
 
     assume(token_of_line(name) not in ("mozilla", "compatible"))  # never a product's name in a header
     forms = [name, f"{name}/1.0", f"{name}/2.1 (+https://example.com/bot)",

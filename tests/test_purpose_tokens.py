@@ -17,7 +17,7 @@ from scrapy import Request
 from servers import ThreadedOrigin
 from test_command import field
 
-from scrapy_rfc9309.audit import audit
+from scrapy_rfc9309.evidence.audit import audit
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtMetaError
 
 ROBOTS = (

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from servers import ThreadedOrigin
 
-from scrapy_rfc9309 import _compat
+from scrapy_rfc9309.runtime import compat as _compat
 
 HERE = Path(__file__).resolve().parent
 RULES = "User-agent: *\nDisallow: /private\n"

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from scrapy_rfc9309.access import Access, Cause, Decision, FetchOutcome, OriginState, Policy
-from scrapy_rfc9309.parser import DEFAULT_MAX_BYTES
-from scrapy_rfc9309.record import (
+from scrapy_rfc9309.core.state import Access, Cause, Decision, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.core.syntax import DEFAULT_MAX_BYTES
+from scrapy_rfc9309.stores.record import (
     CLOCK_TOLERANCE,
     FORMAT,
     MAX_META_CHARS,

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 from test_properties import agents, robots_bytes, urls
 
-from scrapy_rfc9309 import RobotsTxt, matcher, parse, robotstxt
-from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
-from scrapy_rfc9309.change_news import ChangeNews
+from scrapy_rfc9309 import RobotsTxt, parse
 from scrapy_rfc9309.config import Config
-from scrapy_rfc9309.matcher import Rule
-from scrapy_rfc9309.parser import (
+from scrapy_rfc9309.core import matcher, robotstxt
+from scrapy_rfc9309.core.matcher import Rule
+from scrapy_rfc9309.core.robotstxt import COMPRESS_AT_READ
+from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.core.syntax import (
     ALLOW,
     DISALLOW,
     RULE_KEYS,
@@ -33,9 +34,9 @@ from scrapy_rfc9309.parser import (
     reduce_octets,
     scan,
 )
-from scrapy_rfc9309.record import decode, encode
-from scrapy_rfc9309.robotstxt import COMPRESS_AT_READ
-from scrapy_rfc9309.urlnorm import utf8_octets
+from scrapy_rfc9309.core.urls import utf8_octets
+from scrapy_rfc9309.lifecycle.change_signal import ChangeNews
+from scrapy_rfc9309.stores.record import decode, encode
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SAMPLE = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "corpus").iterdir())
@@ -137,7 +138,7 @@ def test_a_body_is_reduced_alike_in_c_and_in_python(body, max_bytes, max_line):
     """The records read from the body in C are the ones of the parser's text: the
     first ``max_bytes`` octets, a BOM or its start skipped, CR LF, CR and LF each
     ending a line, each line cut at the parser's line limit (made small here)."""
-    with mock.patch("scrapy_rfc9309.parser.MAX_LINE_BYTES", max_line):
+    with mock.patch("scrapy_rfc9309.core.syntax.MAX_LINE_BYTES", max_line):
         for limit in (max_bytes, len(body)):
             assert reduce_body(body, limit) == reduce_body(body, limit, speedups=False)
             assert reduce_body(body, limit) == utf8_octets(records_text(prepare(body, limit)[0], speedups=False))

@@ -19,9 +19,10 @@ import pytest_twisted
 from crawl import run_crawl
 from scrapy.settings import Settings
 
-from scrapy_rfc9309 import Addon, _compat
+from scrapy_rfc9309 import Addon
 from scrapy_rfc9309.config import DEFAULTS, SETTINGS, settings_table
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError
+from scrapy_rfc9309.runtime import compat as _compat
 
 ADDON = 'ADDONS = {"scrapy_rfc9309.Addon": 0}\n'
 EXPLICIT = (

@@ -1,4 +1,4 @@
-"""The shortcuts for a bare allowed verdict (``Enforcement.allows``, ``scrapy_rfc9309.shortcuts``).
+"""The shortcuts for a bare allowed verdict (``Enforcement.allows``, ``scrapy_rfc9309.enforcement.release_memo``).
 In real crawls with the add-on: taken where nothing reads more than the count (the close summary still
 counts every request, and a teller of every verdict, a ``robotstxt_verdict`` receiver or the ledger, is
 told each one, with the rule that allowed it), and bypassed for ``judge`` where an allowed verdict
@@ -15,11 +15,11 @@ import pytest_twisted
 from crawl import ListSpider, run_crawl
 from scrapy import Request
 
+from scrapy_rfc9309.core.matcher import Rule
+from scrapy_rfc9309.core.verdict import Judgement, Kind
+from scrapy_rfc9309.enforcement.release_memo import MAX_SHORTCUTS, REFRESH, key_of
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
-from scrapy_rfc9309.judgement import Judgement, Kind
-from scrapy_rfc9309.matcher import Rule
 from scrapy_rfc9309.meta import USAGE_META
-from scrapy_rfc9309.shortcuts import MAX_SHORTCUTS, REFRESH, key_of
 from scrapy_rfc9309.signals import robotstxt_verdict
 
 SETTINGS: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "LOG_LEVEL": "INFO"}
@@ -107,7 +107,7 @@ ROBOTS = b"User-agent: *\nDisallow: /private\n\nUser-agent: otherbot\nDisallow: 
 def _middleware(**settings: Any) -> Any:
     from scrapy.utils.test import get_crawler
 
-    from scrapy_rfc9309.middleware import RobotsTxtMiddleware
+    from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware
 
     crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None}, **settings})
@@ -115,8 +115,8 @@ def _middleware(**settings: Any) -> Any:
 
 
 def _put(mw: Any, body: bytes, host: str = "example.com", lifetime: float = 3600.0) -> Any:
-    from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
-    from scrapy_rfc9309.origin import Origin
+    from scrapy_rfc9309.core.origins import Origin
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
 
     origin = Origin.from_url(f"https://{host}/")
     now = time.time()

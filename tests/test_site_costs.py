@@ -23,12 +23,14 @@ from test_changes import NewsSpider
 from test_revalidation import _SHORT, TwoRoundsSpider, _rounds
 
 import scrapy_rfc9309
-from scrapy_rfc9309 import changes, middleware, user_agents
-from scrapy_rfc9309.audit import audit, format_text
-from scrapy_rfc9309.changes import MAX_AGENTS, MAX_LISTED, MAX_TEXT, AgentChange, RobotsChange, diff
+from scrapy_rfc9309.components import robotstxt_middleware as middleware
+from scrapy_rfc9309.core import changes
+from scrapy_rfc9309.core import usage_rules as robotstxt_records
+from scrapy_rfc9309.core.changes import MAX_AGENTS, MAX_LISTED, MAX_TEXT, AgentChange, RobotsChange, diff
+from scrapy_rfc9309.core.robotstxt import RobotsTxt
+from scrapy_rfc9309.enforcement import request_agents as user_agents
+from scrapy_rfc9309.evidence.audit import audit, format_text
 from scrapy_rfc9309.exceptions import RobotsTxtUsageDenied
-from scrapy_rfc9309.robotstxt import RobotsTxt
-from scrapy_rfc9309.usage import robotstxt_records
 
 #: A change record holds at most MAX_AGENTS agents' changes of about 12 KiB each.
 RECORD_CAP = 128 * 1024

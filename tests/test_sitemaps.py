@@ -20,8 +20,8 @@ from twisted.internet.task import deferLater
 import scrapy_rfc9309
 from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309 import signals as rfc_signals
-from scrapy_rfc9309.access import Access, OriginState
-from scrapy_rfc9309.sitemap import SitemapSpider
+from scrapy_rfc9309.components.sitemap_spider import SitemapSpider
+from scrapy_rfc9309.core.state import Access, OriginState
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
 BUILTIN_ONLY: dict[str, Any] = {"ROBOTSTXT_OBEY": True}

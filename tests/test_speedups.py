@@ -18,8 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scrapy_rfc9309
-from scrapy_rfc9309 import matcher, parse, parser, robotstxt
-from scrapy_rfc9309.urlnorm import path_of
+from scrapy_rfc9309 import parse
+from scrapy_rfc9309.core import matcher, robotstxt
+from scrapy_rfc9309.core import syntax as parser
+from scrapy_rfc9309.core.urls import path_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,7 +57,7 @@ import importlib.abc, json, sys
 
 class Refuse(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "scrapy_rfc9309._speedups":
+        if name == "scrapy_rfc9309.core._speedups":
             raise ImportError("refused by the test")
         return None
 
@@ -324,7 +326,8 @@ def test_c_selects_the_groups_the_reference_selects(body: str | bytes, token: st
 def test_a_ledger_record_is_written_alike_in_c_and_in_python(tmp_path_factory: pytest.TempPathFactory,
                                                              previous: bytes, head: str, url: str, fingerprint: bytes,
                                                              when: float) -> None:
-    from scrapy_rfc9309 import _speedups, ledger
+    from scrapy_rfc9309.core import _speedups
+    from scrapy_rfc9309.ledger import writer as ledger
 
     directory = tmp_path_factory.mktemp("records")
     written = []

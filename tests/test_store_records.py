@@ -28,11 +28,11 @@ from test_stores_crawl import _settings
 from test_stores_crawl import _sites as _origins
 from twisted.internet import defer
 
-from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
-from scrapy_rfc9309.record import Record, decode, encode
 from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
+from scrapy_rfc9309.stores.record import Record, decode, encode
 from scrapy_rfc9309.stores.redis import RedisStore
 
 V1 = b"User-agent: *\nDisallow: /v1\n"  # what the origin served once

@@ -27,9 +27,9 @@ from servers import server_reactor
 from twisted.internet import defer
 
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError
-from scrapy_rfc9309.record import CLOCK_TOLERANCE, Record, Unreadable
 from scrapy_rfc9309.stores import Claim, MemoryStore, store_class
 from scrapy_rfc9309.stores.disk import FILENAME, DiskStore
+from scrapy_rfc9309.stores.record import CLOCK_TOLERANCE, Record, Unreadable
 from scrapy_rfc9309.stores.redis import _SCRIPTS, DEFAULT_URL, RedisStore
 
 KEY = "https://example.com"
@@ -1197,10 +1197,10 @@ async def test_a_process_waiting_for_another_is_told_of_the_save_and_reads_it_wi
     fetcher's save and reads the state from the key, with one more claim."""
     from scrapy.utils.test import get_crawler
 
-    from scrapy_rfc9309.access import Access, FetchOutcome, OriginState
     from scrapy_rfc9309.config import Config
-    from scrapy_rfc9309.origin import Origin
-    from scrapy_rfc9309.store_client import StoreClient
+    from scrapy_rfc9309.core.origins import Origin
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState
+    from scrapy_rfc9309.stores.client import StoreClient
 
     clients, claims = [], []
     for name in ("fetcher", "waiter"):
@@ -1351,11 +1351,11 @@ async def test_the_store_works_under_exactly_the_documented_acl_user() -> None:
 
 
 def test_repeated_warnings_of_one_kind_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
-    from scrapy_rfc9309.store_client import RepeatedWarnings
+    from scrapy_rfc9309.stores.client import RepeatedWarnings
 
     now = [1000.0]
     warnings = RepeatedWarnings(60.0, clock=lambda: now[0])
-    caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309.store_client")
+    caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309.stores.client")
     for n in range(5):
         warnings.log("held robots.txt", "robots.txt of %s: held", f"https://site{n}.example")
         now[0] += 1

@@ -33,11 +33,11 @@ from scrapy import Request
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from servers import Sequence, SilentListener, Static
 
+from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUnreachable
-from scrapy_rfc9309.middleware import RobotsTxtMiddleware
-from scrapy_rfc9309.record import Record
 from scrapy_rfc9309.stores import Claim, Store
 from scrapy_rfc9309.stores.disk import FILENAME
+from scrapy_rfc9309.stores.record import Record
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
@@ -605,7 +605,7 @@ def test_a_store_that_hangs_costs_one_timeout_per_batch_not_one_per_origin(origi
 
 @pytest_twisted.inlineCallbacks
 def test_the_redis_store_without_the_asyncio_reactor_stops_the_crawl_at_start_up(origins, redis_url, monkeypatch):
-    from scrapy_rfc9309 import store_client
+    from scrapy_rfc9309.stores import client as store_client
 
     (site,) = _sites(origins, 1)
     # Another reactor than asyncio's cannot be installed beside the test's: the check is told it is.

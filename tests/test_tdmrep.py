@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from scrapy_rfc9309.access import Access, Decision, FetchOutcome, OriginState, Policy
-from scrapy_rfc9309.documents import ROBOTS_TXT, TDMREP
-from scrapy_rfc9309.record import RecordError, decode, encode
-from scrapy_rfc9309.tdmrep import MAX_PROBLEMS, RESERVED_CATEGORIES, TdmEntry, TdmRep, reserves
+from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
+from scrapy_rfc9309.core.state import Access, Decision, FetchOutcome, OriginState, Policy
+from scrapy_rfc9309.core.tdmrep import MAX_PROBLEMS, RESERVED_CATEGORIES, TdmEntry, TdmRep, reserves
+from scrapy_rfc9309.stores.record import RecordError, decode, encode
 
 URL = "https://example.com/.well-known/tdmrep.json"
 LIMIT = 500 * 1024
@@ -182,7 +182,7 @@ def test_a_state_and_its_stored_record() -> None:
 
 @pytest.mark.parametrize("damage", [b"[" * 5000, b'{"a":' * 2000, b"[" * 33 + b"]" * 33])
 def test_a_file_nested_too_deep_is_read_up_to_that_point(damage: bytes) -> None:
-    from scrapy_rfc9309.tdmrep import MAX_DEPTH
+    from scrapy_rfc9309.core.tdmrep import MAX_DEPTH
 
     body = b'[{"location": "/a", "tdm-reservation": 1}, ' + damage + b', {"location": "/b", "tdm-reservation": 1}]'
     tdm = TdmRep(body, 1 << 20)
@@ -192,7 +192,7 @@ def test_a_file_nested_too_deep_is_read_up_to_that_point(damage: bytes) -> None:
 
 
 def test_nesting_within_the_bound_and_brackets_in_strings_are_read() -> None:
-    from scrapy_rfc9309.tdmrep import MAX_DEPTH
+    from scrapy_rfc9309.core.tdmrep import MAX_DEPTH
 
     deep = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)  # with the array and the object: MAX_DEPTH
     body = ('[{"location": "/a[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "tdm-reservation": 1, "x": ' + deep + "},"
@@ -203,7 +203,7 @@ def test_nesting_within_the_bound_and_brackets_in_strings_are_read() -> None:
 
 
 def test_too_deep_finds_the_first_bracket_past_the_limit() -> None:
-    from scrapy_rfc9309.bounded_json import too_deep
+    from scrapy_rfc9309.core.limited_json import too_deep
 
     assert too_deep("[" * 3 + "]" * 3, 3) is None
     assert too_deep("[" * 4 + "]" * 4, 3) == 3
@@ -216,8 +216,8 @@ def test_too_deep_finds_the_first_bracket_past_the_limit() -> None:
 
 def _first_match(rules: list[dict[str, object]], url: str) -> int | None:
     """The reference: the first rule, in file order, whose location matches the URL's path."""
-    from scrapy_rfc9309.matcher import glob_match, glob_pieces
-    from scrapy_rfc9309.urlnorm import path_of
+    from scrapy_rfc9309.core.matcher import glob_match, glob_pieces
+    from scrapy_rfc9309.core.urls import path_of
 
     path = path_of(url)
     for index, rule in enumerate(rules):
@@ -248,7 +248,7 @@ def test_the_indexed_match_is_the_first_rule_in_file_order() -> None:
 
 
 def test_wildcard_rules_past_the_bound_are_not_read() -> None:
-    from scrapy_rfc9309.tdmrep import MAX_WILDCARD_RULES
+    from scrapy_rfc9309.core.tdmrep import MAX_WILDCARD_RULES
 
     rules = [{"location": "/plain/", "tdm-reservation": 1}]
     rules += [{"location": f"/*/w{n}/*x$", "tdm-reservation": 1} for n in range(10_000)]

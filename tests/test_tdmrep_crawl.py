@@ -18,16 +18,16 @@ from scrapy.utils.defer import deferred_from_coro
 from servers import Delay, Dynamic, Gate, Huge, Redirect, Sequence, Static
 from twisted.internet import defer
 
-from scrapy_rfc9309.access import Access
+from scrapy_rfc9309.components.robotstxt_middleware import TDMREP_META, RobotsTxtMiddleware
+from scrapy_rfc9309.core.origins import Origin as OriginKey
+from scrapy_rfc9309.core.state import Access
+from scrapy_rfc9309.core.tdmrep import TdmEntry
 from scrapy_rfc9309.exceptions import (
     RobotsTxtConfigError,
     RobotsTxtForbidden,
     RobotsTxtTdmReserved,
     RobotsTxtUnreachable,
 )
-from scrapy_rfc9309.middleware import TDMREP_META, RobotsTxtMiddleware
-from scrapy_rfc9309.origin import Origin as OriginKey
-from scrapy_rfc9309.tdmrep import TdmEntry
 
 TDMREP = "/.well-known/tdmrep.json"
 RULES = [

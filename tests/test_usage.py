@@ -17,9 +17,9 @@ from servers import Origin, Redirect
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import signals as rfc_signals
+from scrapy_rfc9309.components.robotstxt_middleware import USAGE_META, RobotsTxtMiddleware
 from scrapy_rfc9309.config import Config, usage_line
 from scrapy_rfc9309.exceptions import RobotsTxtConfigError, RobotsTxtForbidden, RobotsTxtUsageDenied
-from scrapy_rfc9309.middleware import USAGE_META, RobotsTxtMiddleware
 from scrapy_rfc9309.usage import UsagePreference, UsageRule, applicable, read_statement
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}

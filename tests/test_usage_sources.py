@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_rfc9309.core.usage_vocabulary import CATEGORIES, canonical, combine
 from scrapy_rfc9309.usage import applicable
 from scrapy_rfc9309.usage.html_head import _HEAD_END, MAX_TAGS, _scan, read_head_meta
 from scrapy_rfc9309.usage.preferences import (
@@ -33,7 +34,6 @@ from scrapy_rfc9309.usage.response_sources import (
     tdm_statement,
     tdmrep_statement,
 )
-from scrapy_rfc9309.usage.vocabulary import CATEGORIES, canonical, combine
 
 # --------------------------------------------------------------------------- vocab
 

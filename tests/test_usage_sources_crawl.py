@@ -18,8 +18,8 @@ from servers import Behaviour, Origin
 from servers.origins import respond
 
 from scrapy_rfc9309 import signals as rfc_signals
+from scrapy_rfc9309.components.robotstxt_middleware import PREFERENCES_META
 from scrapy_rfc9309.exceptions import RobotsTxtUsageDenied, RobotsTxtUsageDeniedByResponse
-from scrapy_rfc9309.middleware import PREFERENCES_META
 from scrapy_rfc9309.usage.preferences import Preferences
 
 ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}, "ROBOTSTXT_USER_AGENT": "MyBot"}
@@ -518,7 +518,7 @@ def test_the_nofollow_middleware_says_when_it_cannot_work(origins, settings):
     result = yield run_crawl(PrefSpider, {**ADDON, **NOFOLLOW, **settings}, urls=[a.url("/nofollow")], follow=True)
 
     assert a.hits("/a") == 1
-    assert result.logged("no request is dropped", logging.WARNING, "scrapy_rfc9309.usage.nofollow")
+    assert result.logged("no request is dropped", logging.WARNING, "scrapy_rfc9309.components.nofollow_middleware")
 
 
 @pytest.mark.parametrize(("name", "value"), [("ROBOTSTXT_USAGE_META_MAX_BYTES", 10),

@@ -26,13 +26,13 @@ from reactorless import command_options
 from servers import ThreadedOrigin
 from test_command import field
 
+from scrapy_rfc9309.core.verdict import Judgement, Kind
 from scrapy_rfc9309.exceptions import (
     RobotsTxtForbidden,
     RobotsTxtTdmReserved,
     RobotsTxtUnreachable,
     RobotsTxtUsageDenied,
 )
-from scrapy_rfc9309.judgement import Judgement, Kind
 from scrapy_rfc9309.signals import robotstxt_verdict
 
 ROBOTS = (

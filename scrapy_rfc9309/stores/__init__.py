@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from ..exceptions import RobotsTxtConfigError
 from .base import REDIS_INSTALL, AsyncStore, Claim, Store
 from .memory import MemoryStore
 
@@ -26,6 +25,9 @@ ALIASES: dict[str, str | None] = {
 
 def store_class(value: object) -> type[Store | AsyncStore] | None:
     """The store class ``ROBOTSTXT_STORE`` names, or None for memory only."""
+    # Imported here: importing the package (the record format, Store, MemoryStore) imports no Scrapy.
+    from ..exceptions import RobotsTxtConfigError
+
     if isinstance(value, type):
         cls = value
     else:

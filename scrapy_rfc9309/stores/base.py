@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar
 
-from ..record import CLOCK_TOLERANCE, Record, Unreadable
+from .record import CLOCK_TOLERANCE, Record, Unreadable
 
 __all__ = ["AsyncStore", "Claim", "Store", "fresh", "replaces"]
 

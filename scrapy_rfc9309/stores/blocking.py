@@ -22,9 +22,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 from twisted.python.threadpool import ThreadPool
 
-from ..loop import call_from_thread, running_loop
-from ..record import Record
+from ..runtime.loop import call_from_thread, running_loop
 from .base import AsyncStore, Claim, Store
+from .record import Record
 
 __all__ = ["InReactorStore", "ThreadedStore", "as_async"]
 

@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from ..core.syntax import DEFAULT_MAX_BYTES
 from ..exceptions import RobotsTxtConfigError
-from ..parser import DEFAULT_MAX_BYTES
-from ..record import CLOCK_TOLERANCE, MAX_META_BYTES, Record, Unreadable
 from .base import Claim, Store, fresh, replaces
+from .record import CLOCK_TOLERANCE, MAX_META_BYTES, Record, Unreadable
 
 __all__ = ["DiskStore"]
 

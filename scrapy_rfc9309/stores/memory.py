@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from ..access import Access, OriginState
-from ..origin import Origin
+from ..core.origins import Origin
+from ..core.state import Access, OriginState
 
 __all__ = ["MemoryStore"]
 
@@ -37,7 +37,7 @@ class MemoryStore:
         self._evicted_fresh: OrderedDict[Origin, None] = OrderedDict()
         self.evictions = 0
         #: Changes with every state put (and evicted): what a state found here before is still here
-        #: while it is the same (see :mod:`~scrapy_rfc9309.shortcuts`).
+        #: while it is the same (see :mod:`~scrapy_rfc9309.enforcement.release_memo`).
         self.version = 0
 
     def get(self, origin: Origin) -> OriginState | None:

@@ -54,10 +54,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..config import flag
+from ..core.syntax import DEFAULT_MAX_BYTES
 from ..exceptions import RobotsTxtConfigError
-from ..parser import DEFAULT_MAX_BYTES
-from ..record import CLOCK_TOLERANCE, MAX_META_BYTES, Record, Unreadable
 from .base import REDIS_INSTALL, AsyncStore, Claim
+from .record import CLOCK_TOLERANCE, MAX_META_BYTES, Record, Unreadable
 
 try:
     from redis.exceptions import NoScriptError

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from html import unescape
 
-from ..bounded import BoundedDict
+from ..core.caches import BoundedDict
 
 __all__ = ["HeadMeta", "read_head_meta"]
 

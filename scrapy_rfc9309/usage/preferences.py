@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .vocabulary import DISALLOW, canonical, combine
+from ..core.usage_vocabulary import DISALLOW, canonical, combine
 
 __all__ = ["Preferences", "Statement", "TdmRepMatch", "build"]
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 import http_sf
 
-from ..agent import token_of_line
+from ..core.product_tokens import token_of_line
+from ..core.usage_vocabulary import ALLOW, DISALLOW, TDM_CATEGORY, canonical
 from .preferences import (
     CONTENT_USAGE_HEADER,
     ROBOTS_HEADER,
@@ -36,10 +37,9 @@ from .preferences import (
     Statement,
     TdmRepMatch,
 )
-from .vocabulary import ALLOW, DISALLOW, TDM_CATEGORY, canonical
 
 if TYPE_CHECKING:
-    from .robotstxt_records import UsagePreference
+    from ..core.usage_rules import UsagePreference
 
 __all__ = [
     "MAX_FIELD_BYTES",

@@ -1,0 +1,377 @@
+"""The verdict on one request, as a value: what the crawl does with it and what it
+rests on (the document states, the deciding rule, the usage preference and TDM rule
+that applied, the product token). :func:`judge` makes it from the request's URL and
+its origin's document states; the Scrapy layer acts on it in one place
+(:mod:`.actions`), and every teller (the exception, the stats, the log, the
+signals, the ledger, the close summary, ``scrapy robotstxt URL``) reads it.
+
+Pure Python: no Scrapy, no I/O, the clock passed in.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from .documents import ROBOTS_TXT, TDMREP, Document
+from .robotstxt import Verdict
+from .state import Access, Cause, Decision, OriginState, Policy
+from .tdmrep import reserves
+from .urls import path_of
+
+if TYPE_CHECKING:
+    from .matcher import Rule
+    from .tdmrep import TdmEntry
+    from .usage_rules import UsagePreference
+
+__all__ = [
+    "DROP_REASONS",
+    "Enforced",
+    "Judgement",
+    "Kind",
+    "allowed",
+    "allowing",
+    "at_close",
+    "explaining",
+    "holding",
+    "invalid_meta",
+    "judge",
+    "not_judged",
+    "unreachable_reason",
+]
+
+
+class Kind(enum.Enum):
+    """What becomes of a request. The values are the ledger's verdict names."""
+
+    ALLOWED = "allowed"
+    FORBIDDEN = "disallowed"  # robots.txt disallows it
+    USAGE_DENIED = "usage_denied"  # robots.txt's Content-Usage / Content-Signal says n for an enforced category
+    TDM_RESERVED = "tdm_reserved"  # tdmrep.json reserves TDM rights, and ROBOTSTXT_USAGE_DENY enforces it
+    DROPPED = "dropped"  # nothing decides it, and waiting cannot help (``reason``)
+    HELD = "held"  # a document it needs is unreachable: complete disallow until a retry succeeds
+    REQUEUED = "requeued"  # still held when the spider closed; handed back to a scheduler that keeps it
+    NOT_JUDGED = "not_judged"  # ``dont_obey_robotstxt``
+
+    @property
+    def passes(self) -> bool:
+        """Whether the request goes on to the downloader (or back to the scheduler)."""
+        return self in _PASSING
+
+
+_PASSING = frozenset({Kind.ALLOWED, Kind.HELD, Kind.REQUEUED, Kind.NOT_JUDGED})
+
+#: Why a request is dropped (``Judgement.reason`` of a ``DROPPED`` one), in words.
+DROP_REASONS = {
+    "max_wait": "held too long",
+    "no_host": "for a host name that does not resolve",
+    "cannot_request": "that Scrapy cannot make",
+    "closing": "held when the spider closed",
+    "idle": "held when nothing else was left to crawl",
+    "invalid_meta": "with an invalid robotstxt_user_agent meta key",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Enforced:
+    """What a crawl enforces, from its settings: the access policy (lifetimes and
+    waits), the usage categories it refuses (``ROBOTSTXT_USAGE_DENY``), and whether
+    it consults tdmrep.json (``ROBOTSTXT_TDMREP``)."""
+
+    policy: Policy
+    usage_deny: tuple[str, ...] = ()
+    tdmrep: bool = False
+    crawl_delay: bool = False
+    #: ``ROBOTSTXT_PURPOSE_TOKENS``: further product tokens whose groups must also allow a request.
+    purpose_tokens: tuple[str, ...] = ()
+
+    @property
+    def tdm_deny(self) -> tuple[str, ...]:
+        """The categories of ``usage_deny`` that a TDM reservation denies: with none,
+        reservations are read and told, not enforced, and an unreachable tdmrep.json
+        holds nothing."""
+        return tuple(category for category in self.usage_deny if reserves(category))
+
+
+class Judgement(NamedTuple):
+    """The verdict on one request.
+
+    ``robots`` and ``tdm`` are the document states it rests on (None where none was
+    consulted); ``rule`` the robots.txt rule that decided (None: none matched, or not
+    resolved for an allowed request when nobody asked, see :func:`judge`);
+    ``usage`` the robots.txt usage preference that applied; ``category`` the
+    enforced category it denies (usage-denied, TDM-reserved); ``tdm_entry`` the
+    tdmrep.json rule that applied; ``document`` the document a held, dropped or
+    requeued request waited for; ``reason`` why it was dropped (a key of
+    :data:`DROP_REASONS`) or not judged; ``detail`` the document's last fetch, in
+    words, for those."""
+
+    kind: Kind
+    url: str
+    token: str
+    robots: OriginState | None = None
+    rule: Rule | None = None
+    usage: UsagePreference | None = None
+    tdm: OriginState | None = None
+    tdm_entry: TdmEntry | None = None
+    category: str | None = None
+    document: Document | None = None
+    reason: str | None = None
+    detail: str = ""
+    #: The group that applied (its product token, ``"*"``, or ``""``) and the path
+    #: matched, for a forbidden request (see :attr:`verdict`).
+    group: str = ""
+    path: str = ""
+    #: The Crawl-delay of the agent's group, in seconds (with ``ROBOTSTXT_CRAWL_DELAY``).
+    crawl_delay: float | None = None
+    #: Whether the tdmrep.json rule is known (``tdm_entry`` says which applies, None for
+    #: none): not while the file is unreachable without a copy and reservations are not enforced.
+    tdm_known: bool = False
+    #: For a request dropped after it was held: how long its document was unreachable, in seconds.
+    waited: float = 0.0
+    #: For a request a purpose token's group disallows: that token (``rule`` and ``group`` are its).
+    purpose: str | None = None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The robots.txt verdict of a forbidden request (its rule, group and path)."""
+        if self.kind is not Kind.FORBIDDEN:
+            return None
+        return Verdict(False, self.rule, self.group, self.path)
+
+    def __str__(self) -> str:
+        """The verdict in words, as ``scrapy robotstxt URL`` prints it."""
+        return f"{_KIND_WORDS[self.kind]} ({self.why})"
+
+    @property
+    def why(self) -> str:
+        """What decided, in words."""
+        kind = self.kind
+        if kind is Kind.NOT_JUDGED:
+            return self.reason or "not judged"
+        if kind in (Kind.DROPPED, Kind.HELD, Kind.REQUEUED):
+            document = (self.document or ROBOTS_TXT).name
+            reason = DROP_REASONS.get(self.reason or "", self.reason or "")
+            if kind is Kind.HELD:
+                return f"{document} unreachable ({self.detail}): complete disallow until a fetch succeeds"
+            if kind is Kind.REQUEUED:
+                if not self.detail:
+                    return f"{document} not known when the spider closed: handed back to the scheduler"
+                return f"{document} unreachable ({self.detail}), {reason}: handed back to the scheduler"
+            return f"{document}: {reason}" + (f" ({self.detail})" if self.detail else "")
+        if kind is Kind.USAGE_DENIED:
+            return f"{self.usage} denies {self.category}"
+        if kind is Kind.TDM_RESERVED:
+            return f"{self.tdm_entry}; ROBOTSTXT_USAGE_DENY denies {self.category}"
+        if self.robots is not None and self.robots.robots is None:
+            return f"robots.txt {self.robots.access.value}: everything allowed"
+        if self.purpose is not None:
+            return f"{self.rule}, in the group of purpose token {self.purpose!r}"
+        if self.rule is not None:
+            return str(self.rule)
+        if path_of(self.url) == "/robots.txt":
+            return "/robots.txt is always allowed"
+        return "no rule matched"
+
+
+#: The fields of an allowed verdict after its rule, as :class:`Judgement` defaults them.
+_ALLOWED_TAIL = tuple(Judgement._field_defaults[name] for name in Judgement._fields[5:])
+_new_tuple = tuple.__new__
+_ALLOWED = Kind.ALLOWED
+
+
+def allowed(url: str, token: str, robots: OriginState, rule: Rule | None) -> Judgement:
+    """``Judgement(Kind.ALLOWED, url, token, robots, rule)``, the most frequent verdict,
+    built without the generated constructor's Python call (what :meth:`.Enforcement.allows`
+    and the shortcuts tell for every allowed request)."""
+    return _new_tuple(Judgement, (_ALLOWED, url, token, robots, rule) + _ALLOWED_TAIL)  # noqa: RUF005 (faster)
+
+
+_KIND_WORDS = {
+    Kind.ALLOWED: "allowed",
+    Kind.FORBIDDEN: "disallowed",
+    Kind.USAGE_DENIED: "usage denied",
+    Kind.TDM_RESERVED: "reserved",
+    Kind.DROPPED: "dropped",
+    Kind.HELD: "held",
+    Kind.REQUEUED: "requeued",
+    Kind.NOT_JUDGED: "not judged",
+}
+
+
+def unreachable_reason(cause: Cause) -> str:
+    """The drop reason of a request whose document is unreachable for ``cause``,
+    once waiting cannot help it."""
+    if cause is Cause.NO_HOST:
+        return "no_host"
+    if cause is Cause.CANNOT_REQUEST:
+        return "cannot_request"
+    return "max_wait"
+
+
+def holding(url: str, token: str, state: OriginState, document: Document, now: float, policy: Policy,
+             robots: OriginState | None) -> Judgement | None:
+    """HELD or DROPPED for a request whose ``document`` is unreachable without a good
+    copy standing in (DROPPED once waiting cannot help: :meth:`OriginState.waited_too_long`);
+    None when the state decides by its rules (or allows all). ``robots``: the
+    robots.txt state the verdict rests on, when ``document`` is another one."""
+    if state.decision(now, policy) is not Decision.HOLD:
+        return None
+    if state.waited_too_long(now, policy):
+        return Judgement(Kind.DROPPED, url, token, robots, document=document,
+                         reason=unreachable_reason(state.cause), detail=state.detail,
+                         tdm=state if document is TDMREP else None, waited=policy.max_wait_for(state.cause))
+    return Judgement(Kind.HELD, url, token, robots, document=document, detail=state.detail,
+                     tdm=state if document is TDMREP else None)
+
+
+def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: float, enforced: Enforced,
+          tdm: OriginState | None = None, *, explain: bool = False,
+          purposes: tuple[str, ...] | None = None) -> Judgement:
+    """The verdict on a request for ``url`` by ``agent`` (whose product token is
+    ``token``), from its origin's robots.txt state and, with ``enforced.tdmrep``,
+    its tdmrep.json state ``tdm`` (None: not known yet; the robots.txt is judged
+    alone, and a request it allows is not final).
+
+    An unreachable document without a good copy holds the request (robots.txt
+    always; tdmrep.json when reservations are enforced), or drops it once waiting
+    cannot help. ``explain``: resolve the rule that allowed an allowed request too
+    (it costs a second look-up; the ledger and the command ask for it); a refused
+    request always names its rule. A request its own token's group allows must be
+    allowed by the group of each purpose token too (``purposes``, else
+    ``enforced.purpose_tokens``): the first that disallows it decides (``purpose``)."""
+    policy = enforced.policy
+    if robots.access is Access.UNREACHABLE:  # only then can the robots.txt hold the request
+        held = holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
+        if held is not None:
+            return held
+    parsed = robots.robots
+    rule = None
+    usage = None
+    delay = None
+    if parsed is not None:
+        if not parsed.allowed(url, agent):
+            verdict = parsed.verdict(url, agent)
+            return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
+                             path=verdict.path)
+        for purpose, matcher in parsed.purpose_groups(agent, enforced.purpose_tokens if purposes is None
+                                                      else purposes):
+            if not matcher.allowed(url):
+                verdict = parsed.verdict(url, purpose)
+                return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
+                                 path=verdict.path, purpose=purpose)
+        if explain:
+            rule = parsed.deciding_rule(url, agent)
+        if enforced.crawl_delay:
+            delay = parsed.crawl_delay(agent)
+        if parsed.has_usage(agent):
+            usage = parsed.usage(url, agent) or None
+            if usage is not None:
+                for category in enforced.usage_deny:
+                    if usage.denies(category):
+                        return Judgement(Kind.USAGE_DENIED, url, token, robots, rule, usage, category=category)
+    if not enforced.tdmrep or tdm is None:
+        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, crawl_delay=delay)
+    tdm_deny = enforced.tdm_deny
+    if tdm_deny:
+        held = holding(url, token, tdm, TDMREP, now, policy, robots)
+        if held is not None:
+            return held
+    elif tdm.decision(now, policy) is Decision.HOLD:  # not enforced: nothing known, the request goes on
+        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, crawl_delay=delay)
+    tdmrep = tdm.tdmrep
+    entry = None if tdmrep is None else tdmrep.entry_for(url)
+    if entry is not None and entry.reserved and tdm_deny:
+        return Judgement(Kind.TDM_RESERVED, url, token, robots, rule, usage, tdm, entry,
+                         category=", ".join(tdm_deny), tdm_known=True)
+    return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay, tdm_known=True)
+
+
+def allowing(robots: OriginState, agent: str | bytes, enforced: Enforced) -> Callable[[str], bool] | None:
+    """:func:`judge` specialised to one robots.txt state and one agent, for the
+    common request: one of ``enforced``'s own product tokens (no ``purposes`` of its
+    own), judged without ``explain`` and without a tdmrep.json. A function of the URL,
+    True where :func:`judge` gives a bare ``Judgement(Kind.ALLOWED, url, token, robots)``
+    (nothing but the kind to act on or tell), False where :func:`judge` must be asked
+    (a refused request; its verdict names its rule); None when it must always be
+    asked: the state may hold requests, or an allowed verdict carries more (a usage
+    preference, a Crawl-delay, a tdmrep.json rule). With purpose tokens, True where
+    the group of each of them allows the URL too (see
+    :meth:`~scrapy_rfc9309.RobotsTxt.purpose_groups`: only the groups other than the
+    agent's are asked, however many tokens select them)."""
+    if robots.access is Access.UNREACHABLE or enforced.tdmrep:
+        return None
+    parsed = robots.robots
+    if parsed is None:
+        return _everything
+    if parsed.has_usage(agent) or (enforced.crawl_delay and parsed.crawl_delay(agent) is not None):
+        return None
+    test = parsed.allower(agent)
+    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced.purpose_tokens else ()
+    if not groups:
+        return test
+    tests = (test, *(matcher.allowed for _purpose, matcher in groups))
+    return lambda url: all(allows(url) for allows in tests)
+
+
+def _everything(url: str) -> bool:
+    """What :func:`allowing` gives for a state without rules: every URL allowed."""
+    return True
+
+
+def explaining(robots: OriginState, agent: str | bytes,
+               enforced: Enforced | None = None) -> Callable[[str], Rule | None] | None:
+    """The rule that decides a URL (None: no rule matched, it is allowed): for a URL
+    that :func:`allowing` says True for, the rule :func:`judge` names with
+    ``explain``, and a Disallow rule for one it says False for (with ``enforced``'s
+    purpose tokens, the rule of a purpose token's group that refuses it). None when
+    the group has no Allow rule: a URL it allows is allowed by no rule, and there is
+    nothing to name."""
+    parsed = robots.robots
+    if parsed is None or not any(rule.allow for rule in parsed.rules(agent)):
+        return None
+    decider = parsed.decider(agent)
+    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced and enforced.purpose_tokens else ()
+    if not groups:
+        return decider
+    refusers = tuple(matcher.url_rule for _purpose, matcher in groups)
+
+    def rule_of(url: str) -> Rule | None:
+        rule = decider(url)
+        if rule is None or rule.allow:
+            for refuser in refusers:
+                refused = refuser(url)
+                if refused is not None and not refused.allow:
+                    return refused
+        return rule
+
+    return rule_of
+
+
+def not_judged(url: str, token: str) -> Judgement:
+    """The verdict on a request that asks not to be judged (``dont_obey_robotstxt``)."""
+    return Judgement(Kind.NOT_JUDGED, url, token, reason="dont_obey_robotstxt")
+
+
+def invalid_meta(url: str, token: str, detail: str) -> Judgement:
+    """The verdict on a request whose ``robotstxt_user_agent`` meta key is not a string."""
+    return Judgement(Kind.DROPPED, url, token, reason="invalid_meta", detail=detail)
+
+
+def at_close(url: str, token: str, document: Document, persists: bool, reason: str = "closing",
+             state: OriginState | None = None, now: float = 0.0) -> Judgement:
+    """The verdict on a request still waiting for ``document`` when the spider closes:
+    handed back to a scheduler that keeps its queue (``persists``: ``JOBDIR``, a
+    persistent scrapy-redis queue), which a resumed crawl judges then; otherwise dropped.
+    ``reason``: ``"closing"``, or ``"idle"`` when held requests were all that was left.
+    ``state``: the document's state then, if any: an unreachable one gives the verdict
+    its last fetch (``detail``) and how long it was unreachable at ``now`` (``waited``)."""
+    kind = Kind.REQUEUED if persists else Kind.DROPPED
+    if state is None or state.access is not Access.UNREACHABLE:
+        return Judgement(kind, url, token, document=document, reason=reason)
+    waited = max(0.0, now - (state.unreachable_since or state.fetched_at))
+    robots, tdm = (None, state) if document is TDMREP else (state, None)
+    return Judgement(kind, url, token, robots, tdm=tdm, document=document, reason=reason, detail=state.detail,
+                     waited=waited)

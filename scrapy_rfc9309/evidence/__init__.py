@@ -1,0 +1,2 @@
+"""The ledger's format (:mod:`.format`) and its audit (:mod:`.audit`). Imports neither Scrapy
+nor Twisted."""

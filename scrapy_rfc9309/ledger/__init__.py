@@ -1,0 +1,1 @@
+"""Writing the verdict ledger during a crawl (``ROBOTSTXT_LEDGER``)."""

@@ -1,0 +1,297 @@
+"""Requests that wait for a robots.txt, kept out of the downloader: parked.
+
+A request that waits inside the downloader (its ``process_request`` not yet done)
+holds Scrapy's whole download machinery for it: some hundred objects, about 11 KB,
+and the garbage collector walks them all as long as it waits. A parked request is the
+:class:`~scrapy.Request` alone, as in the scheduler's queue, and takes no
+``CONCURRENT_REQUESTS`` place, so other origins' requests go on.
+
+How: the middleware returns the request from ``process_request``, which Scrapy
+reschedules; this module's ``request_scheduled`` handler raises ``IgnoreRequest`` for
+it (Scrapy's documented way to keep a request from the scheduler) and keeps it. While
+an origin has parked requests, the new ones the spider schedules for it are parked the
+same way, before the scheduler sees them. When the origin's state is known (or its
+requests are to be dropped) they are scheduled again, a batch per loop turn, and judged
+when they come back. One that had passed the scheduler's duplicate filter goes back
+marked ``dont_filter``; one parked before the scheduler saw it goes back as it was.
+
+While requests are parked, one internal request (the *keeper*, a ``data:`` URL this
+middleware answers itself) waits in the downloader, so that a closing spider waits, as
+it does for downloads, until they are handed back to its scheduler (which keeps them
+for a resumed crawl with a ``JOBDIR``) or counted as not crawled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet import defer
+
+from ..exceptions import RobotsTxtLedgerError
+from ..meta import GIVEN_UP_META, KEEPER_META
+from ..runtime import compat as _compat
+from ..runtime.loop import Timer, call_later
+from ..runtime.reporting import Reporting
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from ..core.origins import Origin
+
+__all__ = ["GIVEN_UP_META", "KEEPER_META", "Parking"]
+
+logger = logging.getLogger(__name__)
+
+#: Requests scheduled again per loop turn: releasing thousands must not stall the crawl.
+RELEASE_BATCH = 500
+#: Flags of a parked request: it passed the duplicate filter; it is held (its origin is
+#: unreachable); it is scheduled again because its origin's held requests are given up
+#: (at ``ROBOTSTXT_MAX_WAIT``; with IDLE, at ``ROBOTSTXT_MAX_WAIT_IDLE``).
+SEEN, HELD, GIVEN_UP, IDLE = 1, 2, 4, 8
+
+
+class Parking(Reporting):
+    """The parked requests of one crawl, by origin."""
+
+    def __init__(self, crawler: Crawler, origin_of: Callable[[str], Origin | None],
+                 held: Callable[[Origin], bool], room: Callable[[], bool],
+                 on_held: Callable[[Request, Origin], None] | None = None,
+                 on_requeued: Callable[[Request, Origin, str], None] | None = None) -> None:
+        self.crawler = crawler
+        #: Told of each parked request handed back to the scheduler at close, with the close's reason
+        #: (``closing``, ``idle``): its ``requeued`` verdict, which counts it and tells the tellers.
+        self.on_requeued = on_requeued
+        self._origin_of = origin_of
+        #: Whether the origin's requests are held (it is unreachable), and whether one more request may wait.
+        self._held = held
+        self._room = room
+        self._parked: dict[Origin, list[tuple[Request, int]]] = {}
+        #: Requests the middleware returned to be parked, on their way to the handler.
+        self._incoming: dict[Request, tuple[Origin, int]] = {}
+        #: Requests being scheduled again (their origin no longer parks).
+        self._releasing: list[tuple[Request, int]] = []
+        self._releaser: Timer | None = None
+        self.count = 0
+        self.closing = False
+        self._listening = False
+        self._keeper: defer.Deferred[Any] | None = None
+        self._keeper_done: defer.Deferred[None] | None = None
+        #: Told of each request held while parked (its origin is unreachable), as it is parked or as
+        #: its origin turns out unreachable: the ledger's ``held`` record. A request the middleware
+        #: returns to be parked is refused when it raises (the ledger cannot be written).
+        self.on_held = on_held
+        self._keeper_failed = False
+
+    def __contains__(self, origin: Origin) -> bool:
+        return origin in self._parked
+
+    def parked(self) -> dict[Origin, int]:
+        """The requests parked per origin."""
+        return {origin: len(entries) for origin, entries in self._parked.items() if entries}
+
+    @property
+    def keeping(self) -> bool:
+        """Whether the keeper request waits in the downloader."""
+        return self._keeper is not None
+
+    # -- parking ----------------------------------------------------------------------
+    def park(self, origin: Origin, request: Request, held: bool) -> Request | None:
+        """Park ``request`` (which has passed the scheduler): the middleware returns
+        what this returns from ``process_request``. None for a request that came
+        back without being scheduled (downloaded by ``engine.download``, which
+        downloads a returned request at once): it waits in the downloader."""
+        if request in self._incoming:
+            del self._incoming[request]
+            self.count -= 1
+            return None
+        if held and self.on_held is not None:
+            self.on_held(request, origin)
+        self._incoming[request] = (origin, SEEN | (HELD if held else 0))
+        self.count += 1
+        self._parked.setdefault(origin, [])
+        self._listen(True)
+        return request
+
+    def _scheduled(self, request: Request, spider: Any = None) -> None:
+        """``request_scheduled``: keep a request returned to be parked, or a new one
+        of an origin that has parked requests."""
+        if self.closing:
+            return
+        incoming = self._incoming.pop(request, None)
+        if incoming is None:
+            origin = self._origin_of(request.url)
+            parked = self._parked.get(origin) if origin is not None else None
+            if parked is None or origin is None or not self._room():
+                return
+            held = self._held(origin)
+            if held:
+                self._held_now(request, origin)
+            parked.append((request, HELD if held else 0))
+            self.count += 1
+            if held:
+                self._inc("held")
+        else:
+            origin, flags = incoming
+            parked = self._parked.get(origin)
+            if parked is None:  # its origin was released while it came back: scheduled again now
+                self.count -= 1
+                self._reschedule(request, flags)
+                self._settle()
+                raise IgnoreRequest("scheduled again as a copy the duplicate filter lets through")
+            parked.append((request, flags))
+        self._keep()
+        raise IgnoreRequest("parked until its robots.txt is known")
+
+    def hold(self, origin: Origin) -> int:
+        """The origin turned out unreachable: its parked requests are held now (they
+        waited for its fetch). Returns how many were not held before."""
+        parked = self._parked.get(origin)
+        if not parked:
+            return 0
+        newly = 0
+        for index, (request, flags) in enumerate(parked):
+            if not flags & HELD:
+                self._held_now(request, origin)
+                parked[index] = (request, flags | HELD)
+                newly += 1
+        return newly
+
+    def _held_now(self, request: Request, origin: Origin) -> None:
+        """Tell :attr:`on_held` of a request held while it stays parked. A ledger that cannot be
+        written has logged it and closes the spider; the request, judged when it comes back, is
+        refused then (its verdict's record fails too)."""
+        if self.on_held is not None:
+            try:
+                self.on_held(request, origin)
+            except RobotsTxtLedgerError:
+                pass
+
+    def release(self, origin: Origin, given_up: bool = False, idle: bool = False) -> int:
+        """Schedule the origin's parked requests again; how many of them were held
+        (their origin was unreachable). ``given_up``: the origin's held requests are
+        given up, and each held one is marked to be dropped when it comes back (it
+        must not wait for the origin's next fetch as a new request would); ``idle``:
+        given up because nothing else was left (``ROBOTSTXT_MAX_WAIT_IDLE``)."""
+        parked = self._parked.pop(origin, None)
+        if not parked:
+            return 0
+        if given_up or idle:
+            mark = GIVEN_UP | (IDLE if idle else 0)
+            parked = [(request, flags | mark if flags & HELD else flags) for request, flags in parked]
+        self._releasing.extend(parked)
+        if self._releaser is None:
+            self._releaser = call_later(0, self._release_batch)
+        return sum(1 for _, flags in parked if flags & HELD)
+
+    def _release_batch(self) -> None:
+        self._releaser = None
+        if self.closing:
+            return
+        batch, self._releasing = self._releasing[:RELEASE_BATCH], self._releasing[RELEASE_BATCH:]
+        for request, flags in batch:
+            self.count -= 1
+            self._reschedule(request, flags)
+        if self._releasing:
+            self._releaser = call_later(0, self._release_batch)
+        self._settle()
+
+    def _reschedule(self, request: Request, flags: int) -> None:
+        """Schedule a parked request again: one that had passed the duplicate filter
+        as a copy it lets through (the filter saw it once; it is crawled once)."""
+        if self.crawler.engine is not None:
+            again = request.replace(dont_filter=True) if flags & SEEN else request
+            if flags & GIVEN_UP:
+                again.meta[GIVEN_UP_META] = "idle" if flags & IDLE else True
+            _compat.schedule(self.crawler, again)
+
+    def _settle(self) -> None:
+        if self.count or self._incoming or self._parked or self._releasing:
+            return
+        self._listen(False)
+        self._unkeep()
+
+    def _listen(self, on: bool) -> None:
+        """Listen to ``request_scheduled`` only while requests are parked: every
+        scheduled request would pay for the dispatch otherwise."""
+        if on == self._listening:
+            return
+        self._listening = on
+        if on:
+            self.crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
+        else:
+            self.crawler.signals.disconnect(self._scheduled, signal=signals.request_scheduled)
+
+    # -- the keeper -------------------------------------------------------------------
+    def _keep(self) -> None:
+        if self._keeper is None and not self.closing and not self._keeper_failed:
+            self._keeper_done = defer.Deferred()
+            self._keeper = deferred_from_coro(self._keeping())
+
+    async def _keeping(self) -> None:
+        request = Request("data:,", callback=NO_CALLBACK, dont_filter=True, priority=-1_000_000,
+                          meta={KEEPER_META: True, "dont_obey_robotstxt": True, "allow_offsite": True})
+        widened = _compat.widen_concurrency(self.crawler.engine, 1)
+        try:
+            await _compat.download(self.crawler, request)
+        except IgnoreRequest:
+            pass
+        except Exception:
+            # Another downloader middleware, before this one, refused it: not tried again, and a
+            # closing spider may then close its scheduler before the parked requests are back.
+            self._keeper_failed = True
+            logger.error("robots.txt: the internal request that keeps a closing spider waiting for the requests "
+                         "parked outside the downloader (%s) failed in a downloader middleware before this one; "
+                         "a crawl stopped while requests are parked may not hand them back to its scheduler",
+                         request.url, exc_info=True, extra=self._log_extra)
+        finally:
+            if widened:
+                _compat.widen_concurrency(self.crawler.engine, -1)
+            self._keeper = None
+            if self.count:  # requests were parked again while it ended
+                self._keep()
+
+    async def keeper(self) -> None:
+        """The keeper's ``process_request``: done when nothing is parked any more,
+        or the spider closes. Raises ``IgnoreRequest``: nothing is downloaded."""
+        done = self._keeper_done
+        if done is not None and not done.called:
+            await maybe_deferred_to_future(done)
+        raise IgnoreRequest("robots.txt: the requests it kept the spider open for are handed back")
+
+    def _unkeep(self) -> None:
+        done, self._keeper_done = self._keeper_done, None
+        if done is not None and not done.called:
+            done.callback(None)
+
+    # -- closing ----------------------------------------------------------------------
+    def close(self, persist: bool, reason: str = "closing") -> tuple[int, int]:
+        """The spider closes: hand every parked request back to a scheduler that
+        keeps its queue (``persist``; each told to :attr:`on_requeued` first), or count
+        it as not crawled. Returns (handed back, not crawled)."""
+        self.closing = True
+        pending = [entry for entries in self._parked.values() for entry in entries] + self._releasing
+        self._parked.clear()
+        self._releasing = []
+        self._incoming.clear()
+        if self._releaser is not None:
+            self._releaser.cancel()
+            self._releaser = None
+        self.count = 0
+        self._listen(False)
+        if persist:
+            for request, flags in pending:
+                origin = self._origin_of(request.url)
+                if self.on_requeued is not None and origin is not None:
+                    try:
+                        self.on_requeued(request, origin, reason)
+                    except RobotsTxtLedgerError:
+                        pass  # logged by the ledger, which closes the spider; the request is handed back
+                self._reschedule(request, flags)
+        self._unkeep()
+        return (len(pending), 0) if persist else (0, len(pending))

@@ -1,0 +1,408 @@
+"""The middleware's side of a store (``ROBOTSTXT_STORE = "disk"``, ``"redis"`` or
+a class): it waits while another process fetches an origin's robots.txt, and keeps
+the crawl going while the store is down, fetching in this process, with a warning,
+and going back to the store when it answers again.
+
+Every store is called one way, as an :class:`~scrapy_rfc9309.stores.AsyncStore`
+(a blocking :class:`~scrapy_rfc9309.stores.Store` through an adapter of
+:mod:`scrapy_rfc9309.stores.blocking`), and every call is bounded by
+``ROBOTSTXT_STORE_TIMEOUT``. An outage is found once and shared: the store is
+opened by one attempt that every caller waits for, and while it is down, calls fail
+at once, except one probe every ``ROBOTSTXT_STORE_RETRY_DELAY``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet import defer
+from twisted.python.failure import Failure
+
+from ..core.documents import ROBOTS_TXT, Document
+from ..core.state import OriginState
+from ..exceptions import RobotsTxtConfigError
+from ..runtime.loop import Timer, asyncio_available, looping_call, sleep, within
+from ..runtime.reporting import Reporting
+from . import AsyncStore, Claim, Store
+from .blocking import SkippedCall, as_async
+from .record import Record, RecordError, dated_ahead, decode, encode
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
+    from scrapy.crawler import Crawler
+
+    from ..config import Config
+    from ..core.origins import Origin
+
+__all__ = ["Lease", "Obtained", "RepeatedWarnings", "StoreClient", "StoreUnavailable"]
+
+logger = logging.getLogger(__name__)
+
+#: Polling while another process fetches, with a store that cannot tell when the
+#: fetch ends: first delay, growth, longest delay (s).
+_POLL_FIRST, _POLL_GROWTH, _POLL_MAX = 0.05, 1.5, 1.0
+#: Longest wait for a store that tells when the fetch ends before claiming again
+#: anyway (a message lost with a connection is not waited for longer).
+_TOLD_MAX = 5.0
+#: States fetched while the store was down, saved when it is back (at most).
+_MAX_UNSAVED = 1000
+#: Seconds ``close`` waits for saves still running.
+_CLOSE_TIMEOUT = 10.0
+#: Seconds between two warnings of one kind; those in between are logged at DEBUG and counted.
+WARNING_INTERVAL = 60.0
+
+
+class RepeatedWarnings:
+    """Warnings of one kind (a key) at most once per :data:`WARNING_INTERVAL`: the others
+    at DEBUG, and the next warning says how many there were meanwhile. ``clock``: monotonic
+    seconds (injected by tests)."""
+
+    def __init__(self, interval: float = WARNING_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self.clock = clock
+        #: Per key: when it was last logged at WARNING, and how many were logged at DEBUG since.
+        self._last: dict[str, list[float]] = {}
+
+    def log(self, key: str, message: str, *args: Any, **kwargs: Any) -> None:
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last[0] < self.interval:
+            last[1] += 1
+            logger.debug(message, *args, **kwargs)
+            return
+        more = int(last[1]) if last is not None else 0
+        if more:
+            message += f" ({more} more like it in the last {now - last[0]:.0f} s, logged at DEBUG)"  # type: ignore[index]
+        if len(self._last) >= 256:  # keys are kinds of warning: a bound all the same
+            self._last.clear()
+        self._last[key] = [now, 0]
+        logger.warning(message, *args, **kwargs)
+
+
+class StoreUnavailable(Exception):
+    """The store failed, or failed recently; the caller goes on without it."""
+
+
+@dataclass
+class Lease:
+    """The fetch lock of one origin, renewed while the fetch runs."""
+
+    key: str
+    renewer: Timer | None = None
+    done: bool = False
+
+
+@dataclass
+class Obtained:
+    """What the store gave for an origin: a ``state`` fresh enough to use (nothing
+    to fetch), or the right to fetch: the ``previous`` (expired) state, if any, and
+    the ``lease`` when the store is up."""
+
+    state: OriginState | None = None
+    previous: OriginState | None = None
+    lease: Lease | None = None
+
+
+class StoreClient(Reporting):
+    """Runs one :class:`~scrapy_rfc9309.stores.Store` or
+    :class:`~scrapy_rfc9309.stores.AsyncStore` for the middleware."""
+
+    def __init__(self, store: Store | AsyncStore, crawler: Crawler, config: Config) -> None:
+        self.name = type(store).__name__
+        if isinstance(store, AsyncStore) and not asyncio_available():
+            raise RobotsTxtConfigError(
+                f"ROBOTSTXT_STORE ({self.name}) needs asyncio: set TWISTED_REACTOR to "
+                "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), or run without a "
+                "reactor (TWISTED_REACTOR_ENABLED = False)"
+            )
+        self.store = as_async(store)
+        self.crawler = crawler
+        self.policy = config.policy
+        self.lock_ttl = config.store_lock_ttl
+        self.retry_delay = config.store_retry_delay
+        self.timeout = config.store_timeout
+        #: Longest wait for another process's fetch before fetching here anyway.
+        download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+        self.max_busy_wait = self.lock_ttl + download_timeout * (self.policy.max_redirects + 1)
+        #: This process's id in the store's locks.
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._opened = False
+        self._opening: list[defer.Deferred[Any]] | None = None
+        self._closed = False
+        self._down_until = 0.0
+        self._probing = False
+        self._outage: str | None = None
+        self._pending: set[defer.Deferred[Any]] = set()
+        self._unsaved: dict[str, tuple[OriginState, Document]] = {}
+        #: Records found unreadable, and dated ahead, so far: the first of each is a warning.
+        self._unreadable_seen = 0
+        self._ahead_seen = 0
+        self._warnings = RepeatedWarnings()
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    async def _call(self, name: str, *args: Any) -> Any:
+        """The store's method ``name`` called with ``args``. Raises
+        :class:`StoreUnavailable` when it fails or times out, and at once while the
+        store counts as down (but for one probe call once the retry delay passed)."""
+        if self._closed:
+            raise StoreUnavailable
+        probe = False
+        if self._outage is not None:
+            if self._probing or time.time() < self._down_until:
+                raise StoreUnavailable
+            self._probing = probe = True
+        try:
+            if not self._opened:
+                await self._open()
+            value = await self._timed(getattr(self.store, name)(*args))
+        except (StoreUnavailable, defer.CancelledError):
+            raise
+        except SkippedCall:
+            raise StoreUnavailable from None
+        except Exception as exc:
+            self._failed(exc)
+            raise StoreUnavailable from exc
+        finally:
+            if probe:
+                self._probing = False
+        if self._outage is not None:
+            self._recovered()
+        return value
+
+    async def _timed(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        try:
+            return await within(coroutine, self.timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no answer in {self.timeout:g} s (ROBOTSTXT_STORE_TIMEOUT)") from None
+
+    async def _open(self) -> None:
+        """Open the store once: callers that come while it opens wait for that one
+        attempt, and all fail together when it fails."""
+        if self._opening is not None:
+            waiter: defer.Deferred[Any] = defer.Deferred()
+            self._opening.append(waiter)
+            await maybe_deferred_to_future(waiter)
+            return
+        self._opening = []
+        failure: BaseException | None = None
+        try:
+            await self._timed(self.store.open())
+            self._opened = True
+        except BaseException as exc:  # cancelled included: the waiters must never be left waiting
+            failure = exc
+        waiters, self._opening = self._opening, None
+        for waiter in waiters:
+            if failure is None:
+                waiter.callback(None)
+            else:
+                waiter.errback(Failure(StoreUnavailable(f"{type(failure).__name__}: {failure}")))
+        if failure is not None:
+            raise failure
+
+    def _failed(self, exc: Exception) -> None:
+        self._inc("store_error")
+        self._down_until = time.time() + self.retry_delay
+        if self._outage is None:
+            self._outage = f"{type(exc).__name__}: {exc}"
+            self._warnings.log(
+                f"unavailable {self._outage}",
+                "robots.txt store %s is unavailable (%s): robots.txt files are fetched by this process until it "
+                "answers again (tried every %g s)", self.name, self._outage, self.retry_delay, extra=self._log_extra)
+
+    def _recovered(self) -> None:
+        logger.info("robots.txt store %s answers again (it was unavailable: %s)", self.name, self._outage,
+                    extra=self._log_extra)
+        self._outage = None
+        unsaved, self._unsaved = self._unsaved, {}
+        for key, (state, document) in unsaved.items():
+            self._background(self._save(key, state, None, document))
+
+    def _background(self, coroutine: Any) -> None:
+        running = deferred_from_coro(coroutine)
+        self._pending.add(running)
+        running.addBoth(self._finished, running)
+
+    def _finished(self, result: Any, running: defer.Deferred[Any]) -> None:
+        self._pending.discard(running)
+        if isinstance(result, Failure) and not result.check(StoreUnavailable, defer.CancelledError):
+            logger.error("robots.txt store %s: %s", self.name, result.getErrorMessage(), extra=self._log_extra)
+
+    # -- what the middleware calls ----------------------------------------------------------
+    async def obtain(self, origin: Origin, previous: OriginState | None,
+                     on_wait: Callable[[Origin], None] | None = None,
+                     document: Document = ROBOTS_TXT) -> Obtained:
+        """A state of ``origin``'s ``document`` that is still fresh in the store,
+        waiting while another process fetches it (``on_wait`` is called when that
+        wait starts); otherwise the fetch lock (and the expired state kept, when it
+        is newer than this process's). With the store down: nothing but ``previous``."""
+        key = document.key(origin)
+        delay = _POLL_FIRST
+        waited = False
+        give_up = time.time() + self.max_busy_wait
+        #: A record fresh in the store but not for this process, and its fetch time.
+        stale: Record | None = None
+        fetched_after: float | None = None
+        while True:
+            now = time.time()
+            more = () if fetched_after is None else (fetched_after,)
+            try:
+                claim, record = await self._call("claim", key, self.owner, now, self.lock_ttl, *more)
+            except StoreUnavailable:
+                return Obtained(previous=previous)
+            if claim is Claim.FRESH and record is not None:
+                if record == stale:  # a store that does not take fetched_after: fetched without its lock
+                    return Obtained(previous=previous)
+                fresh = self._decoded(key, record, now, document)
+                if fresh is not None and fresh.expires_at > now:
+                    return Obtained(state=fresh)
+                # Fresh for the store, not for this process (its lifetime is shorter, the record
+                # is dated ahead of its clock, or cannot be read): claimed again, to fetch it.
+                stale, previous, fetched_after = record, _newer(fresh, previous), _after(record)
+                continue
+            if claim is Claim.ACQUIRED:
+                # Another process may have fetched since this one's copy: the newer one
+                # carries the last good copy and the failure count on.
+                if record is not None and record != stale:
+                    previous = _newer(self._decoded(key, record, now, document), previous)
+                return Obtained(previous=previous, lease=self._lease(key))
+            if claim is Claim.BUSY:
+                if not waited:
+                    waited = True
+                    self._inc(f"{document.stat}store_wait")
+                    logger.debug("%s of %s is being fetched by another process; waiting for it", document.name,
+                                 origin, extra=self._log_extra)
+                    if on_wait is not None:
+                        on_wait(origin)
+                now = time.time()
+                if now >= give_up:
+                    self._warnings.log(f"held {document.name}",
+                                       "%s of %s: another process has held its fetch lock for %.0f s; fetching "
+                                       "it here", document.name, origin, self.max_busy_wait, extra=self._log_extra)
+                    return Obtained(previous=previous)
+                # Woken when the holder saves or lets go (the store tells), or at its lock's expiry.
+                try:
+                    told = await self._call("wait_saved", key, min(_TOLD_MAX, give_up - now, self.timeout / 2))
+                except StoreUnavailable:
+                    return Obtained(previous=previous)
+                if isinstance(told, Record):
+                    # The holder's save, carried by the message that told: as a fresh claim's.
+                    now = time.time()
+                    fresh = self._decoded(key, told, now, document)
+                    if fresh is not None and fresh.expires_at > now:
+                        self._inc(f"{document.stat}store_woken")
+                        return Obtained(state=fresh)
+                    stale, previous, fetched_after = told, _newer(fresh, previous), _after(told)
+                if told:
+                    self._inc(f"{document.stat}store_woken")
+                    continue
+                self._inc(f"{document.stat}store_poll")
+                if told is None:  # the store cannot tell: poll
+                    await sleep(min(delay, max(give_up - time.time(), 0.0)))
+                    delay = min(delay * _POLL_GROWTH, _POLL_MAX)
+
+    def _decoded(self, key: str, record: Record | None, now: float,
+                 document: Document = ROBOTS_TXT) -> OriginState | None:
+        """The state ``record`` holds as this process reads it at ``now``; None (logged,
+        counted) when it cannot be read."""
+        if record is None:
+            return None
+        ahead = dated_ahead(record, now)
+        if ahead:
+            self._inc(f"{document.stat}store_future_dated")
+            self._ahead_seen += 1
+            logger.log(logging.WARNING if self._ahead_seen == 1 else logging.DEBUG,
+                       "robots.txt store %s: the record of %s is dated %.0f s ahead of this process's clock (written "
+                       "by a process whose clock is ahead?); it is not trusted, fetched again and replaced%s",
+                       self.name, key, ahead, _LATER, extra=self._log_extra)
+        try:
+            return decode(record, self.policy, now, document)
+        except RecordError as exc:
+            self._inc(f"{document.stat}store_unreadable")
+            self._unreadable_seen += 1
+            logger.log(logging.WARNING if self._unreadable_seen == 1 else logging.DEBUG,
+                       "robots.txt store %s: the record of %s cannot be read (%s); it is fetched again and replaced%s",
+                       self.name, key, exc, _LATER, extra=self._log_extra)
+            return None
+
+    def _lease(self, key: str) -> Lease:
+        lease = Lease(key)
+        lease.renewer = looping_call(max(self.lock_ttl / 3, 0.05), self._renew, lease)
+        return lease
+
+    def _renew(self, lease: Lease) -> None:
+        if not lease.done:
+            self._background(self._call("renew", lease.key, self.owner, self.lock_ttl))
+
+    def _end(self, lease: Lease | None) -> bool:
+        if lease is None or lease.done:
+            return False
+        lease.done = True
+        if lease.renewer is not None:
+            lease.renewer.cancel()
+        return True
+
+    def save(self, origin: Origin, state: OriginState, lease: Lease | None,
+             document: Document = ROBOTS_TXT) -> None:
+        """Keep ``state`` in the store (in the background) and release the lease."""
+        owner = self.owner if self._end(lease) else None
+        self._background(self._save(document.key(origin), state, owner, document))
+
+    async def _save(self, key: str, state: OriginState, owner: str | None, document: Document) -> None:
+        try:
+            written = await self._call("save", key, encode(state, self.policy), owner)
+        except StoreUnavailable:
+            if len(self._unsaved) < _MAX_UNSAVED or key in self._unsaved:
+                self._unsaved[key] = (state, document)
+            raise
+        if written:
+            self._inc(f"{document.stat}store_saved")
+
+    def release(self, lease: Lease | None) -> None:
+        """Give the lease up without saving (the fetch was cancelled)."""
+        if self._end(lease):
+            assert lease is not None
+            self._background(self._call("release", lease.key, self.owner))
+
+    async def close(self) -> None:
+        """Wait (a bounded time) for saves still running, then close the store."""
+        if self._closed:
+            return
+        if self._pending:
+            waiting = defer.DeferredList(list(self._pending), consumeErrors=True)
+            try:
+                await within(waiting, _CLOSE_TIMEOUT)
+            except TimeoutError:
+                logger.warning("robots.txt store %s: saves still running at close were abandoned", self.name,
+                               extra=self._log_extra)
+        self._closed = True
+        if self._opened:
+            try:
+                await self._timed(self.store.close())
+            except Exception as exc:
+                logger.warning("robots.txt store %s did not close cleanly: %s", self.name, exc,
+                               extra=self._log_extra)
+
+
+_LATER = " (further such records are logged at DEBUG level and counted in the stats)"
+
+
+def _after(record: Record) -> float:
+    """What a claim is given as ``fetched_after`` for a record of no use to the claimant."""
+    return record.fetched_at if math.isfinite(record.fetched_at) else math.inf
+
+
+def _newer(stored: OriginState | None, previous: OriginState | None) -> OriginState | None:
+    """The newer of a state read from the store and this process's own."""
+    if stored is not None and (previous is None or stored.fetched_at > previous.fetched_at):
+        return stored
+    return previous
