@@ -19,7 +19,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.spiders import RedisSpider
-from servers.origins import Delay, Sequence, Stall
+from servers.origins import Delay, Gate, Sequence, Stall
 from twisted.internet import defer
 
 from scrapy_rfc9309 import RobotsTxtMiddleware
@@ -385,6 +385,63 @@ def test_a_retry_cancelled_when_its_origin_is_given_up_is_no_error(origins):
     dropped = [e for url in held for e in result.errors_for(url)]
     assert [e.reason for e in dropped] == ["max_wait"] * len(held)
     assert len(busy.requests_for("/robots.txt")) == 2  # the retry was made, and stalled
+    assert result.logged("the fetch was cancelled (it serves no request)", logging.DEBUG)
+    _no_errors(result)
+
+
+class ThenLater(TrackingSpider):
+    """Yields its ``urls``, then, once ``ready()`` holds, ``later``."""
+
+    name = "then_later"
+
+    def __init__(self, later: list[str], ready: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.later = later
+        self.ready = ready
+
+    async def start(self):  # type: ignore[override]
+        async for request in super().start():
+            yield request
+        await until(self.ready, "the first origin's robots.txt fetch under way")
+        for url in self.later:
+            yield scrapy.Request(url, callback=self.parse, errback=self.on_error, dont_filter=True)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_retry_waiting_for_a_fetch_place_cancelled_when_its_origin_is_given_up_is_no_error(origins):
+    """One fetch place (ROBOTSTXT_CONCURRENT_FETCHES=1), taken by another origin's slow robots.txt:
+    the unreachable origin's retry waits for it, its requests are dropped at ROBOTSTXT_MAX_WAIT
+    meanwhile, and the retry, which then serves nobody, is cancelled before it is sent: said at
+    DEBUG, not as an ERROR traceback."""
+    busy_gate = Gate(text("busy", status=503))
+    busy, held = _busy(origins)
+    busy["/robots.txt"] = busy_gate
+    slow = origins("127.0.0.1")
+    slow_gate = Gate(text(ALLOW))
+    slow["/robots.txt"] = slow_gate
+    pages = [slow.url(f"/page/{i}") for i in range(2)]
+    settings = {**SETTINGS, "ROBOTSTXT_CONCURRENT_FETCHES": 1, "ROBOTSTXT_MAX_WAIT": IDLE,
+                "ROBOTSTXT_RETRY_DELAY": IDLE / 4, "ROBOTSTXT_MAX_WAIT_IDLE": 60, "DOWNLOAD_TIMEOUT": 60}
+    TrackingSpider.latest = None
+
+    def stats(key: str) -> int:
+        spider = TrackingSpider.latest
+        return 0 if spider is None else int(spider.crawler.stats.get_value(f"robotstxt/{key}", 0))
+
+    # The busy origin's first fetch takes the place; the slow origin's waits for it, and takes it next.
+    crawl = run_crawl(ThenLater, settings, urls=held, later=pages, ready=lambda: busy_gate.waiting > 0)
+    yield deferred_from_coro(until(lambda: stats("fetch_queued") == 1, "the slow origin's fetch waiting for the place"))
+    busy_gate.open()
+    # The busy origin's retry waits for the place too, until its requests are dropped.
+    yield deferred_from_coro(until(lambda: stats("dropped_unreachable") == len(held), "the held requests dropped"))
+    assert stats("fetch_queued") == 2
+    slow_gate.open()
+    result = yield crawl
+
+    dropped = [e for url in held for e in result.errors_for(url)]
+    assert [e.reason for e in dropped] == ["max_wait"] * len(held)
+    assert len(busy.requests_for("/robots.txt")) == 1  # the retry was never sent
+    assert sorted(result.responses) == sorted(pages)
     assert result.logged("the fetch was cancelled (it serves no request)", logging.DEBUG)
     _no_errors(result)
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 import pytest_twisted
-from crawl import run_crawl
+import scrapy
+from crawl import ListSpider, run_crawl
 from middleware_support import TrackingSpider, mw_settings, page_hits, robots_hits, stat, text, until
 from reactorless import is_reactorless
 from scrapy.utils.defer import deferred_from_coro
@@ -153,7 +154,51 @@ def test_held_requests_do_not_stall_other_origins(origins, failure):
     bad_errors = [e.exception for e in result.errors if e.url.startswith(bad.url("/"))]
     assert all(isinstance(e, RobotsTxtUnreachable) for e in bad_errors), bad_errors
     assert {e.reason for e in bad_errors} == {"idle"}
-    assert len(bad_errors) + stat(result, "discarded_on_close") == 10  # those parked are discarded at the close
+    # Every one to its errback, those parked outside the downloader included: none is left to the close.
+    assert len(bad_errors) == 10
+    assert stat(result, "dropped_idle") == 10 and stat(result, "discarded_on_close") == 0
+
+
+class FeedsLater(ListSpider):
+    """Yields ``later`` from the first response's callback: requests of an origin already held
+    come while it is held, and are parked."""
+
+    name = "feeds_later"
+
+    def __init__(self, later: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.later = later
+
+    def parse(self, response: Any, **kwargs: Any) -> Any:
+        yield from super().parse(response, **kwargs)
+        while self.later:
+            yield scrapy.Request(self.later.pop(), callback=self.parse, errback=self.on_error, dont_filter=True)
+
+
+@pytest.mark.parametrize("failure", ["503", "stall"])
+@pytest_twisted.inlineCallbacks
+def test_parked_held_requests_given_up_at_idle_all_reach_their_errback(origins, failure):
+    """An origin's requests that come while it is unreachable are parked outside the downloader
+    (all but those that wait in it for its fetch). Given up once nothing else is left, each
+    reaches its errback with reason idle; none is left for the close to discard."""
+    bad, good = origins("127.0.0.1"), origins("127.0.0.2")
+    bad["/robots.txt"] = _failing() if failure == "503" else Stall()
+    good.robots(RULES)
+    later = [bad.url(f"/page/{i}") for i in range(1, 24)]
+    settings = mw_settings(ROBOTSTXT_MAX_WAIT=3600, ROBOTSTXT_MAX_WAIT_IDLE=0.5, DOWNLOAD_TIMEOUT=1)
+
+    result = yield run_crawl(FeedsLater, settings, urls=[bad.url("/page/0"), good.url("/page/0")],
+                                later=list(later))
+
+    assert result.stats["finish_reason"] == "finished"
+    assert result.responses == [good.url("/page/0")]
+    assert page_hits(bad) == []
+    errors = [e for e in result.errors if e.url.startswith(bad.url("/"))]
+    assert sorted(e.url for e in errors) == sorted([bad.url("/page/0"), *later])
+    assert {type(e.exception) for e in errors} == {RobotsTxtUnreachable}
+    assert {e.exception.reason for e in errors} == {"idle"}  # type: ignore[attr-defined]
+    assert stat(result, "dropped_idle") == 24 and stat(result, "gave_up_idle") == 1
+    assert stat(result, "discarded_on_close") == 0
 
 
 @pytest_twisted.inlineCallbacks
@@ -406,3 +451,5 @@ def test_requests_parked_as_their_robots_txt_arrives_are_all_crawled_once(origin
     assert result.stats["finish_reason"] == "finished"
     assert sorted(h.path for h in page_hits(b)) == sorted(f"/public/{i}" for i in range(1500))
     assert len(robots_hits(b)) == 1
+
+

@@ -93,6 +93,8 @@ class StateCache(Reporting):
         #: robots.txt downloads in flight at once (``ROBOTSTXT_CONCURRENT_FETCHES``).
         self._fetch_slots = defer.DeferredSemaphore(config.concurrent_fetches)
         self._fetches: dict[Origin, defer.Deferred[OriginState]] = {}
+        #: The fetches cancelled, still ending.
+        self._cancelled: set[defer.Deferred[OriginState]] = set()
         #: The request that made each origin's fetch (signals name it; a held origin's retries reuse it).
         self._triggers: dict[Origin, Request] = {}
         self.closing = False
@@ -161,9 +163,12 @@ class StateCache(Reporting):
         return len(self._fetches)
 
     def cancel(self, origin: Origin) -> None:
-        """Cancel the origin's fetch, if one runs."""
+        """Cancel the origin's fetch, if one runs, once: its Deferred then fails when its
+        coroutine has ended (asyncio's ``CancelledError``, its places and leases given
+        back). A second cancel would fail it at once, before that."""
         fetching = self._fetches.get(origin)
-        if fetching is not None:
+        if fetching is not None and fetching not in self._cancelled:
+            self._cancelled.add(fetching)
             fetching.cancel()
 
     def trigger(self, origin: Origin) -> Request:
@@ -177,6 +182,7 @@ class StateCache(Reporting):
         self._triggers.pop(origin, None)
 
     def _fetch_done(self, result: Any, origin: Origin, fetching: defer.Deferred[Any]) -> Any:
+        self._cancelled.discard(fetching)
         if self._fetches.get(origin) is fetching:
             del self._fetches[origin]
         return result
