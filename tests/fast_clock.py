@@ -3,8 +3,8 @@
 seconds.
 
 :func:`fast_clock` makes the modules that decide how long an origin has been unreachable,
-when it is fetched again and when its held requests are given up (``waiting``,
-``state_cache``, ``middleware``) read a wall clock that runs ``speed`` times faster than
+when it is fetched again and when its held requests are given up (``lifecycle.waiting``,
+``lifecycle.states``, ``components.robotstxt_middleware``) read a wall clock that runs ``speed`` times faster than
 time, and makes ``waiting``'s timers (retries, give-up deadlines) fire ``speed`` times
 sooner. They all read the same clock, so every state, deadline and verdict is as at the
 default settings, compressed. What it leaves on real time: Scrapy (downloads, its
@@ -20,7 +20,10 @@ from typing import Any
 
 import pytest
 
-from scrapy_rfc9309 import loop, middleware, state_cache, waiting
+from scrapy_rfc9309.components import robotstxt_middleware as middleware
+from scrapy_rfc9309.lifecycle import states as state_cache
+from scrapy_rfc9309.lifecycle import waiting
+from scrapy_rfc9309.runtime import loop
 
 __all__ = ["fast_clock"]
 
