@@ -120,7 +120,20 @@ def test_a_retry_in_flight_that_succeeds_is_waited_for(origins):
     _no_errors(result)
 
 
-class KeepsItselfOpen(ListSpider):
+class IdleSpider(ListSpider):
+    """A ListSpider whose ``idle`` method receives ``spider_idle``."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        return spider
+
+    def idle(self) -> None:
+        raise NotImplementedError
+
+
+class KeepsItselfOpen(IdleSpider):
     """Keeps itself open from ``spider_idle`` (DontCloseSpider) for a few idle signals, then
     feeds itself more URLs, as a spider that reads its work from elsewhere does."""
 
@@ -131,12 +144,6 @@ class KeepsItselfOpen(ListSpider):
         self.later = later
         self.rounds = rounds
         self.idle_signals = 0
-
-    @classmethod
-    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
-        return spider
 
     def idle(self) -> None:
         self.idle_signals += 1
@@ -167,16 +174,10 @@ def test_a_spider_that_keeps_itself_open_is_not_closed(origins):
     _no_errors(result)
 
 
-class ClosesWhenIdle(ListSpider):
+class ClosesWhenIdle(IdleSpider):
     """Closes itself from ``spider_idle`` with its own reason (``CloseSpider``)."""
 
     name = "closes_when_idle"
-
-    @classmethod
-    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
-        return spider
 
     def idle(self) -> None:
         raise CloseSpider("nothing_more_to_do")
