@@ -178,9 +178,8 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                                                                           str(exc)))
             given_up_as = meta.pop(GIVEN_UP_META, False)
             if given_up_as == "idle":  # held, back from parking: given up as nothing else was left
-                waiting = self._holder(origin)
-                self.enforcement.act(request, origin, at_close(url, self.agents.token_of(request), waiting.document,
-                                                               False, "idle", waiting.cache.get(origin), time.time()))
+                self.enforcement.act(request, origin, self._at_close(request, origin, self._holder(origin), False,
+                                                                     "idle"))
             if given_up_as:  # held, back from parking: its origin was given up
                 for states in (self.states, tdm):
                     if states is not None and (given_up := states.given_up(origin)) is not None:
@@ -244,9 +243,8 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                 tdm_state = await self._known(tdm, request, origin, agent, robots)
         except Closing as closing:
             persists = _compat.scheduler_persists(self.crawler.engine)
-            return self.enforcement.act(request, origin, at_close(
-                request.url, self.agents.token_of(request), waiting.document, persists, closing.reason,
-                waiting.cache.get(origin), time.time()))
+            return self.enforcement.act(request, origin, self._at_close(request, origin, waiting, persists,
+                                                                        closing.reason))
         return self.enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, time.time()))
 
     async def _known(self, states: Waiting, request: Request, origin: Origin, agent: str | bytes,
@@ -303,6 +301,14 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
         self.enforcement.tell(request, origin, judgement)
 
+    def _at_close(self, request: Request, origin: Origin, waiting: Waiting, persists: bool,
+                  reason: str) -> Judgement:
+        """The verdict on a request given up at close or at idle (``reason``) while
+        ``waiting``'s document held it: handed back (``persists``) or dropped, with the
+        document's state then (what it answered, how long it was unreachable)."""
+        return at_close(request.url, self.agents.token_of(request), waiting.document, persists, reason,
+                        waiting.cache.get(origin), time.time())
+
     def _holder(self, origin: Origin) -> Waiting:
         """The document that holds the origin's requests: its robots.txt, else its tdmrep.json."""
         tdm = self.tdm
@@ -314,9 +320,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         """A parked request handed back to the scheduler at close (``reason``): its
         ``requeued`` verdict, counted and told as that of a request that waited in the
         downloader (the parking schedules it)."""
-        self.enforcement.act(request, origin, at_close(request.url, self.agents.token_of(request),
-                                                       self.states.document, True, reason,
-                                                       self.states.cache.get(origin), time.time()))
+        self.enforcement.act(request, origin, self._at_close(request, origin, self.states, True, reason))
 
     # -- the crawl's end -------------------------------------------------------------------
     def _spider_idle(self, spider: Any = None) -> None:
