@@ -600,8 +600,10 @@ PROBE_FIELDS = (
 def _install_probe(crawler: Any, samples: list[list[float]]) -> None:
     """Sample, every PROBE_INTERVAL s, where the crawl's requests are: the downloader's
     active set (what CONCURRENT_REQUESTS limits), its slots (queued, transferring), the
-    requests waiting in our middleware (internal attributes, read only) and the scheduler."""
+    requests waiting in our middleware (its ``waiting_count`` and ``held_count``) and the scheduler."""
     from scrapy import signals
+
+    from scrapy_rfc9309 import RobotsTxtMiddleware
 
     def sample() -> None:
         engine = crawler.engine
@@ -611,9 +613,9 @@ def _install_probe(crawler: Any, samples: list[list[float]]) -> None:
         slots = list(downloader.slots.values())
         waiting = held = 0
         for mw in downloader.middleware.middlewares:
-            states = getattr(mw, "states", None) if type(mw).__module__.startswith("scrapy_rfc9309") else None
-            waiting += states.waiting if states is not None else 0
-            held += getattr(mw, "_held", 0) if type(mw).__module__.startswith("scrapy_rfc9309") else 0
+            if isinstance(mw, RobotsTxtMiddleware):
+                waiting += mw.waiting_count
+                held += mw.held_count
         pending = 0
         slot = getattr(engine, "_slot", None)
         scheduler = getattr(slot, "scheduler", None)

@@ -60,10 +60,10 @@ class Tracer:
 
         heard = redis_store._Notifier.heard
 
-        def heard_traced(self: Any, kind: bytes, channel: str, data: Any = None) -> None:
+        def heard_traced(self: Any, kind: bytes, channel: str, *args: Any, **kwargs: Any) -> None:
             if kind in (b"message", b"smessage"):
                 note((time.time(), "heard", _origin(channel)))
-            heard(self, kind, channel, data)
+            heard(self, kind, channel, *args, **kwargs)
 
         run = redis_store.RedisStore._run
 
@@ -74,19 +74,19 @@ class Tracer:
 
         obtain = store_client.StoreClient.obtain
 
-        async def obtain_traced(self: Any, origin: Any, previous: Any, on_wait: Any = None) -> Any:
-            found = await obtain(self, origin, previous, on_wait)
+        async def obtain_traced(self: Any, origin: Any, previous: Any, *args: Any, **kwargs: Any) -> Any:
+            found = await obtain(self, origin, previous, *args, **kwargs)
             note((time.time(), "obtained" if found.state is not None else "locked", str(origin)))
             return found
 
         robots = fetch.RobotsFetcher.fetch
 
-        async def fetch_traced(self: Any, origin: Any) -> Any:
-            outcome = await robots(self, origin)
+        async def fetch_traced(self: Any, origin: Any, *args: Any, **kwargs: Any) -> Any:
+            outcome = await robots(self, origin, *args, **kwargs)
             note((time.time(), "fetched", str(origin)))
             return outcome
 
-        settle = waiting.Waiting._settle
+        settle = waiting.WaitingRequests._settle
 
         def settle_traced(self: Any, state: Any, origin: Any) -> None:
             note((time.time(), "released", str(origin)))
@@ -96,7 +96,7 @@ class Tracer:
         redis_store.RedisStore._run = run_traced  # type: ignore[method-assign]
         store_client.StoreClient.obtain = obtain_traced  # type: ignore[method-assign]
         fetch.RobotsFetcher.fetch = fetch_traced  # type: ignore[method-assign]
-        waiting.Waiting._settle = settle_traced  # type: ignore[method-assign]
+        waiting.WaitingRequests._settle = settle_traced  # type: ignore[method-assign]
         crawler.signals.connect(tracer.closed, signal=signals.spider_closed)
         crawler.signals.connect(tracer.received, signal=signals.response_received)
         return tracer

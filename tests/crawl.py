@@ -189,7 +189,7 @@ def describe_crawl(crawler: Crawler, records: list[logging.LogRecord]) -> str:
                 continue
             held = ", ".join(f"{origin}: {count} ({state.detail})" for origin, count, state in waiting.held(now))
             lines.append(f"{waiting.document.name}: {waiting.waiting} requests waiting ({waiting.parking.count} "
-                         f"parked), {waiting.states.in_flight} fetches in flight; held: {held or 'none'}")
+                         f"parked), {waiting.fetches.in_flight} fetches in flight; held: {held or 'none'}")
     stats = crawler.stats.get_stats() if crawler.stats is not None else {}
     lines.append("robotstxt stats: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())
                                                  if str(k).startswith("robotstxt/")))

@@ -4,8 +4,9 @@ seconds.
 
 :func:`fast_clock` makes the modules that decide how long an origin has been unreachable,
 when it is fetched again and when its held requests are given up (``lifecycle.waiting``,
-``lifecycle.states``, ``components.robotstxt_middleware``) read a wall clock that runs ``speed`` times faster than
-time, and makes ``waiting``'s timers (retries, give-up deadlines) fire ``speed`` times
+``lifecycle.retries``, ``lifecycle.states``, ``lifecycle.fetches``, ``lifecycle.fetch_report``,
+``components.robotstxt_middleware``) read a wall clock that runs ``speed`` times faster than
+time, and makes ``waiting``'s and ``retries``' timers (retries, give-up deadlines) fire ``speed`` times
 sooner. They all read the same clock, so every state, deadline and verdict is as at the
 default settings, compressed. What it leaves on real time: Scrapy (downloads, its
 timeouts), the parking's batches, and the idle watch (``ROBOTSTXT_MAX_WAIT_IDLE``, 120 s,
@@ -21,8 +22,7 @@ from typing import Any
 import pytest
 
 from scrapy_rfc9309.components import robotstxt_middleware as middleware
-from scrapy_rfc9309.lifecycle import states as state_cache
-from scrapy_rfc9309.lifecycle import waiting
+from scrapy_rfc9309.lifecycle import fetch_report, fetches, retries, states, waiting
 from scrapy_rfc9309.runtime import loop
 
 __all__ = ["fast_clock"]
@@ -47,11 +47,12 @@ def fast_clock(monkeypatch: pytest.MonkeyPatch, speed: float) -> _FastTime:
     """Run the waits of held requests ``speed`` times faster for the rest of the test; the
     clock they read is returned."""
     clock = _FastTime(speed)
-    for module in (waiting, state_cache, middleware):
+    for module in (waiting, retries, states, fetches, fetch_report, middleware):
         monkeypatch.setattr(module, "time", clock)
 
     def call_later(delay: float, func: Callable[..., Any], *args: Any) -> loop.Timer:
         return loop.call_later(delay / speed, func, *args)
 
-    monkeypatch.setattr(waiting, "call_later", call_later)
+    for module in (waiting, retries):
+        monkeypatch.setattr(module, "call_later", call_later)
     return clock

@@ -566,11 +566,11 @@ def test_an_unexpected_exception_in_a_fetch_is_a_failed_fetch_retried_after_the_
     original = RobotsFetcher.fetch
     calls: list[str] = []
 
-    async def fetch(self: RobotsFetcher, origin: Any) -> Any:
+    async def fetch(self: RobotsFetcher, origin: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(str(origin))
         if len(calls) == 1:
             raise RuntimeError("unexpected in fetch")
-        return await original(self, origin)
+        return await original(self, origin, *args, **kwargs)
 
     monkeypatch.setattr(RobotsFetcher, "fetch", fetch)
     urls = [a.url("/public/1"), a.url("/private/1"), a.url("/public/2")]

@@ -453,3 +453,32 @@ def test_requests_parked_as_their_robots_txt_arrives_are_all_crawled_once(origin
     assert len(robots_hits(b)) == 1
 
 
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_middleware_counts_the_requests_waiting_and_those_held(origins):
+    """``waiting_count`` and ``held_count`` (read by the benchmarks' probe): 20 requests of an
+    origin whose robots.txt answers 503, some waiting in the downloader and the others parked,
+    are all waiting and all held; a request waiting for a robots.txt being fetched waits without
+    being held. Once a retry succeeds, none is left."""
+    busy, slow = origins(), origins("127.0.0.2")
+    busy["/robots.txt"] = _failing()
+    gate = Gate(text(RULES))
+    slow["/robots.txt"] = gate
+    urls = [busy.url(f"/public/{i}") for i in range(20)] + [slow.url("/public/0")]
+    settings = mw_settings(ROBOTSTXT_RETRY_DELAY=0.5, ROBOTSTXT_RETRY_MAX_DELAY=0.5, ROBOTSTXT_MAX_WAIT=600)
+    TrackingSpider.latest = None
+    crawl = run_crawl(TrackingSpider, settings, urls=urls)
+    yield slow.wait_for("/robots.txt")
+    spider = TrackingSpider.latest
+    assert spider is not None
+    mw = spider.crawler.get_downloader_middleware(RobotsTxtMiddleware)
+    yield deferred_from_coro(until(lambda: mw.held_count == 20 and mw.waiting_count == 21, "20 held, 21 waiting"))
+
+    assert mw.states.parking.count > 0  # parked ones are counted too
+    busy["/robots.txt"] = text(RULES)
+    gate.open()
+    result = yield crawl
+
+    assert sorted(result.responses) == sorted(urls)
+    assert mw.held_count == 0 and mw.waiting_count == 0

@@ -15,7 +15,7 @@ from ..lifecycle.states import Closing
 if TYPE_CHECKING:
     from ..core.state import OriginState
     from ..enforcement.request_agents import UserAgents
-    from ..lifecycle.waiting import Waiting
+    from ..lifecycle.waiting import WaitingRequests
 
 __all__ = ["StateQueries"]
 
@@ -23,8 +23,8 @@ __all__ = ["StateQueries"]
 class StateQueries:
     """The middleware's queries of its origin states (see the module's description)."""
 
-    states: Waiting
-    tdm: Waiting | None
+    states: WaitingRequests
+    tdm: WaitingRequests | None
     agents: UserAgents
     _origin_of: HttpOrigins
 
@@ -54,7 +54,7 @@ class StateQueries:
         ``url``, fetched as :meth:`fetch_state` fetches the robots.txt; otherwise None."""
         return None if self.tdm is None else await self._fetched(self.tdm, url)
 
-    async def _fetched(self, states: Waiting, url: str) -> OriginState | None:
+    async def _fetched(self, states: WaitingRequests, url: str) -> OriginState | None:
         origin = self._origin_of(url)
         if origin is None:
             return None

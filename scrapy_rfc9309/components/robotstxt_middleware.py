@@ -2,9 +2,9 @@
 way RFC 9309 says.
 
 Data flows one way: request -> origin -> document states -> verdict -> action. The
-origin's states come from a :class:`~scrapy_rfc9309.lifecycle.states.StateCache` (cache,
-store, single-flight fetch) and its requests wait in a
-:class:`~scrapy_rfc9309.lifecycle.waiting.Waiting` (parked or in the downloader, retries,
+origin's states are a :class:`~scrapy_rfc9309.lifecycle.states.DocumentStates` (cached),
+fetched by a :class:`~scrapy_rfc9309.lifecycle.fetches.Fetches` (store, single flight), and its
+requests wait in a :class:`~scrapy_rfc9309.lifecycle.waiting.WaitingRequests` (parked or in the downloader, retries,
 deadlines), one pair per document (robots.txt, and tdmrep.json with
 ``ROBOTSTXT_TDMREP``); :func:`~scrapy_rfc9309.judgement.judge`
 makes the verdict, a :class:`~scrapy_rfc9309.judgement.Judgement`; the
@@ -38,7 +38,7 @@ from ..lifecycle.dns_warmup import DnsWarmup
 from ..lifecycle.fetch import RobotsFetcher
 from ..lifecycle.idle_watch import HeldWatch
 from ..lifecycle.states import Closing
-from ..lifecycle.waiting import Waiting, for_crawl
+from ..lifecycle.waiting import WaitingRequests, for_crawl
 from ..meta import (
     AGENT_META,
     FETCH_META,
@@ -151,7 +151,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                 return None
         else:
             if KEEPER_META in meta:
-                return self.states.parking.keeper()
+                return self.states.parking.keeper.wait()
             if FETCH_META in meta:
                 return None
         if url.startswith(("data:", "file:")):
@@ -231,7 +231,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         fetch, and while a document holds the request (unreachable), until a retry
         succeeds or waiting no longer helps."""
         tdm = self.tdm
-        waiting: Waiting = self.states
+        waiting: WaitingRequests = self.states
         try:
             if robots is None:
                 robots = await self._known(self.states, request, origin, agent, None)
@@ -247,7 +247,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                                                                         closing.reason))
         return self.enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, time.time()))
 
-    async def _known(self, states: Waiting, request: Request, origin: Origin, agent: str | bytes,
+    async def _known(self, states: WaitingRequests, request: Request, origin: Origin, agent: str | bytes,
                      robots: OriginState | None) -> OriginState:
         """The state of ``states``' document once it no longer holds ``request``. A
         request it holds is told once (``held``); one that waiting no longer helps is
@@ -301,7 +301,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
         self.enforcement.tell(request, origin, judgement)
 
-    def _at_close(self, request: Request, origin: Origin, waiting: Waiting, persists: bool,
+    def _at_close(self, request: Request, origin: Origin, waiting: WaitingRequests, persists: bool,
                   reason: str) -> Judgement:
         """The verdict on a request given up at close or at idle (``reason``) while
         ``waiting``'s document held it: handed back (``persists``) or dropped, with the
@@ -309,7 +309,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         return at_close(request.url, self.agents.token_of(request), waiting.document, persists, reason,
                         waiting.cache.get(origin), time.time())
 
-    def _holder(self, origin: Origin) -> Waiting:
+    def _holder(self, origin: Origin) -> WaitingRequests:
         """The document that holds the origin's requests: its robots.txt, else its tdmrep.json."""
         tdm = self.tdm
         if tdm is not None and not self.states.states.holds_now(origin):
@@ -322,10 +322,22 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         downloader (the parking schedules it)."""
         self.enforcement.act(request, origin, self._at_close(request, origin, self.states, True, reason))
 
+    # -- what the crawl waits for ----------------------------------------------------------
+    @property
+    def waiting_count(self) -> int:
+        """Requests waiting for their origin's robots.txt or tdmrep.json now: in the downloader, and parked."""
+        return self.states.room.waiting
+
+    @property
+    def held_count(self) -> int:
+        """Requests held now (their origin's document unreachable, waiting for a retry), of all documents."""
+        now = time.time()
+        return sum(count for waiting in (self.states, self.tdm) if waiting is not None
+                   for _, count, _ in waiting.held(now))
+
     # -- the crawl's end -------------------------------------------------------------------
     def _spider_idle(self, spider: Any = None) -> None:
-        waiting = self.states.waiting + (self.tdm.waiting if self.tdm is not None else 0)
-        if waiting and not self.states.closing:
+        if self.waiting_count and not self.states.closing:
             raise DontCloseSpider
 
     async def _spider_closed(self, spider: Any = None) -> None:
@@ -333,7 +345,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         self.states.close()
         if self.tdm is not None:
             self.tdm.close()
-        if self.states.states.store is not None:
-            await self.states.states.store.close()  # after the saves still running
+        if self.states.fetches.store is not None:
+            await self.states.fetches.store.close()  # after the saves still running
         self.enforcement.summarize([states for states in (self.states, self.tdm) if states is not None])
         await self.enforcement.close()

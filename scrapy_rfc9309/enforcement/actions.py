@@ -73,7 +73,7 @@ class Teller(Protocol):
 
 
 class Summarized(Protocol):
-    """What the close summary reads of a document's requests (its :class:`.Waiting`): the
+    """What the close summary reads of a document's requests (its :class:`.WaitingRequests`): the
     document, and the line of its origins given up and requests dropped."""
 
     @property

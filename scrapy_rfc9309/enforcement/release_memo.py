@@ -13,7 +13,7 @@ work has pushed out of the CPU's caches between two requests.
 What the shortcut skips, it makes up every :data:`REFRESH` requests of an origin and at
 the spider's close (:meth:`Shortcuts.flush`): the allowed verdicts it answered are
 counted in the close summary (:meth:`.Enforcement.count_allowed`), as cache hits in
-``robotstxt/cache_hit`` (:meth:`.StateCache.hits`), and the origin is judged in full
+``robotstxt/cache_hit`` (:meth:`.DocumentStates.hits`), and the origin is judged in full
 again, which marks its cached state as used for the cache's least-recently-used order.
 """
 
@@ -49,7 +49,7 @@ def key_of(url: str) -> str:
 
 
 class States(Protocol):
-    """The states a shortcut is made from (a document's :class:`.StateCache`): their cache, and
+    """The states a shortcut is made from (a document's :class:`.DocumentStates`): their cache, and
     where the requests the shortcuts answered are counted as cache hits."""
 
     @property

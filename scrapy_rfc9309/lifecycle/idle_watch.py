@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from ..core.state import Policy
-    from .waiting import Waiting
+    from .waiting import WaitingRequests
 
 __all__ = ["HeldWatch"]
 
@@ -61,7 +61,7 @@ NAMED = 3
 class HeldWatch(Reporting):
     """Watches the requests held by ``lifecycles`` (one per document) for one crawl."""
 
-    def __init__(self, crawler: Crawler, lifecycles: Sequence[Waiting], policy: Policy, max_wait_idle: float,
+    def __init__(self, crawler: Crawler, lifecycles: Sequence[WaitingRequests], policy: Policy, max_wait_idle: float,
                  clock: Callable[[], float] = time.time, own_receivers: Sequence[Callable[..., Any]] = ()) -> None:
         self.crawler = crawler
         #: The plugin's own ``spider_idle`` receivers: their ``DontCloseSpider`` is the hold itself.
@@ -113,26 +113,26 @@ class HeldWatch(Reporting):
             self._logged_at = now
             logger.info("%s", self.progress(held, now), extra=self._log_extra)
 
-    def _only_held_left(self, held: list[tuple[Waiting, Any, int, Any]]) -> bool:
+    def _only_held_left(self, held: list[tuple[WaitingRequests, Any, int, Any]]) -> bool:
         """Whether nothing but the held requests is left: no fetch in flight but the
         held origins' retries (then every request of ours in the downloader waits for
         one of them), and Scrapy's idle test true but for those requests, those
         retries and the parking's keeper."""
         retries = self._retrying(held)
-        if sum(states.states.in_flight for states in self.lifecycles) > retries:
+        if sum(states.fetches.in_flight for states in self.lifecycles) > retries:
             return False  # another origin's fetch: its requests wait for it
         ours = sum(states.downloading for states in self.lifecycles)
-        ours += 1 if self.lifecycles[0].parking.keeping else 0
+        ours += 1 if self.lifecycles[0].parking.keeper.keeping else 0
         return _compat.only_these_left(self.crawler.engine, ours)
 
     @staticmethod
-    def _retrying(held: list[tuple[Waiting, Any, int, Any]]) -> int:
+    def _retrying(held: list[tuple[WaitingRequests, Any, int, Any]]) -> int:
         """The held origins' retries in flight: the idle time goes on while they run (a
         failed one changes nothing), but nothing is given up until they end (one may
         succeed)."""
-        return sum(1 for states, origin, _, _ in held if states.states.fetching(origin))
+        return sum(1 for states, origin, _, _ in held if states.fetches.fetching(origin))
 
-    def _kept_open(self, held: list[tuple[Waiting, Any, int, Any]]) -> bool:
+    def _kept_open(self, held: list[tuple[WaitingRequests, Any, int, Any]]) -> bool:
         """Send ``spider_idle``, as the engine would were the held requests not in its way:
         whether another receiver kept the spider open (``DontCloseSpider``), gave it more
         to do (the crawl is no longer idle), or closed it (``CloseSpider``: closed with its
@@ -154,7 +154,7 @@ class HeldWatch(Reporting):
             return True
         return False
 
-    def progress(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> str:
+    def progress(self, held: list[tuple[WaitingRequests, Any, int, Any]], now: float) -> str:
         """The progress line: how many requests are held, for which origins, why,
         when each is fetched next, and when they are given up."""
         held = sorted(held, key=lambda entry: -entry[2])
@@ -171,7 +171,7 @@ class HeldWatch(Reporting):
                      "crawl (ROBOTSTXT_MAX_WAIT_IDLE)")
         return line
 
-    def _give_up(self, held: list[tuple[Waiting, Any, int, Any]], now: float) -> None:
+    def _give_up(self, held: list[tuple[WaitingRequests, Any, int, Any]], now: float) -> None:
         """Give the held requests up. A scheduler that keeps its queue gets them back only
         at close: the spider closes (``finished``, as Scrapy would close it: nothing else is
         left). Otherwise they are dropped (reason ``idle``), and the spider then closes, or
@@ -186,11 +186,11 @@ class HeldWatch(Reporting):
         self._inc("gave_up_idle")
         self.idle_since = None
         for states, origin, _, state in held:  # named in the close summary, as origins given up
-            states.states.gave_up(origin, state.cause)
+            states.given_up_origins.gave_up(origin, state.cause)
         if persists:
             for states in self.lifecycles:
                 states.close("idle")
             _compat.close_spider(self.crawler, "finished")
             return
         for states, origin, _, _ in held:
-            states.give_up_idle(origin)
+            states.retries.give_up_idle(origin)

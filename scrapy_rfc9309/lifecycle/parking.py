@@ -15,10 +15,8 @@ requests are to be dropped) they are scheduled again, a batch per loop turn, and
 when they come back. One that had passed the scheduler's duplicate filter goes back
 marked ``dont_filter``; one parked before the scheduler saw it goes back as it was.
 
-While requests are parked, one internal request (the *keeper*, a ``data:`` URL this
-middleware answers itself) waits in the downloader, so that a closing spider waits, as
-it does for downloads, until they are handed back to its scheduler (which keeps them
-for a resumed crawl with a ``JOBDIR``) or counted as not crawled.
+While requests are parked, the :mod:`.keeper` keeps a closing spider open until they
+are handed back to its scheduler or counted as not crawled.
 """
 
 from __future__ import annotations
@@ -29,22 +27,20 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import defer
 
 from ..exceptions import RobotsTxtLedgerError
-from ..meta import GIVEN_UP_META, KEEPER_META
+from ..meta import GIVEN_UP_META
 from ..runtime import compat as _compat
 from ..runtime.loop import Timer, call_later
 from ..runtime.reporting import Reporting
+from .keeper import Keeper
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from ..core.origins import Origin
 
-__all__ = ["GIVEN_UP_META", "KEEPER_META", "Parking"]
+__all__ = ["GIVEN_UP_META", "Parking"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,13 +76,12 @@ class Parking(Reporting):
         self.count = 0
         self.closing = False
         self._listening = False
-        self._keeper: defer.Deferred[Any] | None = None
-        self._keeper_done: defer.Deferred[None] | None = None
+        #: Keeps a closing spider open while requests are parked.
+        self.keeper = Keeper(crawler, lambda: self.count)
         #: Told of each request held while parked (its origin is unreachable), as it is parked or as
         #: its origin turns out unreachable: the ledger's ``held`` record. A request the middleware
         #: returns to be parked is refused when it raises (the ledger cannot be written).
         self.on_held = on_held
-        self._keeper_failed = False
 
     def __contains__(self, origin: Origin) -> bool:
         return origin in self._parked
@@ -94,11 +89,6 @@ class Parking(Reporting):
     def parked(self) -> dict[Origin, int]:
         """The requests parked per origin."""
         return {origin: len(entries) for origin, entries in self._parked.items() if entries}
-
-    @property
-    def keeping(self) -> bool:
-        """Whether the keeper request waits in the downloader."""
-        return self._keeper is not None
 
     # -- parking ----------------------------------------------------------------------
     def park(self, origin: Origin, request: Request, held: bool) -> Request | None:
@@ -145,7 +135,7 @@ class Parking(Reporting):
                 self._settle()
                 raise IgnoreRequest("scheduled again as a copy the duplicate filter lets through")
             parked.append((request, flags))
-        self._keep()
+        self.keeper.keep()
         raise IgnoreRequest("parked until its robots.txt is known")
 
     def hold(self, origin: Origin) -> int:
@@ -214,7 +204,7 @@ class Parking(Reporting):
         if self.count or self._incoming or self._parked or self._releasing:
             return
         self._listen(False)
-        self._unkeep()
+        self.keeper.release()
 
     def _listen(self, on: bool) -> None:
         """Listen to ``request_scheduled`` only while requests are parked: every
@@ -226,48 +216,6 @@ class Parking(Reporting):
             self.crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
         else:
             self.crawler.signals.disconnect(self._scheduled, signal=signals.request_scheduled)
-
-    # -- the keeper -------------------------------------------------------------------
-    def _keep(self) -> None:
-        if self._keeper is None and not self.closing and not self._keeper_failed:
-            self._keeper_done = defer.Deferred()
-            self._keeper = deferred_from_coro(self._keeping())
-
-    async def _keeping(self) -> None:
-        request = Request("data:,", callback=NO_CALLBACK, dont_filter=True, priority=-1_000_000,
-                          meta={KEEPER_META: True, "dont_obey_robotstxt": True, "allow_offsite": True})
-        widened = _compat.widen_concurrency(self.crawler.engine, 1)
-        try:
-            await _compat.download(self.crawler, request)
-        except IgnoreRequest:
-            pass
-        except Exception:
-            # Another downloader middleware, before this one, refused it: not tried again, and a
-            # closing spider may then close its scheduler before the parked requests are back.
-            self._keeper_failed = True
-            logger.error("robots.txt: the internal request that keeps a closing spider waiting for the requests "
-                         "parked outside the downloader (%s) failed in a downloader middleware before this one; "
-                         "a crawl stopped while requests are parked may not hand them back to its scheduler",
-                         request.url, exc_info=True, extra=self._log_extra)
-        finally:
-            if widened:
-                _compat.widen_concurrency(self.crawler.engine, -1)
-            self._keeper = None
-            if self.count:  # requests were parked again while it ended
-                self._keep()
-
-    async def keeper(self) -> None:
-        """The keeper's ``process_request``: done when nothing is parked any more,
-        or the spider closes. Raises ``IgnoreRequest``: nothing is downloaded."""
-        done = self._keeper_done
-        if done is not None and not done.called:
-            await maybe_deferred_to_future(done)
-        raise IgnoreRequest("robots.txt: the requests it kept the spider open for are handed back")
-
-    def _unkeep(self) -> None:
-        done, self._keeper_done = self._keeper_done, None
-        if done is not None and not done.called:
-            done.callback(None)
 
     # -- closing ----------------------------------------------------------------------
     def close(self, persist: bool, reason: str = "closing") -> tuple[int, int]:
@@ -293,5 +241,5 @@ class Parking(Reporting):
                     except RobotsTxtLedgerError:
                         pass  # logged by the ledger, which closes the spider; the request is handed back
                 self._reschedule(request, flags)
-        self._unkeep()
+        self.keeper.stop()
         return (len(pending), 0) if persist else (0, len(pending))

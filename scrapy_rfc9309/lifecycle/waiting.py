@@ -1,14 +1,15 @@
 """The requests that wait for one document of their origin (robots.txt, or another
 document of :mod:`.documents`): in the downloader or parked (:mod:`.parking`), woken
-when the fetch of their origin's document ends, held and retried while it is
-unreachable, given up at their deadline, and let go when the spider closes.
+when the fetch of their origin's document ends, held while it is unreachable (retried
+and given up at their deadline by :mod:`.retries`), and let go when the spider closes.
 
-The states and their fetches are :class:`~.states.StateCache`'s; this module
-decides when to fetch for a waiting request, and what the waiting requests do when a
-fetch ends. The middleware asks :meth:`Waiting.cached` (a usable state, with no
-waiting) and :meth:`Waiting.current` (a state, waiting for a fetch when there is none).
-The documents of one crawl share one :class:`WaitingRoom`: its parked requests and
-its ``ROBOTSTXT_MAX_WAITING`` bound.
+The states are :class:`~.states.DocumentStates`' and their fetches
+:class:`~.fetches.Fetches`'; this module decides when to fetch for a waiting request,
+and what the waiting requests do when a fetch ends. The middleware asks
+:attr:`WaitingRequests.cached` (a usable state, with no waiting) and
+:meth:`WaitingRequests.current` (a state, waiting for a fetch when there is none). The
+documents of one crawl share one :class:`WaitingRoom`: its parked requests and its
+``ROBOTSTXT_MAX_WAITING`` bound.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ from ..core.state import Access
 from ..runtime import compat as _compat
 from ..runtime.loop import Timer, call_later, looping_call
 from ..runtime.reporting import Reporting
+from .fetch_report import FetchReport
+from .fetches import Fetches
+from .given_up import GivenUp
 from .parking import Parking
-from .states import Closing, StateCache
+from .retries import Retries
+from .states import Closing, DocumentStates
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -46,7 +51,7 @@ if TYPE_CHECKING:
     from .dns_warmup import DnsWarmup
     from .fetch import RobotsFetcher
 
-__all__ = ["Closing", "Waiting", "WaitingRoom", "for_crawl"]
+__all__ = ["Closing", "WaitingRequests", "WaitingRoom", "for_crawl"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,18 +65,33 @@ def for_crawl(crawler: Crawler, config: Config, fetcher: RobotsFetcher, origin_o
               on_settled: Callable[[Origin, OriginState, Document, str, RobotsChange | None], Awaitable[None]] | None,
               on_held: Callable[[Request, Origin], None], tdm_holds: bool,
               news: ChangeNews | None,
-              on_requeued: Callable[[Request, Origin, str], None] | None = None) -> tuple[Waiting, Waiting | None]:
+              on_requeued: Callable[[Request, Origin, str], None] | None = None,
+              ) -> tuple[WaitingRequests, WaitingRequests | None]:
     """The waiting requests of a crawl's documents, in one room: robots.txt's, and with
     ``ROBOTSTXT_TDMREP`` tdmrep.json's (whose unreachable file holds its requests when
-    ``tdm_holds``), each with its :class:`~.states.StateCache`. ``on_held``: told
-    of a request parked while robots.txt holds it; ``on_requeued``: of a parked request
-    handed back to the scheduler at close (its verdict, which counts it)."""
-    robots = StateCache(crawler, config, fetcher, store=store, warmup=warmup, on_settled=on_settled, news=news)
+    ``tdm_holds``), each with its :class:`~.states.DocumentStates` and
+    :class:`~.fetches.Fetches`. ``on_held``: told of a request parked while robots.txt
+    holds it; ``on_requeued``: of a parked request handed back to the scheduler at close
+    (its verdict, which counts it)."""
+    robots = DocumentStates(crawler, config)
     room = WaitingRoom(crawler, config, origin_of, robots.holds_now, on_held, on_requeued)
-    tdm = (Waiting(crawler, config, StateCache(crawler, config, fetcher, document=TDMREP, holds=tdm_holds, store=store,
-                                               on_settled=on_settled), room)
-           if config.tdmrep else None)
-    return Waiting(crawler, config, robots, room), tdm
+    first = _waiting_requests(crawler, config, fetcher, robots, room, store=store, warmup=warmup,
+                               on_settled=on_settled, news=news)
+    if not config.tdmrep:
+        return first, None
+    tdm = DocumentStates(crawler, config, document=TDMREP, holds=tdm_holds)
+    return first, _waiting_requests(crawler, config, fetcher, tdm, room, store=store, on_settled=on_settled)
+
+
+def _waiting_requests(crawler: Crawler, config: Config, fetcher: RobotsFetcher, states: DocumentStates,
+                      room: WaitingRoom, *, store: StoreClient | None, warmup: DnsWarmup | None = None,
+                      on_settled: Callable[[Origin, OriginState, Document, str, RobotsChange | None], Awaitable[None]]
+                      | None, news: ChangeNews | None = None) -> WaitingRequests:
+    """The waiting requests of ``states``' document, with their fetches and what tells of them."""
+    given_up = GivenUp(states.document)
+    report = FetchReport(crawler, states, given_up, shared=store is not None)
+    fetches = Fetches(config, fetcher, states, report, store=store, warmup=warmup, on_settled=on_settled, news=news)
+    return WaitingRequests(crawler, config, states, fetches, given_up, room)
 
 
 class WaitingRoom:
@@ -87,34 +107,45 @@ class WaitingRoom:
         self.waiting_in_downloader = 0
         self.parking = Parking(crawler, origin_of, held, self.room, on_held, on_requeued)
 
+    @property
+    def waiting(self) -> int:
+        """Requests of every document waiting: in the downloader, and parked."""
+        return self.waiting_in_downloader + self.parking.count
+
     def room(self) -> bool:
         """Whether one more request may wait without taking a ``CONCURRENT_REQUESTS`` place."""
-        return self.waiting_in_downloader + self.parking.count < self.max_waiting
+        return self.waiting < self.max_waiting
 
 
-class Waiting(Reporting):
-    """The requests waiting for ``states``' document, in ``room``."""
+class WaitingRequests(Reporting):
+    """The requests waiting for ``states``' document, in ``room``; ``fetches`` gets
+    the states they wait for, ``retries`` the held origins' next fetches, and
+    ``given_up_origins`` counts the origins given up, for the summary at close."""
 
-    def __init__(self, crawler: Crawler, config: Config, states: StateCache, room: WaitingRoom) -> None:
+    def __init__(self, crawler: Crawler, config: Config, states: DocumentStates, fetches: Fetches,
+                 given_up: GivenUp, room: WaitingRoom) -> None:
         self.crawler = crawler
         self.states = states
+        self.fetches = fetches
+        self.given_up_origins = given_up
         self.document = states.document
         self.policy = config.policy
         self.room = room
         self.parking = room.parking
+        self.retries = Retries(states, fetches, given_up, room.parking, waited=self._waited, start=self._start_fetch,
+                               notify=self._notify)
         #: Requests of one origin that wait for its fetch in the downloader, and of all origins
-        #: (for each robots.txt fetch in flight, as many): more are parked.
+        #: (for each fetch in flight, as many): more are parked.
         self.in_downloader = max(1, crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8))
         self.in_downloader_max = self.in_downloader * config.concurrent_fetches
-        #: The states (read-only here): the middleware's judging path reads them without a detour.
-        self.cache = states.cache
-        self.cached = states.cached
-        self.holding = states.holding
+        #: What the middleware's judging path reads and does without a detour: the states (read-only
+        #: here), and cancelling the retry of an origin whose held requests were dropped.
+        self.cache, self.cached, self.holding, self.given_up = (states.cache, states.cached, states.holding,
+                                                                states.given_up)
+        self.give_up = self.retries.give_up
         self.closing = False
         self.close_reason = "closing"
         self._waiters: dict[Origin, list[defer.Deferred[Any]]] = {}
-        self._retries: dict[Origin, Timer] = {}
-        self._deadlines: dict[Origin, tuple[float, Timer]] = {}
         self._waiting = 0
         self._close_watch: Timer | None = None
         self._requeued = 0
@@ -144,17 +175,15 @@ class Waiting(Reporting):
         state = self.cache.get(origin)
         held = False
         if state is not None and state.access is Access.UNREACHABLE:
-            if not self.holding(state, now):
-                return None  # judged by its good copy, or with the state at hand
-            if not state.waited_too_long(now, self.policy):
+            if self.states.held(state, now):
                 held = True
-                self._schedule_retry(origin, request)
-                self._wake_at(origin, state.give_up_at(self.policy))
-            elif not state.expired(now):
-                return None  # given up, its next fetch not due: dropped at once
+                self.retries.schedule(origin, request)
+                self.retries.wake_at(origin, state.give_up_at(self.policy))
+            elif not (self.states.gives_up(state, now) and state.expired(now)):
+                return None  # judged by its good copy or with the state at hand, or dropped at once (given up)
         if not held:  # it waits for a fetch
             if self._waiting < self.in_downloader_max and (
-                    not self.states.fetching(origin) or len(self._waiters.get(origin, ())) < self.in_downloader):
+                    not self.fetches.fetching(origin) or len(self._waiters.get(origin, ())) < self.in_downloader):
                 return None
             self._start_fetch(origin, request)
         parked = self.parking.park(origin, request, held)
@@ -163,15 +192,6 @@ class Waiting(Reporting):
             if held:
                 self._inc("held")
         return parked
-
-    def given_up(self, origin: Origin) -> OriginState | None:
-        """The origin's state while its held requests are given up (unreachable past
-        its maximum wait, no fetch succeeded since), else None."""
-        state = self.cache.get(origin)
-        now = time.time()
-        if state is None or not self.holding(state, now):
-            return None
-        return state if state.waited_too_long(now, self.policy) else None
 
     async def current(self, origin: Origin, request: Request) -> OriginState:
         """The origin's state, fetched (and waited for) when there is none or it
@@ -197,11 +217,11 @@ class Waiting(Reporting):
         ``ROBOTSTXT_MAX_WAITING`` requests). Raises :class:`Closing`."""
         if self.closing:
             raise Closing(self.close_reason)
-        self._schedule_retry(origin, request)
+        self.retries.schedule(origin, request)
         waiter: defer.Deferred[Any] = defer.Deferred()
         self._waiters.setdefault(origin, []).append(waiter)
         if timeout is not None:
-            self._wake_at(origin, time.time() + timeout)
+            self.retries.wake_at(origin, time.time() + timeout)
         widened = self.room.room() and _compat.widen_concurrency(self.crawler.engine, 1)
         self._waiting += 1
         self.room.waiting_in_downloader += 1
@@ -222,31 +242,6 @@ class Waiting(Reporting):
             raise value
         return value  # type: ignore[no-any-return]
 
-    def give_up(self, origin: Origin) -> None:
-        """The origin's held requests were dropped (``ROBOTSTXT_MAX_WAIT``): a retry
-        still in flight serves nobody, and its download would keep the spider open
-        until ``DOWNLOAD_TIMEOUT``. It is cancelled; the origin keeps its unreachable
-        state, and the next request of it fetches again."""
-        if self._waiters.get(origin) or origin in self.parking:
-            return
-        retry = self._retries.pop(origin, None)
-        if retry is not None:
-            retry.cancel()
-        state = self.cache.get(origin)
-        if state is not None and state.access is Access.UNREACHABLE:
-            self.states.cancel(origin)
-
-    def give_up_idle(self, origin: Origin) -> None:
-        """The origin's held requests are given up because nothing else is left
-        (``ROBOTSTXT_MAX_WAIT_IDLE``) and no scheduler keeps them: those waiting in the
-        downloader are let go (dropped, reason ``idle``), the parked ones scheduled
-        again to be dropped as they come back; its retry is not made for them."""
-        retry = self._retries.pop(origin, None)
-        if retry is not None:
-            retry.cancel()
-        self._notify(origin, Closing("idle"))
-        self.parking.release(origin, idle=True)
-
     def held(self, now: float) -> list[tuple[Origin, int, OriginState]]:
         """The origins whose requests this document holds now: each with how many of
         its requests wait (in the downloader, and parked) and its state."""
@@ -261,18 +256,18 @@ class Waiting(Reporting):
     @property
     def downloading(self) -> int:
         """This document's requests in the downloader: those waiting there for it, and its fetches."""
-        return self._waiting + self.states.in_flight
+        return self._waiting + self.fetches.in_flight
 
     @property
     def waiting(self) -> int:
-        """Requests waiting for a robots.txt: in the downloader, and parked."""
+        """Requests waiting for this document: in the downloader, and parked (the parking is the crawl's)."""
         return self._waiting + self.parking.count
 
     # -- a fetch's end -----------------------------------------------------------------------
     def _start_fetch(self, origin: Origin, request: Request) -> None:
         if self.closing:
             return
-        fetching = self.states.fetch(origin, request)
+        fetching = self.fetches.fetch(origin, request)
         if fetching is not None:
             self._watch_close()
             fetching.addCallbacks(self._settle, self._cancelled, callbackArgs=(origin,), errbackArgs=(origin,))
@@ -295,64 +290,22 @@ class Waiting(Reporting):
         now = time.time()
         holding = self.holding(state, now)
         if not holding:
-            self.states.forget_trigger(origin)
+            self.fetches.forget_trigger(origin)
         self._notify(origin, state)
         if origin not in self.parking:
             return
         if not holding:
             self._inc("released", self.parking.release(origin))
-        elif state.waited_too_long(now, self.policy):
+        elif self.states.gives_up(state, now):
             self.parking.release(origin, given_up=True)  # dropped as they come back
         else:  # held: the next retry and the deadline, for the parked requests
             self._inc("held", self.parking.hold(origin))
-            self._schedule_retry(origin, self.states.trigger(origin))
-            self._wake_at(origin, state.give_up_at(self.policy))
+            self.retries.schedule(origin, self.fetches.trigger(origin))
+            self.retries.wake_at(origin, state.give_up_at(self.policy))
 
-    def _schedule_retry(self, origin: Origin, request: Request) -> None:
-        """For a held origin: fetch again when its retry is due (if requests still wait)."""
-        if self.states.fetching(origin) or origin in self._retries:
-            return
-        state = self.cache.get(origin)
-        if state is None or state.access is not Access.UNREACHABLE:
-            return
-        self.states.keep_trigger(origin, request)
-
-        def retry() -> None:
-            self._retries.pop(origin, None)
-            if (self._waiters.get(origin) or origin in self.parking) and not self.closing:
-                self._start_fetch(origin, self.states.trigger(origin))
-
-        delay = max(0.0, state.expires_at - time.time())
-        self._retries[origin] = call_later(delay, retry)
-
-    # -- waking -------------------------------------------------------------------------
-    def _wake_at(self, origin: Origin, when: float) -> None:
-        """Wake the origin's waiters (with None) at ``when``: one timer per origin,
-        and the waking in batches (``_wake``), so that thousands of held requests
-        reaching ``ROBOTSTXT_MAX_WAIT`` together are not all dropped in one loop
-        turn. A waiter woken before its own time waits again."""
-        current = self._deadlines.get(origin)
-        if current is not None:  # a timer still to run (``_deadline`` removes it)
-            if current[0] <= when:
-                return
-            current[1].cancel()
-        delay = max(0.0, when - time.time())
-        self._deadlines[origin] = (when, call_later(delay, self._deadline, origin))
-
-    def _deadline(self, origin: Origin) -> None:
-        self._deadlines.pop(origin, None)
-        state = self.cache.get(origin)
-        given_up = state is not None and state.waited_too_long(time.time(), self.policy)
-        if given_up and (self._waiters.get(origin) or origin in self.parking):
-            assert state is not None
-            self.states.gave_up(origin, state.cause)
-            logger.warning("%s of %s unreachable for %.0f s (%s): its held requests, and new ones until a "
-                           "fetch succeeds, are dropped (robotstxt/%sdropped_unreachable)", self.document.name, origin,
-                           self.policy.max_wait_for(state.cause), state.detail, self.document.stat,
-                           extra=self._log_extra)
-        self._notify(origin, None)
-        if given_up:
-            self.parking.release(origin, given_up=True)  # dropped as they come back
+    def _waited(self, origin: Origin) -> bool:
+        """Whether requests of the origin wait: in the downloader, or parked."""
+        return bool(self._waiters.get(origin)) or origin in self.parking
 
     def _notify(self, origin: Origin, value: Any) -> None:
         waiters = self._waiters.pop(origin, [])
@@ -378,7 +331,7 @@ class Waiting(Reporting):
         closing = _compat.engine_closing(self.crawler.engine)
         if closing:
             self.close()
-        if (closing or not (self._waiting or self.states.in_flight or self.parking.count)) \
+        if (closing or not (self._waiting or self.fetches.in_flight or self.parking.count)) \
                 and self._close_watch is not None:
             self._close_watch.cancel()
             self._close_watch = None
@@ -386,7 +339,7 @@ class Waiting(Reporting):
     def close(self, reason: str = "closing") -> None:
         """Release every waiting request (they are dropped, or handed back to a
         scheduler that keeps its queue) and cancel the fetches in flight: Scrapy's
-        close waits for downloads in progress, and a stalled robots.txt must not keep
+        close waits for downloads in progress, and a stalled document must not keep
         the crawl open until ``DOWNLOAD_TIMEOUT``. ``reason``: see :class:`Closing`."""
         if self.closing:
             return
@@ -398,15 +351,10 @@ class Waiting(Reporting):
             self._inc("requeued_on_close", requeued)
         self._discarded += discarded
         self._inc("discarded_on_close", discarded)
-        for call in self._retries.values():
-            call.cancel()
-        self._retries.clear()
-        for _, call in self._deadlines.values():
-            call.cancel()
-        self._deadlines.clear()
+        self.retries.close()
         for origin in list(self._waiters):
             self._notify(origin, Closing(reason))
-        self.states.close()
+        self.fetches.close()
         if self._close_watch is not None:
             self._close_watch.cancel()
             self._close_watch = None
@@ -416,4 +364,4 @@ class Waiting(Reporting):
         one line (None when there were none). ``dropped``: the requests dropped per
         reason, and ``requeued`` those handed back to the scheduler while they waited
         in the downloader (the verdicts' tally)."""
-        return self.states.summary(dropped, requeued + self._requeued, self._discarded)
+        return self.given_up_origins.summary(dropped, requeued + self._requeued, self._discarded)
