@@ -352,7 +352,9 @@ def test_a_setting_that_is_not_a_boolean_stops_the_crawl_at_start_up(origins):
 @pytest_twisted.inlineCallbacks
 def test_requests_held_for_the_file_when_the_crawl_stops_are_crawled_once_after_a_resume(origins, tmp_path):
     """Ctrl-C while an enforced tdmrep.json is unreachable: with a JOBDIR the held requests go
-    back to the scheduler, as those held for a robots.txt do, and the resumed crawl judges each once."""
+    back to the scheduler, as those held for a robots.txt do, and the resumed crawl judges each once.
+    Each is counted for the tdmrep.json it waited for, parked ones included: the stat, the close
+    summary and the verdicts line name that file, none the robots.txt."""
     site = origins()
     site[TDMREP] = ERROR
     count = 40
@@ -373,7 +375,12 @@ def test_requests_held_for_the_file_when_the_crawl_stops_are_crawled_once_after_
 
     assert stopped.stats["finish_reason"] == "shutdown"
     assert site.requests_for("/open/0") == [] and len(site.requests_for(TDMREP)) == 1
-    assert stat(stopped, "requeued_on_close") + stat(stopped, "tdmrep/requeued_on_close") == count + 1
+    assert stat(stopped, "tdmrep/requeued_on_close") == count + 1 and stat(stopped, "requeued_on_close") == 0
+    (summary,) = [m for m in stopped.messages(logging.WARNING) if "Put back in the scheduler" in m]
+    assert f"{count + 1} requests that waited for a tdmrep.json" in summary, summary
+    (verdicts,) = [m for m in stopped.messages(logging.INFO) if m.startswith("robots.txt verdicts:")]
+    assert f"{count + 1} requeued for their tdmrep.json" in verdicts, verdicts
+    assert "for their robots.txt" not in verdicts, verdicts
     assert not stopped.errors
 
     site.tdmrep(RULES)

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self
 
+    from ..core.documents import Document
     from ..core.state import OriginState
 
 __all__ = ["AGENT_META", "PREFERENCES_META", "TDMREP_META", "USAGE_META", "RobotsTxtMiddleware"]
@@ -287,18 +288,20 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             enforcement.responded(request, response.status, "passed")
         return response
 
-    def _parked_held(self, request: Request, origin: Origin) -> None:
-        """A request parked while its origin is held: told as held (its verdict follows
-        when it comes back from parking). A ``dont_obey_robotstxt`` request, parked with
-        the others of its origin, is not held by the robots.txt: it is judged when it comes back."""
+    def _parked_held(self, request: Request, origin: Origin, document: Document) -> None:
+        """A request parked while its origin's ``document`` holds it: told as held (its verdict
+        follows when it comes back from parking). A ``dont_obey_robotstxt`` request, parked with
+        the others of its origin, is not held by the document: it is judged when it comes back."""
         if request.meta.get("dont_obey_robotstxt"):
             return
         token = self.agents.token_of(request)
-        state = self.states.cache.get(origin)
-        judgement = None if state is None else holding(request.url, token, state, self.states.document,
-                                                       time.time(), self.policy, state)
+        waiting = self._waiting_for(document)
+        state = waiting.cache.get(origin)
+        robots = self.states.cache.get(origin)
+        judgement = None if state is None else holding(request.url, token, state, document, time.time(),
+                                                       self.policy, robots or state)
         if judgement is None or judgement.kind is not Kind.HELD:
-            judgement = Judgement(Kind.HELD, request.url, token, state, document=self.states.document)
+            judgement = Judgement(Kind.HELD, request.url, token, robots, document=document)
         self.enforcement.tell(request, origin, judgement)
 
     def _at_close(self, request: Request, origin: Origin, waiting: WaitingRequests, persists: bool,
@@ -316,11 +319,17 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             return tdm
         return self.states
 
-    def _parked_requeued(self, request: Request, origin: Origin, reason: str) -> None:
-        """A parked request handed back to the scheduler at close (``reason``): its
-        ``requeued`` verdict, counted and told as that of a request that waited in the
-        downloader (the parking schedules it)."""
-        self.enforcement.act(request, origin, self._at_close(request, origin, self.states, True, reason))
+    def _parked_requeued(self, request: Request, origin: Origin, reason: str, document: Document) -> None:
+        """A parked request handed back to the scheduler at close (``reason``) while it waited
+        for the origin's ``document``: its ``requeued`` verdict, counted and told as that of a
+        request that waited in the downloader (the parking schedules it)."""
+        self.enforcement.act(request, origin, self._at_close(request, origin, self._waiting_for(document), True,
+                                                             reason))
+
+    def _waiting_for(self, document: Document) -> WaitingRequests:
+        """The requests waiting for ``document`` (robots.txt's, or tdmrep.json's)."""
+        tdm = self.tdm
+        return tdm if tdm is not None and document is tdm.document else self.states
 
     # -- what the crawl waits for ----------------------------------------------------------
     @property

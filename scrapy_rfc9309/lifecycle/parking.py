@@ -38,6 +38,7 @@ from .keeper import Keeper
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from ..core.documents import Document
     from ..core.origins import Origin
 
 __all__ = ["GIVEN_UP_META", "Parking"]
@@ -53,34 +54,38 @@ SEEN, HELD, GIVEN_UP, IDLE = 1, 2, 4, 8
 
 
 class Parking(Reporting):
-    """The parked requests of one crawl, by origin."""
+    """The parked requests of one crawl, by origin, each origin's for one document
+    (the one whose fetch, or retry, they wait for)."""
 
     def __init__(self, crawler: Crawler, origin_of: Callable[[str], Origin | None],
-                 held: Callable[[Origin], bool], room: Callable[[], bool],
-                 on_held: Callable[[Request, Origin], None] | None = None,
-                 on_requeued: Callable[[Request, Origin, str], None] | None = None) -> None:
+                 held: Callable[[Origin, Document], bool], room: Callable[[], bool],
+                 on_held: Callable[[Request, Origin, Document], None] | None = None,
+                 on_requeued: Callable[[Request, Origin, str, Document], None] | None = None) -> None:
         self.crawler = crawler
         #: Told of each parked request handed back to the scheduler at close, with the close's reason
-        #: (``closing``, ``idle``): its ``requeued`` verdict, which counts it and tells the tellers.
+        #: (``closing``, ``idle``) and the document it waited for: its ``requeued`` verdict, which
+        #: counts it and tells the tellers.
         self.on_requeued = on_requeued
         self._origin_of = origin_of
-        #: Whether the origin's requests are held (it is unreachable), and whether one more request may wait.
+        #: Whether the origin's document holds its requests (unreachable), and whether one more request may wait.
         self._held = held
         self._room = room
         self._parked: dict[Origin, list[tuple[Request, int]]] = {}
+        #: The document each origin's parked requests wait for.
+        self._documents: dict[Origin, Document] = {}
         #: Requests the middleware returned to be parked, on their way to the handler.
         self._incoming: dict[Request, tuple[Origin, int]] = {}
-        #: Requests being scheduled again (their origin no longer parks).
-        self._releasing: list[tuple[Request, int]] = []
+        #: Requests being scheduled again (their origin no longer parks), with the document they waited for.
+        self._releasing: list[tuple[Request, int, Document]] = []
         self._releaser: Timer | None = None
         self.count = 0
         self.closing = False
         self._listening = False
         #: Keeps a closing spider open while requests are parked.
         self.keeper = Keeper(crawler, lambda: self.count)
-        #: Told of each request held while parked (its origin is unreachable), as it is parked or as
-        #: its origin turns out unreachable: the ledger's ``held`` record. A request the middleware
-        #: returns to be parked is refused when it raises (the ledger cannot be written).
+        #: Told of each request held while parked (its origin's document is unreachable), as it is parked
+        #: or as the document turns out unreachable, with that document: the ledger's ``held`` record. A
+        #: request the middleware returns to be parked is refused when it raises (the ledger cannot be written).
         self.on_held = on_held
 
     def __contains__(self, origin: Origin) -> bool:
@@ -91,8 +96,9 @@ class Parking(Reporting):
         return {origin: len(entries) for origin, entries in self._parked.items() if entries}
 
     # -- parking ----------------------------------------------------------------------
-    def park(self, origin: Origin, request: Request, held: bool) -> Request | None:
-        """Park ``request`` (which has passed the scheduler): the middleware returns
+    def park(self, origin: Origin, request: Request, held: bool, document: Document) -> Request | None:
+        """Park ``request`` (which has passed the scheduler, and waits for the origin's
+        ``document``, held by it when ``held``): the middleware returns
         what this returns from ``process_request``. None for a request that came
         back without being scheduled (downloaded by ``engine.download``, which
         downloads a returned request at once): it waits in the downloader."""
@@ -101,10 +107,12 @@ class Parking(Reporting):
             self.count -= 1
             return None
         if held and self.on_held is not None:
-            self.on_held(request, origin)
+            self.on_held(request, origin, document)
         self._incoming[request] = (origin, SEEN | (HELD if held else 0))
         self.count += 1
-        self._parked.setdefault(origin, [])
+        if origin not in self._parked:
+            self._parked[origin] = []
+            self._documents[origin] = document
         self._listen(True)
         return request
 
@@ -119,13 +127,14 @@ class Parking(Reporting):
             parked = self._parked.get(origin) if origin is not None else None
             if parked is None or origin is None or not self._room():
                 return
-            held = self._held(origin)
+            document = self._documents[origin]
+            held = self._held(origin, document)
             if held:
-                self._held_now(request, origin)
+                self._held_now(request, origin, document)
             parked.append((request, HELD if held else 0))
             self.count += 1
             if held:
-                self._inc("held")
+                self._inc(document.stat + "held")
         else:
             origin, flags = incoming
             parked = self._parked.get(origin)
@@ -145,20 +154,21 @@ class Parking(Reporting):
         if not parked:
             return 0
         newly = 0
+        document = self._documents[origin]
         for index, (request, flags) in enumerate(parked):
             if not flags & HELD:
-                self._held_now(request, origin)
+                self._held_now(request, origin, document)
                 parked[index] = (request, flags | HELD)
                 newly += 1
         return newly
 
-    def _held_now(self, request: Request, origin: Origin) -> None:
+    def _held_now(self, request: Request, origin: Origin, document: Document) -> None:
         """Tell :attr:`on_held` of a request held while it stays parked. A ledger that cannot be
         written has logged it and closes the spider; the request, judged when it comes back, is
         refused then (its verdict's record fails too)."""
         if self.on_held is not None:
             try:
-                self.on_held(request, origin)
+                self.on_held(request, origin, document)
             except RobotsTxtLedgerError:
                 pass
 
@@ -169,12 +179,12 @@ class Parking(Reporting):
         must not wait for the origin's next fetch as a new request would); ``idle``:
         given up because nothing else was left (``ROBOTSTXT_MAX_WAIT_IDLE``)."""
         parked = self._parked.pop(origin, None)
-        if not parked:
+        document = self._documents.pop(origin, None)
+        if not parked or document is None:
             return 0
-        if given_up or idle:
-            mark = GIVEN_UP | (IDLE if idle else 0)
-            parked = [(request, flags | mark if flags & HELD else flags) for request, flags in parked]
-        self._releasing.extend(parked)
+        mark = GIVEN_UP | (IDLE if idle else 0) if given_up or idle else 0
+        self._releasing.extend((request, flags | mark if flags & HELD else flags, document)
+                               for request, flags in parked)
         if self._releaser is None:
             self._releaser = call_later(0, self._release_batch)
         return sum(1 for _, flags in parked if flags & HELD)
@@ -184,7 +194,7 @@ class Parking(Reporting):
         if self.closing:
             return
         batch, self._releasing = self._releasing[:RELEASE_BATCH], self._releasing[RELEASE_BATCH:]
-        for request, flags in batch:
+        for request, flags, _ in batch:
             self.count -= 1
             self._reschedule(request, flags)
         if self._releasing:
@@ -220,11 +230,13 @@ class Parking(Reporting):
     # -- closing ----------------------------------------------------------------------
     def close(self, persist: bool, reason: str = "closing") -> tuple[int, int]:
         """The spider closes: hand every parked request back to a scheduler that
-        keeps its queue (``persist``; each told to :attr:`on_requeued` first), or count
-        it as not crawled. Returns (handed back, not crawled)."""
+        keeps its queue (``persist``; each told to :attr:`on_requeued` first, with the
+        document it waited for), or count it as not crawled. Returns (handed back, not crawled)."""
         self.closing = True
-        pending = [entry for entries in self._parked.values() for entry in entries] + self._releasing
+        pending = [(request, flags, self._documents[origin]) for origin, entries in self._parked.items()
+                   for request, flags in entries] + self._releasing
         self._parked.clear()
+        self._documents.clear()
         self._releasing = []
         self._incoming.clear()
         if self._releaser is not None:
@@ -233,11 +245,11 @@ class Parking(Reporting):
         self.count = 0
         self._listen(False)
         if persist:
-            for request, flags in pending:
+            for request, flags, document in pending:
                 origin = self._origin_of(request.url)
                 if self.on_requeued is not None and origin is not None:
                     try:
-                        self.on_requeued(request, origin, reason)
+                        self.on_requeued(request, origin, reason, document)
                     except RobotsTxtLedgerError:
                         pass  # logged by the ledger, which closes the spider; the request is handed back
                 self._reschedule(request, flags)

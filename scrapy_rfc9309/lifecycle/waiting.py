@@ -63,18 +63,18 @@ _CLOSE_POLL = 0.2
 def for_crawl(crawler: Crawler, config: Config, fetcher: RobotsFetcher, origin_of: Callable[[str], Origin | None], *,
               store: StoreClient | None, warmup: DnsWarmup | None,
               on_settled: Callable[[Origin, OriginState, Document, str, RobotsChange | None], Awaitable[None]] | None,
-              on_held: Callable[[Request, Origin], None], tdm_holds: bool,
+              on_held: Callable[[Request, Origin, Document], None], tdm_holds: bool,
               news: ChangeNews | None,
-              on_requeued: Callable[[Request, Origin, str], None] | None = None,
+              on_requeued: Callable[[Request, Origin, str, Document], None] | None = None,
               ) -> tuple[WaitingRequests, WaitingRequests | None]:
     """The waiting requests of a crawl's documents, in one room: robots.txt's, and with
     ``ROBOTSTXT_TDMREP`` tdmrep.json's (whose unreachable file holds its requests when
     ``tdm_holds``), each with its :class:`~.states.DocumentStates` and
-    :class:`~.fetches.Fetches`. ``on_held``: told of a request parked while robots.txt
-    holds it; ``on_requeued``: of a parked request handed back to the scheduler at close
-    (its verdict, which counts it)."""
+    :class:`~.fetches.Fetches`. ``on_held``: told of a request parked while a document
+    holds it; ``on_requeued``: of a parked request handed back to the scheduler at close;
+    each with that document (its verdict, which counts it)."""
     robots = DocumentStates(crawler, config)
-    room = WaitingRoom(crawler, config, origin_of, robots.holds_now, on_held, on_requeued)
+    room = WaitingRoom(crawler, config, origin_of, on_held, on_requeued)
     first = _waiting_requests(crawler, config, fetcher, robots, room, store=store, warmup=warmup,
                                on_settled=on_settled, news=news)
     if not config.tdmrep:
@@ -95,17 +95,23 @@ def _waiting_requests(crawler: Crawler, config: Config, fetcher: RobotsFetcher, 
 
 
 class WaitingRoom:
-    """What the waiting requests of a crawl's documents share: the parking (held
-    by ``held``, robots.txt's test) and the ``ROBOTSTXT_MAX_WAITING`` bound over the
-    requests waiting in the downloader and those parked."""
+    """What the waiting requests of a crawl's documents share: the parking and the
+    ``ROBOTSTXT_MAX_WAITING`` bound over the requests waiting in the downloader and
+    those parked."""
 
     def __init__(self, crawler: Crawler, config: Config, origin_of: Callable[[str], Origin | None],
-                 held: Callable[[Origin], bool], on_held: Callable[[Request, Origin], None] | None = None,
-                 on_requeued: Callable[[Request, Origin, str], None] | None = None) -> None:
+                 on_held: Callable[[Request, Origin, Document], None] | None = None,
+                 on_requeued: Callable[[Request, Origin, str, Document], None] | None = None) -> None:
         self.max_waiting = config.max_waiting
         #: Requests of every document waiting in the downloader.
         self.waiting_in_downloader = 0
-        self.parking = Parking(crawler, origin_of, held, self.room, on_held, on_requeued)
+        #: The states of each document whose requests wait here.
+        self.states: dict[Document, DocumentStates] = {}
+        self.parking = Parking(crawler, origin_of, self.held, self.room, on_held, on_requeued)
+
+    def held(self, origin: Origin, document: Document) -> bool:
+        """Whether the origin's ``document`` holds its requests now (:meth:`.DocumentStates.holds_now`)."""
+        return self.states[document].holds_now(origin)
 
     @property
     def waiting(self) -> int:
@@ -131,6 +137,7 @@ class WaitingRequests(Reporting):
         self.document = states.document
         self.policy = config.policy
         self.room = room
+        room.states[self.document] = states
         self.parking = room.parking
         self.retries = Retries(states, fetches, given_up, room.parking, waited=self._waited, start=self._start_fetch,
                                notify=self._notify)
@@ -186,7 +193,7 @@ class WaitingRequests(Reporting):
                     not self.fetches.fetching(origin) or len(self._waiters.get(origin, ())) < self.in_downloader):
                 return None
             self._start_fetch(origin, request)
-        parked = self.parking.park(origin, request, held)
+        parked = self.parking.park(origin, request, held, self.document)
         if parked is not None:
             self._watch_close()
             if held:
