@@ -2,10 +2,10 @@
 
 ``make bench-compare BASE=<commit>`` (``python benchmarks/compare.py BASE``) checks ``BASE`` out in
 a temporary git worktree and builds its C accelerator there (``previous.Checkout``), copies the
-working tree's package (so that editing it meanwhile changes nothing), and measures the two with
-the same harness, this checkout's scripts, side by side: in each of ``--runs`` runs every
-measurement is made for both, one right after the other, the order swapped from run to run, so
-that the load of the moment falls on both alike. Per side, each figure's median and range over the
+working tree's package (so that editing it meanwhile changes nothing) and builds its accelerator the
+same way, and measures the two with the same harness, this checkout's scripts, side by side: in each
+of ``--runs`` runs every measurement is made for both, one right after the other, the order swapped
+from run to run, so that the load of the moment falls on both alike. Per side, each figure's median and range over the
 runs:
 
 - **hooks**: the middleware's own CPU time per page in its hooks, ours (the add-on, every default
@@ -39,7 +39,7 @@ from typing import Any
 import bench_ledger
 import bench_middleware as bm
 from common import ROOT, commit, median, spread, table
-from previous import ENV_FLAG, Checkout
+from previous import ENV_FLAG, Checkout, build
 
 MEASURES = ("hooks", "core", "ledger")
 CORE_TIMEOUT = 3600.0  # a bench_core.py run is killed after this many seconds
@@ -171,9 +171,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         workdir = Path(tmp)
         assert base.directory is not None
+        copy = str(bm.snapshot_package(workdir))
+        if failed := build(copy):  # built as the base's is, so that the two differ in their code only
+            print(f"the working tree's C accelerator did not build: {failed}", file=sys.stderr)
+            return 1
         sides = [Side("before", base.label, base.directory),
-                 Side("after", f"{commit()}{' + changes' if dirty else ''} (working tree)",
-                      str(bm.snapshot_package(workdir)))]
+                 Side("after", f"{commit()}{' + changes' if dirty else ''} (working tree)", copy)]
         for side in sides:  # a child process must import the side's tree, not the editable install
             imported = subprocess.run([sys.executable, "-c", "import scrapy_rfc9309; print(scrapy_rfc9309.__file__)"],
                                       env=side.env(), cwd=workdir, capture_output=True, text=True, check=False)

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from common import ROOT, commit
 
@@ -35,6 +36,16 @@ command = dist.get_command_obj("build_ext")
 command.inplace = True
 dist.run_command("build_ext")
 """
+
+
+def build(tree: str) -> str | None:
+    """Build the C accelerator of the ``scrapy_rfc9309`` in ``tree`` in place (the build of every
+    tree a benchmark compares, so that they differ in their code only); why it failed, or None."""
+    for old in Path(tree).glob("scrapy_rfc9309/**/_speedups*.so"):
+        old.unlink()
+    built = subprocess.run([sys.executable, "-c", _BUILD], cwd=tree, capture_output=True, text=True, timeout=600,
+                           check=False)
+    return None if built.returncode == 0 else built.stderr.strip()[-300:]
 
 
 class Checkout:
@@ -64,10 +75,9 @@ class Checkout:
             self.error = f"git could not check out {self.ref}: {added.stderr.strip()[-300:]}"
             return self
         self.directory = tree
-        built = subprocess.run([sys.executable, "-c", _BUILD], cwd=tree, capture_output=True, text=True,
-                               timeout=600, check=False)
-        if built.returncode != 0:
-            self.error = f"the C accelerator of {self.ref} did not build: {built.stderr.strip()[-300:]}"
+        failed = build(tree)
+        if failed:
+            self.error = f"the C accelerator of {self.ref} did not build: {failed}"
         return self
 
     def __exit__(self, *exc_info: object) -> None:
