@@ -86,8 +86,6 @@ class Checkout:
                            capture_output=True, timeout=300, check=False)
         if self._parent is not None:
             shutil.rmtree(self._parent, ignore_errors=True)
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], capture_output=True, timeout=300,
-                           check=False)
 
     @property
     def available(self) -> bool:
