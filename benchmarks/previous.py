@@ -50,42 +50,70 @@ def build(tree: str) -> str | None:
 
 class Checkout:
     """``with Checkout(ref) as tree:`` checks ``ref`` out in a temporary worktree and builds its
-    accelerator; ``tree.directory`` holds its ``scrapy_rfc9309``, ``tree.env()`` is the environment
-    of a child process running it, ``tree.label`` its short commit. ``tree.error`` says why it is not
-    available (no git, unknown commit, the build failed): the benchmark then runs without it."""
+    accelerator when first asked about it; ``tree.directory`` holds its ``scrapy_rfc9309``,
+    ``tree.env()`` is the environment of a child process running it, ``tree.label`` its short commit.
+    ``tree.error`` says why it is not available (no git, unknown commit, the build failed): the
+    benchmark then runs without it. Setting ``error`` first (a run told to leave it out) checks
+    nothing out. The worktree is removed on leaving the ``with`` block."""
 
     def __init__(self, ref: str = DEFAULT_REF) -> None:
         self.ref = ref
-        self.directory: str | None = None
-        self.error: str | None = None
-        self.label = ref
+        self._prepared = False
+        self._error: str | None = None
+        self._directory: str | None = None
+        self._label = ref
         self._parent: str | None = None
 
     def __enter__(self) -> Checkout:
+        return self
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self._prepared = True
         label = commit(ROOT, f"{self.ref}^{{commit}}")
         if not label:
-            self.error = f"git does not know the commit {self.ref!r}"
-            return self
-        self.label = label
+            self._error = f"git does not know the commit {self.ref!r}"
+            return
+        self._label = label
         self._parent = tempfile.mkdtemp(prefix="rfc9309-bench-")
         tree = os.path.join(self._parent, label)
         added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", tree, label],
                                capture_output=True, text=True, timeout=300, check=False)
         if added.returncode != 0:
-            self.error = f"git could not check out {self.ref}: {added.stderr.strip()[-300:]}"
-            return self
-        self.directory = tree
+            self._error = f"git could not check out {self.ref}: {added.stderr.strip()[-300:]}"
+            return
+        self._directory = tree
         failed = build(tree)
         if failed:
-            self.error = f"the C accelerator of {self.ref} did not build: {failed}"
-        return self
+            self._error = f"the C accelerator of {self.ref} did not build: {failed}"
 
     def __exit__(self, *exc_info: object) -> None:
-        if self.directory is not None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", self.directory],
+        if self._directory is not None:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", self._directory],
                            capture_output=True, timeout=300, check=False)
         if self._parent is not None:
             shutil.rmtree(self._parent, ignore_errors=True)
+
+    @property
+    def error(self) -> str | None:
+        self._prepare()
+        return self._error
+
+    @error.setter
+    def error(self, reason: str | None) -> None:
+        self._prepared = True
+        self._error = reason
+
+    @property
+    def directory(self) -> str | None:
+        self._prepare()
+        return self._directory
+
+    @property
+    def label(self) -> str:
+        self._prepare()
+        return self._label
 
     @property
     def available(self) -> bool:
