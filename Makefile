@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 # a larger corpus of your own (make bench CORPUS=/path/to/robots).
 CORPUS ?= benchmarks/corpus
 
-.PHONY: mutate demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: mutate demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store bench-compare venv clean crawl-real
 
 # The suite's worker processes (pytest-xdist's -n): one per CPU by default.
 WORKERS ?= auto
@@ -97,6 +97,13 @@ bench: venv
 # The stores (memory, disk, Redis) beside Scrapy's built-in middleware; needs redis-server on PATH.
 bench-store: venv
 	$(BIN)/python benchmarks/bench_store.py --corpus $(CORPUS)
+
+# Before and after in one run: the package at commit BASE (a temporary git worktree, its own build)
+# beside the working tree, alternating: hook time, decisions and memory against Protego, ledger cost.
+# QUICK=1 checks that it works; RUNS=N sets the runs (default 5).
+bench-compare: venv
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit> [QUICK=1] [RUNS=N]"; exit 2; }
+	$(BIN)/python benchmarks/compare.py $(BASE) --corpus $(CORPUS) $(if $(QUICK),--quick) $(if $(RUNS),--runs $(RUNS))
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info docs/_build

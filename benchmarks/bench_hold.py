@@ -40,7 +40,6 @@ import gc
 import itertools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,7 +54,9 @@ sys.path.insert(0, str(SCRIPT.parent))
 
 import bench_middleware  # noqa: E402
 from bench_middleware import Server  # noqa: E402
-from previous import PreviousRelease  # noqa: E402
+from common import fmt as _fmt  # noqa: E402
+from common import median as _median  # noqa: E402
+from previous import Checkout  # noqa: E402
 
 # A scenario's server serves every run of it (about half an hour at the defaults).
 bench_middleware.SERVER_MAX_LIFE = 3 * 3600.0
@@ -176,7 +177,9 @@ def _waiting(crawler: Any, waiting_total: int) -> int:
     except Exception:
         middleware = None
     if middleware is not None:
-        return int(middleware.states.waiting) + queued
+        # waiting_count: the middleware's documented count; states.waiting where it has none yet.
+        count = getattr(middleware, "waiting_count", None)
+        return int(middleware.states.waiting if count is None else count) + queued
     return len(engine.downloader.active) + queued  # the built-in: in the downloader, and queued
 
 
@@ -199,7 +202,7 @@ def _settings(config: str, scenario: str, max_wait: float) -> dict[str, Any]:
 
 
 def run_one(config: str, scenario: str, sites: dict[str, str], args: argparse.Namespace, workdir: Path,
-            before: PreviousRelease | None, trace: bool, tag: str) -> dict[str, Any]:
+            before: Checkout | None, trace: bool, tag: str) -> dict[str, Any]:
     spec = {
         "waiting_urls": [f"{sites['waiting']}/p/{i}" for i in range(args.waiting)],
         "healthy_urls": [f"{sites['healthy']}/p/{i}" for i in range(args.healthy)],
@@ -218,20 +221,11 @@ def run_one(config: str, scenario: str, sites: dict[str, str], args: argparse.Na
     return json.loads(out_path.read_text())
 
 
-def _median(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
-def _fmt(value: float | None, digits: int = 2, unit: str = "") -> str:
-    return "-" if value is None else f"{value:.{digits}f}{unit}"
-
-
 def summary(results: dict[str, dict[str, list[dict[str, Any]]]], args: argparse.Namespace, before_label: str) -> str:
     lines = [f"Requests waiting: {args.waiting:,} for one origin, beside {args.healthy:,} of a healthy origin; "
              f"CONCURRENT_REQUESTS 16; medians of {args.reps} runs (bytes: one traced run).", ""]
     for scenario, title in (("unreachable", f"(a) robots.txt answers 503: held, dropped after {args.max_wait:g} s"),
-                            ("slow", "(b) robots.txt answers after 10 s")):
+                            ("slow", f"(b) robots.txt answers after {args.robots_delay:g} s")):
         lines += [f"**{title}**", "",
                   "| | longest loop pause (s) | full GCs | time in GC (s) | bytes per waiting request "
                   "| healthy origin done (s) | longest healthy gap (s) | wall (s) |",
@@ -260,20 +254,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--healthy", type=int, default=500)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--max-wait", type=float, default=20.0)
-    parser.add_argument("--before", default=BEFORE, help="the commit of the code before parking")
+    parser.add_argument("--robots-delay", type=float, default=10.0, help="s before the slow robots.txt answers")
+    parser.add_argument("--before", default=BEFORE, help="the commit of the code before parking ('': left out)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--crawl", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.crawl:
         return crawl_main(*args.crawl)
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-hold-") as tmp, PreviousRelease(args.before) as before:
+    with tempfile.TemporaryDirectory(prefix="bench-hold-") as tmp, Checkout(args.before) as before:
         workdir = Path(tmp)
         if not before.available:
             print(f"without the code before parking: {before.error}", file=sys.stderr)
         configs = [OURS] + ([BEFORE_PARKING] if before.available else [])
         for scenario in ("unreachable", "slow"):
-            robots = {"robots": "503"} if scenario == "unreachable" else {"robots": "ok", "robots_delay": 10.0}
+            robots = ({"robots": "503"} if scenario == "unreachable"
+                      else {"robots": "ok", "robots_delay": args.robots_delay})
             sites_spec = [{"host": "127.0.0.2", **robots}, {"host": "127.0.0.3", "robots": "ok"}]
             results[scenario] = {}
             with Server(sites_spec, workdir, None) as server:

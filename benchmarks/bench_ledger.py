@@ -38,7 +38,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_middleware as bm  # noqa: E402  (the crawl machinery: servers, subprocess crawls, settings)
+from common import commit  # noqa: E402
 
 from scrapy_rfc9309.ledger.writer import GZIP_LEVEL  # noqa: E402
 
@@ -59,14 +59,6 @@ GOAL_BYTES_PER_VERDICT = 64.0
 CONFIGS = ("ledger off", "ledger on")
 #: What the spider does with each page: ignores it, or parses it (``--parse``).
 SPIDERS = {False: "ignores the pages", True: "parses each page (its title and links, as an item)"}
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=False).stdout.strip()
-    except OSError:
-        return ""
 
 
 def _disk(directory: Path) -> dict[str, Any]:
@@ -189,7 +181,7 @@ def report(summary: dict[str, Any]) -> str:
     crawls = summary["crawls"]
     shares = summary["shares"]
     out = ["### Verdict ledger benchmark", "",
-           f"`benchmarks/bench_ledger.py` at commit {_commit()} ({env}), {pages} pages of one origin per crawl, "
+           f"`benchmarks/bench_ledger.py` at commit {commit()} ({env}), {pages} pages of one origin per crawl, "
            f"{len(crawls)} pairs (ledger off and on, alternating order), each crawl a fresh process, "
            f"{summary['chains'] or 'no'} chains{' (every URL from start())' if not summary['chains'] else ''}, "
            f"a spider that {SPIDERS[bool(summary.get('parse'))]}.", "",

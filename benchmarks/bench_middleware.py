@@ -68,7 +68,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checkout import tests_on_path
+from common import commit, tests_on_path
+from common import fmt as _fmt
+from common import median as _median
+from common import rss_kb as _rss_kb
+from common import table as _table
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve()
@@ -207,6 +211,20 @@ def _pages_behaviour(delay: float, headers: dict[str, str] | None = None, head: 
     return Dynamic(answer)
 
 
+def _run_until_stdin_closes(reactor: Any, max_life: float) -> None:
+    """Run a server process's reactor until its parent closes our stdin (or dies, which closes it
+    too), or for ``max_life`` seconds at the most."""
+
+    def wait_stdin() -> None:
+        with contextlib.suppress(Exception):
+            sys.stdin.buffer.read()
+        reactor.callFromThread(reactor.stop)
+
+    threading.Thread(target=wait_stdin, daemon=True).start()
+    reactor.callLater(max_life, reactor.stop)
+    reactor.run()
+
+
 def serve_main(spec_path: str, log_path: str) -> int:
     """Serve every site of the spec with :class:`servers.Origin` in a
     Twisted reactor of this process, print the ports, and stop when the parent
@@ -229,16 +247,7 @@ def serve_main(spec_path: str, log_path: str) -> int:
         origin.default = _pages_behaviour(float(site.get("delay", 0.0)), site.get("headers"), site.get("head", ""))
         origins.append(origin.start())
     print(json.dumps({"ports": [origin.port for origin in origins]}), flush=True)
-
-    def wait_stdin() -> None:
-        # The parent closes our stdin to stop us (or dies, which closes it too).
-        with contextlib.suppress(Exception):
-            sys.stdin.buffer.read()
-        reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
-
-    threading.Thread(target=wait_stdin, daemon=True).start()
-    reactor.callLater(float(spec.get("max_life", SERVER_MAX_LIFE)), reactor.stop)  # type: ignore[attr-defined]
-    reactor.run()  # type: ignore[attr-defined]
+    _run_until_stdin_closes(reactor, float(spec.get("max_life", SERVER_MAX_LIFE)))
     # Hits carry monotonic times; the crawls measure wall time.
     offset = time.time() - time.monotonic()
     log = sorted((hit.time + offset, index, hit.path)
@@ -432,15 +441,6 @@ class _GcStats:
                 "objects": len(gc.get_objects()), "threshold": gc.get_threshold()}
 
 
-def _rss_kb() -> int:
-    """The process's resident memory now (KiB), from /proc (0 where there is none)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 _WAITED = 0.002  # a process_request call longer than this waited (for robots.txt): not self time
 
 
@@ -452,9 +452,9 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
     machine counts the moments the process was descheduled."""
     from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
 
-    from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware as Ours
-    from scrapy_rfc9309.components.usage_middleware import UsageMiddleware as Usage
-    from scrapy_rfc9309.lifecycle.fetch import RobotsFetcher
+    # The public names, so that the same harness times another commit's package (bench-compare).
+    from scrapy_rfc9309 import RobotsTxtMiddleware as Ours
+    from scrapy_rfc9309 import UsageMiddleware as Usage
 
     clock = time.perf_counter
     # What reading the thread's CPU clock costs inside a timed window (a system call: some µs on a
@@ -524,21 +524,11 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
         return timed
 
     Ours.process_request = timed_request  # type: ignore[method-assign]
-    # Scrapy calls RobotsTxtMiddleware.process_response only when a teller reads responses (the ledger).
+    # Scrapy calls RobotsTxtMiddleware.process_response only when a teller reads responses (the ledger):
+    # the middleware gives Scrapy its ``_responded`` method then.
     Ours._responded = timed_response("process_response", Ours._responded)  # type: ignore[method-assign]
     Usage.process_response = timed_response(  # type: ignore[method-assign]
         "UsageMiddleware.process_response", Usage.process_response)
-
-    original_bytes = RobotsFetcher._bytes_received
-
-    def timed_bytes(self: Any, data: bytes, request: Any, spider: Any = None) -> None:
-        t = clock()
-        try:
-            original_bytes(self, data, request)
-        finally:
-            add("signal bytes_received", t)
-
-    RobotsFetcher._bytes_received = timed_bytes  # type: ignore[method-assign]
 
     class TimedBuiltin(Builtin):
         async def process_request(self, request: Any, spider: Any = None) -> None:
@@ -822,11 +812,6 @@ CPU_SETTINGS: dict[str, Any] = {
 }
 
 
-def _median(values: list[float]) -> float:
-    values = [v for v in values if v == v]  # without NaN (a run that did not finish)
-    return statistics.median(values) if values else float("nan")
-
-
 # ---- (a) CPU overhead -----------------------------------------------------------------
 def _machine_busy() -> float:
     """CPU-seconds the whole machine has spent busy (all CPUs), from /proc/stat."""
@@ -1107,12 +1092,6 @@ def _broad_summary(
 # --------------------------------------------------------------------------------------
 # Reports
 # --------------------------------------------------------------------------------------
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def report_cpu(cpu: dict[str, Any]) -> str:
     rows = []
     off = cpu["configs"][OFF]
@@ -1403,12 +1382,6 @@ def report_broad(broad: dict[str, Any]) -> str:
     return "\n".join(text)
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
-    if value is None or value != value:
-        return "-"
-    return f"{value:.{digits}f}"
-
-
 def summary_md(cpu: dict[str, Any] | None, broad: dict[str, Any] | None, fingerprint: str = "") -> str:
     lines = ["### Middleware benchmark summary", ""]
     env = f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs"
@@ -1544,20 +1517,11 @@ def package_fingerprint(root: Path = ROOT) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    for path in sorted((root / "scrapy_rfc9309").iterdir()):
-        if not path.is_file():
-            continue
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    commit = ""
-    with contextlib.suppress(Exception):
-        commit = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout.strip()
-    return f"{commit or 'unknown'}+{digest.hexdigest()[:12]}"
+    package = root / "scrapy_rfc9309"
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".c", ".pyi"):
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return f"{commit() or 'unknown'}+{digest.hexdigest()[:12]}"
 
 
 def _strip(obj: Any) -> Any:
@@ -1604,15 +1568,7 @@ def serve_hosts_main(spec_path: str, ready_path: str) -> int:
 
     port = reactor.listenTCP(0, server.Site(Hosts()), backlog=1024, interface="127.0.0.1")  # type: ignore[attr-defined]
     print(json.dumps({"port": port.getHost().port}), flush=True)
-
-    def wait_stdin() -> None:
-        with contextlib.suppress(Exception):
-            sys.stdin.buffer.read()
-        reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
-
-    threading.Thread(target=wait_stdin, daemon=True).start()
-    reactor.callLater(float(spec.get("max_life", SERVER_MAX_LIFE)), reactor.stop)  # type: ignore[attr-defined]
-    reactor.run()  # type: ignore[attr-defined]
+    _run_until_stdin_closes(reactor, float(spec.get("max_life", SERVER_MAX_LIFE)))
     return 0
 
 

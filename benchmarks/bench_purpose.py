@@ -12,7 +12,7 @@ file holds 64 agents), and the per-origin shortcut (:func:`~scrapy_rfc9309.judge
 what the middleware asks for a request of an origin it has judged): its test's decisions per
 second where it is given, and how many of the files' tests it gives.
 
-Run it on an earlier commit with ``PYTHONPATH`` naming an export of that commit's package and
+Run it on an earlier commit with ``PYTHONPATH`` naming a checkout of that commit (``previous.Checkout``) and
 ``RFC9309_BENCH_PREVIOUS=1`` (see ``previous.py``), e.g. for the figures before a change.
 
 Usage::

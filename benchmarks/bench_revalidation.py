@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from checkout import tests_on_path  # noqa: E402
+from common import tests_on_path  # noqa: E402
 
 tests_on_path()
 

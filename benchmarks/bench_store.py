@@ -44,11 +44,7 @@ Usage::
 
     python benchmarks/bench_store.py [--quick] [--json results.json] [--origins M] [--pages P]
                                      [--processes 1,2,4] [--corpus DIR] [--sample K]
-                                     [--redis-clients] [--configs memory,redis,...]
-
-``--redis-clients`` adds the Redis store with two other ways of talking to Redis
-(``redis_clients.py``: a hand-made connection on redis-py's private stream, and
-redis-py's pool without pipelines) to the fleet runs, in the same rotation.
+                                     [--configs memory,redis,...]
 
 The script always exits 0 unless it cannot run at all: it measures, it does not
 gate. Every subprocess has a hard time limit; the HTTP server stops by itself, and
@@ -78,8 +74,11 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_middleware as bm
-from checkout import tests_on_path
-from previous import DEFAULT_REF, PreviousRelease
+from common import fmt as _fmt
+from common import median as _median
+from common import rss_kb, tests_on_path
+from common import table as _table
+from previous import DEFAULT_REF, Checkout
 
 tests_on_path()
 import servers  # noqa: E402  (the test suite's loopback servers, from the checkout's tests/)
@@ -93,20 +92,14 @@ MEMORY = "memory"
 DISK = "disk"
 REDIS = "redis"
 PREVIOUS_REDIS = "previous-redis"  # the previous release (see previous.py) with the Redis store
-# The Redis store talking to Redis in other ways (redis_clients.py), with --redis-clients.
-REDIS_HANDMADE = "redis-handmade"
-REDIS_PER_CALL = "redis-per-call"
 LABELS = {
     BUILTIN: "Scrapy built-in (Protego)",
     MEMORY: "scrapy-rfc9309, memory",
     DISK: "scrapy-rfc9309, disk",
     REDIS: "scrapy-rfc9309, redis",
-    REDIS_HANDMADE: "redis, hand-made shared connection",
-    REDIS_PER_CALL: "redis, pool without pipelines",
     PREVIOUS_REDIS: "previous release, redis",
 }
-REDIS_CONFIGS = (REDIS, REDIS_HANDMADE, REDIS_PER_CALL, PREVIOUS_REDIS)
-STORE_CLASSES = {REDIS_HANDMADE: "redis_clients.HandmadeRedisStore", REDIS_PER_CALL: "redis_clients.PerCallRedisStore"}
+REDIS_CONFIGS = (REDIS, PREVIOUS_REDIS)
 
 ROBOTS_DELAY = 0.2  # s before a robots.txt answers
 PAGE_DELAY = 0.02  # s before a page answers
@@ -125,17 +118,6 @@ CRAWL_SETTINGS: dict[str, Any] = {
 }
 STORE_STATS = ("store_hit", "store_wait", "store_woken", "store_poll", "store_saved", "store_error",
                "store_unreadable")
-
-
-def _median(values: list[float]) -> float:
-    values = [v for v in values if v == v]
-    return statistics.median(values) if values else float("nan")
-
-
-def _fmt(value: float | None, digits: int = 2) -> str:
-    if value is None or value != value:
-        return "-"
-    return f"{value:.{digits}f}"
 
 
 def _env(workdir: Path) -> dict[str, str]:
@@ -234,7 +216,7 @@ def crawl_settings(config: str, store_dir: Path | None, redis_url: str | None) -
     if config == DISK:
         settings |= {"ROBOTSTXT_STORE": "disk", "ROBOTSTXT_STORE_PATH": str(store_dir)}
     elif config in REDIS_CONFIGS:
-        settings |= {"ROBOTSTXT_STORE": STORE_CLASSES.get(config, "redis"), "ROBOTSTXT_REDIS_URL": redis_url}
+        settings |= {"ROBOTSTXT_STORE": "redis", "ROBOTSTXT_REDIS_URL": redis_url}
     return settings
 
 
@@ -436,14 +418,11 @@ def _problems(run: dict[str, Any]) -> list[str]:
 
 def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: Path, package_root: str,
                 redis: RedisServer | None, previous_root: str | None = None,
-                redis_clients: bool = False, configs: set[str] | None = None) -> dict[str, Any]:
+                configs: set[str] | None = None) -> dict[str, Any]:
     """The fleet runs; with ``previous_root`` (the previous release's tree) its
-    Redis configuration runs beside ours, in the same rotation, and so do the other
-    Redis clients with ``redis_clients``; ``configs`` keeps only those."""
+    Redis configuration runs beside ours, in the same rotation; ``configs`` keeps only those."""
     sites = fleet_sites(origins)
     units = [[BUILTIN], [MEMORY, MEMORY], [DISK, DISK]] + ([[REDIS, REDIS]] if redis is not None else [])
-    if redis is not None and redis_clients:
-        units += [[REDIS_HANDMADE, REDIS_HANDMADE], [REDIS_PER_CALL, REDIS_PER_CALL]]
     if redis is not None and previous_root is not None:
         units.append([PREVIOUS_REDIS, PREVIOUS_REDIS])
     if configs:
@@ -460,8 +439,7 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
             block: list[dict[str, Any]] = []
             if n == fleet[0]:
                 # Warm-up, not counted: byte-compiles every module the crawls import (into the work directory).
-                warm = [BUILTIN, REDIS if redis is not None else DISK] + (
-                    [REDIS_HANDMADE] if redis is not None and redis_clients else [])
+                warm = [BUILTIN, REDIS if redis is not None else DISK]
                 for config in warm:
                     store_dir = workdir / "store-warmup"
                     settings = crawl_settings(config, store_dir, redis_url)
@@ -495,122 +473,7 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
                     print(f"    ! N={n} {run['config']} {run['phase']}: {problem}", file=sys.stderr, flush=True)
         runs += block
     return {"origins": origins, "pages": pages, "fleet": fleet, "reps": reps, "runs": runs,
-            "redis": redis is not None, "previous": redis is not None and previous_root is not None,
-            "redis_clients": redis is not None and redis_clients}
-
-
-# --------------------------------------------------------------------------------------
-# (4): the Redis clients alone (--redis-clients)
-# --------------------------------------------------------------------------------------
-CLIENTS = {REDIS: "scrapy_rfc9309.stores.redis.RedisStore", REDIS_HANDMADE: "redis_clients.HandmadeRedisStore",
-           REDIS_PER_CALL: "redis_clients.PerCallRedisStore"}
-BUSY_TURN = 0.002  # s the event loop is held per turn by the stand-in for a crawl
-CLIENT_TIMEOUT = 60.0  # s a client's claims (or saves) may take before the run counts as failed
-TRICKLE = 200  # claims made one per turn (and ten per turn), timed one by one
-
-
-def bench_clients(redis: RedisServer, origins: int, reps: int) -> dict[str, Any]:
-    """In this process, per Redis client, the event loop held ``BUSY_TURN`` s per turn
-    by a task standing in for a crawl (what makes a turn slow on a crawling process):
-    ``origins`` claims made at once (a crawl's start), then as many saves made at once
-    (ms from making them to the last answer); then ``TRICKLE`` claims made one per
-    turn, and as many ten per turn (ms from making each to its answer: what a claim,
-    a save or a look at a lock costs the origin that waits for it). The clients in
-    rotation, ``reps`` runs each."""
-    import asyncio
-    from importlib import import_module
-
-    from scrapy_rfc9309.stores.record import Record
-
-    def store_class(path: str) -> Any:
-        module, _, name = path.rpartition(".")
-        return getattr(import_module(module), name)
-
-    async def busy() -> None:
-        while True:
-            until = time.perf_counter() + BUSY_TURN
-            while time.perf_counter() < until:
-                pass
-            await asyncio.sleep(0)
-
-    async def run(config: str, rep: int) -> tuple[float, float, dict[int, list[float]]]:
-        store = store_class(CLIENTS[config])(redis.url, prefix=f"bench-{config}-{rep}")
-        await store.open()
-        keys = [f"https://site{n}.example" for n in range(origins)]
-        crawl = asyncio.ensure_future(busy())
-        nan = float("nan")
-        try:
-            now = time.time()
-            started = time.perf_counter()
-            await asyncio.wait_for(asyncio.gather(*(store.claim(key, "me", now, 30.0) for key in keys)),
-                                   CLIENT_TIMEOUT)
-            claimed = time.perf_counter()
-            record = Record(now, now + 3600, now + 7200, '{"v":1}', b"User-agent: *\nDisallow: /x\n")
-            await asyncio.wait_for(asyncio.gather(*(store.save(key, record, "me") for key in keys)), CLIENT_TIMEOUT)
-            saved = time.perf_counter()
-            latencies = {}
-            for per_turn in (1, 10):
-                waited: list[float] = []
-
-                async def claim(key: str, waited: list[float] = waited) -> None:
-                    made = time.perf_counter()
-                    await store.claim(key, "me", time.time(), 30.0)
-                    waited.append((time.perf_counter() - made) * 1000)
-
-                claims = []
-                for n in range(TRICKLE):
-                    claims.append(asyncio.ensure_future(claim(f"https://trickle{per_turn}-{n}.example")))
-                    if n % per_turn == per_turn - 1:
-                        await asyncio.sleep(0)
-                await asyncio.wait_for(asyncio.gather(*claims), CLIENT_TIMEOUT)
-                latencies[per_turn] = waited
-        except Exception as exc:  # counted as a failed run (nan), with what failed
-            print(f"    ! {LABELS[config]} run {rep + 1}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            return nan, nan, {1: [nan], 10: [nan]}
-        finally:
-            crawl.cancel()
-            await asyncio.gather(crawl, return_exceptions=True)
-            await store.close()
-        return (claimed - started) * 1000, (saved - claimed) * 1000, latencies
-
-    results: dict[str, dict[str, list[float]]] = {
-        c: {"claims_ms": [], "saves_ms": [], "claim_1_ms": [], "claim_10_ms": []} for c in CLIENTS}
-    order = list(CLIENTS)
-    for rep in range(reps):
-        for config in order[rep % len(order):] + order[: rep % len(order)]:
-            claims_ms, saves_ms, latencies = asyncio.run(run(config, rep))
-            results[config]["claims_ms"].append(claims_ms)
-            results[config]["saves_ms"].append(saves_ms)
-            results[config]["claim_1_ms"] += latencies[1]
-            results[config]["claim_10_ms"] += latencies[10]
-        redis.flush()
-    print(f"  clients: {reps} runs of {origins} claims and saves each", file=sys.stderr, flush=True)
-    return {"origins": origins, "reps": reps, "busy_turn_s": BUSY_TURN, "results": results}
-
-
-def clients_table(clients: dict[str, Any]) -> str:
-    rows = []
-    for config, values in clients["results"].items():
-        rows.append([LABELS[config], _spread(values["claims_ms"]), _spread(values["saves_ms"]),
-                     _percentiles(values["claim_1_ms"]), _percentiles(values["claim_10_ms"])])
-    n = clients["origins"]
-    return bm._table(["client", f"ms for {n} claims made at once (median, min-max)",
-                      f"ms for {n} saves made at once (median, min-max)",
-                      "ms from a claim to its answer, one made per turn (median, 90th percentile)",
-                      "the same, ten made per turn"], rows)
-
-
-def _percentiles(values: list[float]) -> str:
-    done = sorted(v for v in values if v == v)
-    return f"{_median(done):.1f}, {done[int(len(done) * 0.9)]:.1f}" if done else "failed"
-
-
-def _spread(values: list[float]) -> str:
-    done = [v for v in values if v == v]
-    failed = f", {len(values) - len(done)} of {len(values)} runs failed" if len(done) < len(values) else ""
-    if not done:
-        return f"failed ({len(values)} runs)"
-    return f"{_median(done):.1f} ({min(done):.1f}-{max(done):.1f}){failed}"
+            "redis": redis is not None, "previous": redis is not None and previous_root is not None}
 
 
 # --------------------------------------------------------------------------------------
@@ -643,11 +506,6 @@ def corpus_sample(corpus: Path, k: int) -> list[tuple[str, str]]:
         scheme, _, netloc = url.partition("://")
         entries.append((f"{scheme}://copy{n // distinct}.{netloc}", path))
     return entries[:k]
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def measure_main(kind: str, spec_path: str, out_path: str) -> int:
@@ -693,7 +551,7 @@ def measure_main(kind: str, spec_path: str, out_path: str) -> int:
             tracemalloc.start()
             before = tracemalloc.get_traced_memory()[0]
         else:
-            before = _rss()
+            before = 1024 * rss_kb()
         started = time.perf_counter()
         # Each file is read inside the loop: only what the cache keeps stays allocated.
         # Each origin is asked about one page, as a crawl does right after the fetch
@@ -724,7 +582,7 @@ def measure_main(kind: str, spec_path: str, out_path: str) -> int:
             out["growth"] = tracemalloc.get_traced_memory()[0] - before
             tracemalloc.stop()
         else:
-            out["growth"] = _rss() - before
+            out["growth"] = 1024 * rss_kb() - before
             out["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         del kept
     elif kind == "disk":
@@ -923,7 +781,6 @@ def _wall(runs: list[dict[str, Any]], key: str = "wall_s", scale: float = 1.0, d
 
 def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
     configs = [BUILTIN, MEMORY, DISK] + ([REDIS] if fleet["redis"] else []) + (
-        [REDIS_HANDMADE, REDIS_PER_CALL] if fleet.get("redis_clients") else []) + (
         [PREVIOUS_REDIS] if fleet.get("previous") else [])
     rows = []
     for n in fleet["fleet"]:
@@ -940,7 +797,7 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
                 _stat(runs, "store_woken") if ours else "-", _stat(runs, "store_poll") if ours else "-",
                 _stat(runs, "store_error") if ours else "-", _wall(runs, "crawl_load"), _wall(runs, "other_load"),
             ])
-    first = bm._table(["processes", "configuration", "robots.txt fetches", "most for one origin",
+    first = _table(["processes", "configuration", "robots.txt fetches", "most for one origin",
                        "wall s, spawn to last exit", "slowest crawl s, open to close",
                        "s to an origin's robots.txt request (median)", "s to an origin's first page (median)",
                        "ms from the first to the last process's first page of an origin (median)",
@@ -960,7 +817,7 @@ def fleet_tables(fleet: dict[str, Any]) -> tuple[str, str]:
                 f"{_wall(runs, 'first_page_median_s')} vs {_wall(before, 'first_page_median_s')}",
                 _stat(runs, "store_hit"), _wall(runs, "crawl_load"), _wall(runs, "other_load"),
             ])
-    restart = bm._table(["processes", "configuration", "robots.txt fetches", "most for one origin",
+    restart = _table(["processes", "configuration", "robots.txt fetches", "most for one origin",
                          "wall s (vs first run)", "slowest crawl s (vs first run)",
                          "s to an origin's first page, median (vs first run)", "store_hit", "CPUs used by the crawls",
                          "other load, CPUs"],
@@ -981,7 +838,7 @@ def fleet_details(fleet: dict[str, Any]) -> str:
                      if r["stats_sum"].get("robotstxt/" + k)) or "-",
             str(r["stats_sum"].get("robotstxt/request_count", "-")), _fmt(r["cpu_s"], 1), _fmt(r["other_load"]),
         ])
-    return bm._table(["N", "rep", "configuration", "phase", "robots.txt fetches (server)", "most for one origin",
+    return _table(["N", "rep", "configuration", "phase", "robots.txt fetches (server)", "most for one origin",
                       "pages", "wall s", "slowest start s (spawn to open)", "crawls s (open to close)",
                       "slowest exit s (close to exit)", "s to an origin's robots.txt request, median",
                       "s to an origin's first page, median / max",
@@ -1016,7 +873,7 @@ def memory_table(memory: dict[str, Any]) -> str:
     ]
     if "redis" in res:
         rows.append([LABELS[REDIS], cell("redis"), times("redis"), "-", "INFO memory used_memory growth / K"])
-    return bm._table(["store", "bytes per cached origin", "x mean raw size", "tracemalloc bytes per origin",
+    return _table(["store", "bytes per cached origin", "x mean raw size", "tracemalloc bytes per origin",
                       "measured as"], rows)
 
 
@@ -1156,12 +1013,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
                         help=f"directory of robots.txt files named after hosts (default {DEFAULT_CORPUS})")
     parser.add_argument("--sample", type=int, help="robots.txt files for the memory figures (default 2000, quick 300)")
-    parser.add_argument("--only", choices=("fleet", "memory", "clients"), help="run only one part")
+    parser.add_argument("--only", choices=("fleet", "memory"), help="run only one part")
     parser.add_argument("--previous", metavar="REF", default=DEFAULT_REF,
                         help=f"git commit of the previous release, measured beside (default {DEFAULT_REF})")
     parser.add_argument("--no-previous", action="store_true", help="do not measure the previous release")
-    parser.add_argument("--redis-clients", action="store_true",
-                        help="measure the Redis store with the other clients of redis_clients.py beside")
     parser.add_argument("--configs", help="fleet configurations to run, comma-separated (default all): "
                         + ", ".join(LABELS))
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "SPEC", "OUT"), help=argparse.SUPPRESS)
@@ -1176,7 +1031,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = args.sample or (300 if args.quick else 2000)
     corpus = args.corpus.resolve()
     started = time.perf_counter()
-    fleet = memory = clients = None
+    fleet = memory = None
     redis_version = ""
     out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
@@ -1186,7 +1041,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             previous_root = None
             if not args.no_previous:
-                previous = stack.enter_context(PreviousRelease(args.previous))
+                previous = stack.enter_context(Checkout(args.previous))
                 if previous.available:
                     previous_root = previous.directory
                     out.append(f"(the previous release is commit {previous.label}, the code this scale work started "
@@ -1206,11 +1061,7 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr, flush=True)
                 configs = {c.strip() for c in args.configs.split(",")} if args.configs else None
                 fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root,
-                                    args.redis_clients, configs)
-            if redis is not None and args.redis_clients and args.only in (None, "clients"):
-                print("(4) the Redis clients alone", file=sys.stderr, flush=True)
-                sys.path.insert(0, str(Path(__file__).resolve().parent))  # redis_clients.py
-                clients = bench_clients(redis, 1000, max(reps, 9))
+                                    configs)
             if args.only in (None, "memory"):
                 if corpus.is_dir():
                     print(f"(3) memory per cached origin: {sample} files of {corpus}", file=sys.stderr, flush=True)
@@ -1225,15 +1076,11 @@ def main(argv: list[str] | None = None) -> int:
     if fleet is not None:
         out += ["", "### Fleet runs, one row per run", "", fleet_details(fleet), ""]
     out.append(summary_md(fleet, memory, env))
-    if clients is not None:
-        out += ["", f"**The Redis clients alone** (one process; the event loop held {BUSY_TURN * 1000:.0f} ms per "
-                "turn by a stand-in for a crawl; the clients in rotation, "
-                f"{clients['reps']} runs each):", "", clients_table(clients)]
     print("\n".join(out))
     elapsed = time.perf_counter() - started
     print(f"\n(total benchmark time {elapsed:.0f} s)", file=sys.stderr)
     if args.json:
-        results = {"fleet": fleet, "memory": memory, "clients": clients, "environment": env, "elapsed_s": elapsed,
+        results = {"fleet": fleet, "memory": memory, "environment": env, "elapsed_s": elapsed,
                    "package": fingerprint, "package_at_end": fingerprint_end}
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

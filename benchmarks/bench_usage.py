@@ -3,12 +3,12 @@
 
 Two measurements:
 
-(a) **Per response**, in this process: ``RobotsTxtMiddleware.process_response`` timed on
+(a) **Per response**, in this process: ``UsageMiddleware.process_response`` timed on
     prepared Scrapy responses (a 1.5 KB page without any usage header; the same page with a
     ``Content-Usage`` and an ``X-Robots-Tag`` header; a page with a 4 KB head holding meta
     robots and TDMRep tags, meta reading on; a page whose head goes on past the 32 KiB bound;
-    a hostile head, an unclosed comment of 1 MB), against the same call with the feature off
-    (``ROBOTSTXT_USAGE_HEADERS=False``), GC paused, best of several rounds.
+    a hostile head, an unclosed comment of 1 MB), against a call that returns the response (with
+    the feature off the add-on does not enable the middleware), GC paused, best of several rounds.
 
 (b) **Crawl CPU**, with ``benchmarks/bench_middleware.py``'s machinery (each crawl a fresh
     subprocess, the HTTP server in another, 16 chains of pages ``/p/<n>`` of one origin): the same
@@ -19,12 +19,12 @@ Two measurements:
 
 (c) **A site's own robots.txt** (issue 38), in this process, ``--only robotstxt``: the usage
     preferences of one URL (``RobotsTxt.usage``) in a file of 9,500 path-scoped
-    ``Content-Signal`` lines against one of 3, and the change diff (``changes.diff``, what the
+    ``Content-Signal`` lines against one of 3, and the change diff (``core.changes.diff``, what the
     change news computes on a refetch) of a file of 12,000 ``Content-Usage`` lines that all
     change, of 5,000 rules renamed with 3 and with 300 of the crawl's product tokens, and of
     20,000 rules with 50 tokens, with the sizes of the change record and INFO line it gives;
     ``--runs`` runs side by side, median [min, max]. Run it on an earlier commit with
-    ``PYTHONPATH`` naming an export of that commit's package and ``RFC9309_BENCH_PREVIOUS=1``
+    ``PYTHONPATH`` naming a checkout of that commit (``previous.Checkout``) and ``RFC9309_BENCH_PREVIOUS=1``
     (see ``previous.py``) for the figures before.
 
 Usage::
@@ -80,11 +80,17 @@ GOAL_PCT = 2.0
 def _middleware(settings: dict[str, Any]) -> Any:
     from scrapy.utils.test import get_crawler
 
-    from scrapy_rfc9309 import RobotsTxtMiddleware
+    from scrapy_rfc9309 import UsageMiddleware
 
-    crawler = get_crawler(settings_dict={**bm.config_settings(bm.OURS), "ROBOTSTXT_USER_AGENT": "ExampleBot",
-                                         "LOG_LEVEL": "ERROR", **settings})
-    return RobotsTxtMiddleware.from_crawler(crawler)
+    crawler = get_crawler(settings_dict={**bm.config_settings(bm.OURS), "ROBOTSTXT_OBEY": True,
+                                         "ROBOTSTXT_USER_AGENT": "ExampleBot", "LOG_LEVEL": "ERROR", **settings})
+    return UsageMiddleware.from_crawler(crawler)
+
+
+def _not_enabled(request: Any, response: Any) -> Any:
+    """With the feature off the add-on does not enable ``UsageMiddleware``: a call that returns the
+    response, for the cost of a call alone."""
+    return response
 
 
 def _responses() -> dict[str, Any]:
@@ -131,16 +137,16 @@ def _time_call(fn: Any, request: Any, response: Any, number: int, rounds: int) -
 
 def bench_per_response(number: int, rounds: int) -> list[dict[str, Any]]:
     configs = {
-        "off": _middleware({"ROBOTSTXT_USAGE_HEADERS": False}),
-        "headers": _middleware({}),
-        "meta": _middleware({"ROBOTSTXT_USAGE_META": True}),
+        "off": _not_enabled,
+        "headers": _middleware({}).process_response,
+        "meta": _middleware({"ROBOTSTXT_USAGE_META": True}).process_response,
     }
     rows = []
     for name, (request, response) in _responses().items():
         n = max(20, number // 50) if "hostile" in name or "32 KiB" in name else number  # hostile: not remembered
         row: dict[str, Any] = {"case": name}
-        for config, middleware in configs.items():
-            row[config] = _time_call(middleware.process_response, request, response, n, rounds)
+        for config, hook in configs.items():
+            row[config] = _time_call(hook, request, response, n, rounds)
         prefs = request.meta.get("robotstxt_preferences")
         row["read"] = "" if prefs is None else str(prefs)
         rows.append(row)

@@ -4,12 +4,13 @@ hostile-input and previous-release parts); nothing is asserted about the figures
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from optional import missing
+from optional import missing, require_redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "benchmarks" / "corpus"
@@ -94,3 +95,165 @@ def test_the_ledger_benchmark_runs_from_a_checkout() -> None:
     assert "What the ledger adds to the whole crawl's CPU: median" in run.stdout
     assert re.search(r"^Timed pairs: .* the ledger adds -?[\d.]+ µs, -?[\d.]+ % .*goal <= 2 %: (PASS|FAIL)\)\.$",
                      run.stdout, re.M), run.stdout
+
+
+def _script(name: str) -> Path:
+    script = ROOT / "benchmarks" / name
+    if not script.is_file():  # an unpacked sdist ships no benchmarks
+        missing(f"no {script} (a checkout has it)")
+    return script
+
+
+def _run(name: str, *args: str) -> str:
+    run = subprocess.run([sys.executable, str(_script(name)), *args], cwd=ROOT, capture_output=True, text=True,
+                         timeout=900, check=False)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return run.stdout
+
+
+def test_the_hostile_inputs_keep_the_files_first_rules_in_a_child_of_the_parser_benchmark() -> None:
+    """``bench_core.py``'s hostile part, one case as its children run it: the top rules obeyed."""
+    found = json.loads(_run("bench_core.py", "--hostile-case", "1mb-line", "--parser", "rfc9309").splitlines()[-1])
+
+    assert found["checks_ok"] and found["truncated"] is True and found["bytes"] > 1_000_000
+    assert 0 < found["parse_ms"] and 0 < found["worst_decision_ms"]
+
+
+def test_the_middleware_benchmark_times_both_middlewares_hooks() -> None:
+    """The CPU part of ``bench_middleware.py``: every crawl got its pages, and the hook time of
+    ours and of the built-in, with their ratio, is in the summary."""
+    out = _run("bench_middleware.py", "--only", "cpu", "--pages", "120", "--reps", "1", "--hook-runs", "1")
+
+    assert "Warning" not in out, out
+    for label in ("ROBOTSTXT_OBEY=False", "scrapy-rfc9309", "scrapy-rfc9309 + ROBOTSTXT_TDMREP", "Scrapy built-in"):
+        assert re.search(rf"^\| {re.escape(label)} \| [\d.]+ \([\d.]+-[\d.]+\) \|", out, re.M), out
+    for label in ("scrapy-rfc9309", "Scrapy built-in"):  # every page's call timed (and the robots.txt request's)
+        calls = re.search(rf"^\| {label} \| process_request \| (\d+) \| \d+ \| [\d.]+ \|", out, re.M)
+        assert calls is not None and 120 <= int(calls[1]) <= 122, out
+    assert re.search(r"^\| hook time per request, ratio to the built-in's \(1 instrumented runs: median \[min, max\]\) "
+                     r"\| [\d.]+ \[[\d.]+, [\d.]+\] \| 1 \| <= 0.5 \|$", out, re.M), out
+
+
+def test_the_hold_benchmark_crawls_the_healthy_origin_while_the_other_waits() -> None:
+    """``bench_hold.py``, small: both scenarios, ours and (while the robots.txt is slow) the
+    built-in; the healthy origin's pages are fetched in each."""
+    out = _run("bench_hold.py", "--waiting", "200", "--healthy", "20", "--reps", "1", "--max-wait", "1",
+               "--robots-delay", "1", "--before", "")
+
+    rows = re.findall(r"^\| (scrapy-rfc9309|Scrapy built-in) \| ([\d.]+) \| (\d+) \| [\d.]+ \| ([\d,]+) \| ([\d.]+) \|",
+                      out, re.M)
+    assert [row[0] for row in rows] == ["scrapy-rfc9309", "scrapy-rfc9309", "Scrapy built-in"], out
+    assert "(a) robots.txt answers 503: held, dropped after 1 s" in out and "(b) robots.txt answers after 1 s" in out
+
+
+def test_the_store_benchmark_fetches_each_robots_txt_once_per_store() -> None:
+    """``bench_store.py``, small: two processes sharing the disk and the Redis store fetch each
+    robots.txt once; the memory part sizes each store per cached origin."""
+    require_redis_server()
+    out = _run("bench_store.py", "--origins", "4", "--pages", "1", "--processes", "2", "--reps", "1",
+               "--sample", "40", "--no-previous")
+
+    for config, fetches in (("Scrapy built-in (Protego)", 8), ("scrapy-rfc9309, memory", 8),
+                            ("scrapy-rfc9309, disk", 4), ("scrapy-rfc9309, redis", 4)):
+        assert re.search(rf"^\| 2 \| {re.escape(config)} \| {fetches} \| ", out, re.M), out
+    for store in ("Scrapy built-in (Protego)", "scrapy-rfc9309, memory", "scrapy-rfc9309, disk",
+                  "scrapy-rfc9309, redis"):
+        assert re.search(rf"^\| {re.escape(store)}[^|]* \| [\d,]+ \| [\d.]+x \|", out, re.M), out
+
+
+def test_the_bounded_cache_benchmark_times_each_kind() -> None:
+    out = _run("bench_bounded.py", "--runs", "1")
+
+    for kind in ("store, plain dict, clear when full", "store, BoundedDict", "store, BoundedDict with max_bytes",
+                 "hit, plain dict", "hit, BoundedDict"):
+        assert len(re.findall(rf"^  {re.escape(kind)} +[\d.]+  \[", out, re.M)) == 4, out
+
+
+def test_the_purpose_benchmark_decides_with_every_token_list() -> None:
+    out = _run("bench_purpose.py", "--runs", "1", "--urls", "16")
+
+    for name in ("none", "one", "three", "70", "1,000", "3,000"):
+        assert re.search(rf"^\| {re.escape(name)} \(.*\) \| [\d,]+ \[[\d,]+, [\d,]+\] \| [\d.]+ \| 32/32 \|", out,
+                         re.M), out
+
+
+def test_the_usage_benchmark_reads_responses_and_a_sites_robots_txt() -> None:
+    out = _run("bench_usage.py", "--quick", "--only", "response")
+    assert re.search(r"^\| hostile head: an unclosed comment of 1 MB \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M), out
+
+    out = _run("bench_usage.py", "--only", "robotstxt", "--runs", "1")
+    # The change record stays small whatever the number of tokens (its sizes are not times).
+    assert re.search(r"^\| 5,000 rules renamed, 300 tokens \| [\d,]+ \| [\d,]+ \|$", out, re.M), out
+
+
+def _compare(*measures: str) -> str:
+    """``make bench-compare``'s script against HEAD, one short run of ``measures``; the temporary
+    worktree is gone after it."""
+    if not (ROOT / ".git").exists():
+        missing(f"{ROOT} is not a git checkout")
+
+    def worktrees() -> set[str]:  # the checkout's worktrees (other people's may come and go meanwhile)
+        listed = subprocess.run(["git", "-C", str(ROOT), "worktree", "list", "--porcelain"], capture_output=True,
+                                text=True, check=True).stdout
+        return {line.split(" ", 1)[1] for line in listed.splitlines() if line.startswith("worktree ")}
+
+    before = worktrees()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    out = _run("compare.py", "HEAD", "--quick", "--runs", "1", "--pages", "60", "--ledger-pages", "60",
+               "--only", ",".join(measures))
+    assert not [path for path in worktrees() - before if "rfc9309-bench-" in path]
+    assert re.search(rf"^\| measure \| before: {head} \| after: {head}.* \(working tree\) \|", out, re.M), out
+    return out
+
+
+def _compared(out: str, measure: str) -> bool:
+    """Whether the row of ``measure`` has each side's median [min, max] and their ratio."""
+    number = r"-?[\d,.]+"
+    cell = rf"{number} \[{number}, {number}\]"
+    return re.search(rf"^\| {re.escape(measure)}.* \| {cell} \| {cell} \| (-?[\d.]+|-) \|$", out, re.M) is not None
+
+
+def test_bench_compare_times_the_hooks_of_a_commit_and_of_the_working_tree() -> None:
+    out = _compare("hooks")
+
+    assert _compared(out, "hook time, scrapy-rfc9309 ÷ built-in") and _compared(out, "hook CPU per page"), out
+    assert not _compared(out, "decisions/s ÷ Protego's"), out
+
+
+def test_bench_compare_measures_decisions_and_memory_of_a_commit_and_of_the_working_tree() -> None:
+    out = _compare("core")
+
+    assert _compared(out, "decisions/s ÷ Protego's") and _compared(out, "RSS per file kept ÷ Protego's"), out
+    assert not _compared(out, "hook time, scrapy-rfc9309 ÷ built-in"), out
+
+
+def test_bench_compare_measures_the_ledgers_cost_for_a_commit_and_for_the_working_tree() -> None:
+    out = _compare("ledger")
+
+    assert _compared(out, "what ROBOTSTXT_LEDGER adds to the hooks per page"), out
+    assert _compared(out, "the same, share of the crawl's CPU per page"), out
+
+
+def test_the_memory_breakdown_parts_add_up_to_the_heaps_growth() -> None:
+    """``bench_core.py --memory-breakdown`` on the sample: the parts of a kept file, each sized once,
+    add up to the heap's growth within a tenth (a part shared between files counted with the first)."""
+    out = _run("bench_core.py", "--memory-breakdown")
+
+    total = re.search(r"^\| sum of the parts \| ([\d,]+) \|$", out, re.M)
+    heap = re.search(r"^\| Python heap growth \(tracemalloc\) \| ([\d,]+) \|$", out, re.M)
+    assert total is not None and heap is not None, out
+    parts, grown = (int(found[1].replace(",", "")) for found in (total, heap))
+    assert grown > 0 and abs(parts - grown) <= grown / 10, out
+
+
+def test_the_broad_crawl_memory_benchmark_keeps_every_origin() -> None:
+    """``bench_middleware.py --only origins``, 40 origins: the three crawls reach every origin, and
+    each middleware's growth over the ``ROBOTSTXT_OBEY=False`` crawl is reported with their ratio."""
+    out = _run("bench_middleware.py", "--only", "origins", "--origins", "40", "--origins-reps", "1")
+
+    for label in ("ROBOTSTXT_OBEY=False", "scrapy-rfc9309", "Scrapy built-in"):
+        row = re.search(rf"^\| {re.escape(label)} \| -?[\d,]+ \(.*\) \| (-|-?[\d,]+ \(.*\)) \| (\d+) \|", out, re.M)
+        assert row is not None, out
+    assert re.search(r"^\| scrapy-rfc9309 \| .* \| 40 \|$", out, re.M), out  # one robots.txt request per origin
+    assert "scrapy-rfc9309 / Scrapy built-in, per origin over ROBOTSTXT_OBEY=False: **" in out, out
