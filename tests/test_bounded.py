@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scrapy_rfc9309.core import usage_rules
 from scrapy_rfc9309.core.caches import BoundedDict
+from scrapy_rfc9309.stores.client import RepeatedWarnings
 from scrapy_rfc9309.usage import html_head
 
 
@@ -64,6 +66,31 @@ def test_bytes_are_bounded_and_counted():
     assert cache.bytes == 0
 
 
+def test_on_drop_is_told_of_each_entry_the_bound_drops_and_of_no_other():
+    dropped: list[tuple[str, object]] = []
+    cache: BoundedDict[str, int] = BoundedDict(4, on_drop=lambda key, value: dropped.append((key, value)))
+    for n in range(4):
+        cache[str(n)] = n
+    cache["0"] = 10  # replaced: not dropped
+    assert dropped == []
+    cache["4"] = 4  # the bound: the oldest quarter (one entry) dropped, then handed on
+    assert dropped == [("0", 10)] and list(cache) == ["1", "2", "3", "4"]
+    del cache["1"]
+    assert cache.pop("2") == 2
+    cache.clear()
+    assert dropped == [("0", 10)]
+
+    by_bytes: list[tuple[str, bytes]] = []
+    sized: BoundedDict[str, bytes] = BoundedDict(100, max_bytes=100, size=size,
+                                                 on_drop=lambda key, value: by_bytes.append((key, value)))
+    sized["a"] = b"x" * 39
+    sized["b"] = b"x" * 39
+    sized["c"] = b"x" * 29  # 110 > 100: "a" dropped, with its value, when "c" is stored
+    sized["huge"] = b"x" * 200  # not stored: never held, so not dropped either
+    assert by_bytes == [("a", b"x" * 39)] and list(sized) == ["b", "c"]
+    assert "a" not in sized and sized.bytes == 70
+
+
 def test_the_bounds_are_checked():
     with pytest.raises(ValueError, match="max_entries"):
         BoundedDict(0)
@@ -79,9 +106,16 @@ OPERATIONS = st.lists(st.tuples(st.sampled_from(["set", "del", "pop", "setdefaul
 def test_every_sequence_of_stores_stays_within_the_bounds(operations, max_entries, max_bytes):
     """Against a plain dict of the last value stored per key: the cache holds a subset of it, the
     key just stored when it fits, and its bytes are the sum of its entries' sizes, within both bounds."""
-    cache: BoundedDict[str, bytes] = BoundedDict(max_entries, max_bytes=max_bytes, size=size)
+    reported: dict[str, bytes] = {}
+
+    def on_drop(key: str, value: bytes) -> None:
+        assert key not in cache and key not in reported
+        reported[key] = value
+
+    cache: BoundedDict[str, bytes] = BoundedDict(max_entries, max_bytes=max_bytes, size=size, on_drop=on_drop)
     model: dict[str, bytes] = {}
     for operation, key, value in operations:
+        reported.pop(key, None)
         if operation in ("del", "pop"):
             if key in cache:
                 del cache[key]
@@ -104,6 +138,8 @@ def test_every_sequence_of_stores_stays_within_the_bounds(operations, max_entrie
         assert len(cache) <= max_entries
         assert cache.bytes == sum(size(k, v) for k, v in cache.items()) <= max_bytes
         assert all(model[k] == v for k, v in cache.items())
+        # What left the cache by its bound was handed on, with the value it held.
+        assert all(k in cache or reported.get(k) == v or size(k, v) > max_bytes for k, v in model.items())
 
 
 def test_reads_are_the_dicts_own():
@@ -124,3 +160,29 @@ def test_the_meta_tags_a_plan_remembers_stay_bounded():
     assert 0 < len(plan.tags) <= html_head._MAX_PARSED
     assert 0 < len(plan.runs) <= html_head._MAX_PARSED
     assert isinstance(html_head._PLANS, BoundedDict) and len(html_head._PLANS) <= html_head._PLANS.max_entries
+
+
+def test_statements_read_stay_bounded_and_the_newest_are_kept():
+    """Ever new Content-Usage statements: the process-wide memo of statements read stays within its
+    bound, and past it drops its oldest entries only (the newest half still there)."""
+    texts = [f"train-ai=n, k{n}=y" for n in range(usage_rules._MAX_READ + 100)]
+    for n, text in enumerate(texts):
+        assert usage_rules.read_statement("content-usage", text) == ({"train-ai": "n", f"k{n}": "y"}, None)
+    memo = usage_rules._read
+    assert isinstance(memo, BoundedDict) and len(memo) <= usage_rules._MAX_READ
+    assert all(("content-usage", text) in memo for text in texts[-(usage_rules._MAX_READ // 2):])
+
+
+def test_warning_kinds_stay_bounded_and_the_newest_stay_throttled(caplog: pytest.LogCaptureFixture) -> None:
+    """More kinds of warning than are remembered: the memo stays within its bound, and a kind
+    warned of recently is still held back to DEBUG (only the oldest kinds were forgotten)."""
+    warnings = RepeatedWarnings(60.0, clock=lambda: 1000.0)
+    kinds = [f"kind {n}" for n in range(300)]
+    for kind in kinds:
+        warnings.log(kind, kind)
+    assert len(warnings._last) <= 256
+    caplog.clear()
+    caplog.set_level("DEBUG", logger="scrapy_rfc9309.stores.client")
+    for kind in kinds[-128:]:
+        warnings.log(kind, kind)
+    assert [record.levelname for record in caplog.records] == ["DEBUG"] * 128

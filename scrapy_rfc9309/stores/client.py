@@ -26,6 +26,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from ..core.caches import BoundedDict
 from ..core.documents import ROBOTS_TXT, Document
 from ..core.state import OriginState
 from ..exceptions import RobotsTxtConfigError
@@ -59,6 +60,8 @@ _MAX_UNSAVED = 1000
 _CLOSE_TIMEOUT = 10.0
 #: Seconds between two warnings of one kind; those in between are logged at DEBUG and counted.
 WARNING_INTERVAL = 60.0
+#: Kinds of warning :class:`RepeatedWarnings` remembers (at most).
+_MAX_WARNING_KINDS = 256
 
 
 class RepeatedWarnings:
@@ -69,8 +72,9 @@ class RepeatedWarnings:
     def __init__(self, interval: float = WARNING_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
         self.interval = interval
         self.clock = clock
-        #: Per key: when it was last logged at WARNING, and how many were logged at DEBUG since.
-        self._last: dict[str, list[float]] = {}
+        #: Per key: when it was last logged at WARNING, and how many were logged at DEBUG since
+        #: (keys are kinds of warning: a bound all the same).
+        self._last: BoundedDict[str, list[float]] = BoundedDict(_MAX_WARNING_KINDS)
 
     def log(self, key: str, message: str, *args: Any, **kwargs: Any) -> None:
         now = self.clock()
@@ -82,8 +86,6 @@ class RepeatedWarnings:
         more = int(last[1]) if last is not None else 0
         if more:
             message += f" ({more} more like it in the last {now - last[0]:.0f} s, logged at DEBUG)"  # type: ignore[index]
-        if len(self._last) >= 256:  # keys are kinds of warning: a bound all the same
-            self._last.clear()
         self._last[key] = [now, 0]
         logger.warning(message, *args, **kwargs)
 
