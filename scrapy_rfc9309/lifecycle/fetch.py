@@ -30,7 +30,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 
 from ..core.documents import ROBOTS_TXT, Document
-from ..core.state import Access, Cause, FetchOutcome, Policy, Validators, classify_status, max_age_of, validator
+from ..core.http_cache import Validators, classify_status, max_age_of, validator
+from ..core.state import Access, Cause, FetchOutcome, Policy
 from ..meta import FETCH_META
 from ..runtime import compat as _compat
 from ..runtime.reporting import Reporting
