@@ -454,7 +454,7 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
 
     from scrapy_rfc9309.components.robotstxt_middleware import RobotsTxtMiddleware as Ours
     from scrapy_rfc9309.components.usage_middleware import UsageMiddleware as Usage
-    from scrapy_rfc9309.lifecycle.fetch import RobotsFetcher
+    from scrapy_rfc9309.lifecycle.fetch_progress import FetchProgress
 
     clock = time.perf_counter
     # What reading the thread's CPU clock costs inside a timed window (a system call: some µs on a
@@ -529,7 +529,7 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
     Usage.process_response = timed_response(  # type: ignore[method-assign]
         "UsageMiddleware.process_response", Usage.process_response)
 
-    original_bytes = RobotsFetcher._bytes_received
+    original_bytes = FetchProgress._bytes_received
 
     def timed_bytes(self: Any, data: bytes, request: Any, spider: Any = None) -> None:
         t = clock()
@@ -538,7 +538,7 @@ def _instrumented(settings: dict[str, Any], timings: dict[str, list[float]], cpu
         finally:
             add("signal bytes_received", t)
 
-    RobotsFetcher._bytes_received = timed_bytes  # type: ignore[method-assign]
+    FetchProgress._bytes_received = timed_bytes  # type: ignore[method-assign]
 
     class TimedBuiltin(Builtin):
         async def process_request(self, request: Any, spider: Any = None) -> None:
