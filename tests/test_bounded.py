@@ -91,11 +91,43 @@ def test_on_drop_is_told_of_each_entry_the_bound_drops_and_of_no_other():
     assert "a" not in sized and sized.bytes == 70
 
 
+def test_the_entries_bound_frees_a_quarter_of_the_entries():
+    cache: BoundedDict[int, int] = BoundedDict(12)
+    for n in range(13):
+        cache[n] = n
+    assert list(cache) == list(range(3, 13))  # 12 // 4 = 3 dropped
+
+
+def test_the_bytes_bound_frees_a_quarter_of_the_bytes_beside_the_new_entry():
+    cache: BoundedDict[str, bytes] = BoundedDict(100, max_bytes=100, size=size)
+    for n in range(10):
+        cache[str(n)] = b"x" * 9  # 10 bytes each: 100 in all
+    cache["a"] = b"x" * 9  # 110 > 100: the oldest dropped until 100 - 25 - 10 = 65 bytes are left
+    assert list(cache) == [str(n) for n in range(4, 10)] + ["a"] and cache.bytes == 70
+    small: BoundedDict[str, bytes] = BoundedDict(100, max_bytes=100, size=size)
+    for n in range(10):
+        small[str(n)] = b"x" * 9
+    small["a"] = b"x" * 3  # 104 > 100: dropped until 100 - 25 - 4 = 71 bytes are left
+    assert list(small) == [str(n) for n in range(3, 10)] + ["a"] and small.bytes == 74
+
+
+def test_the_entries_bound_reached_within_the_bytes_frees_entries_only():
+    """At the entries' bound, a store within the bytes' bound (up to it exactly) frees a quarter
+    of the entries, not a quarter of the bytes as well."""
+    cache: BoundedDict[str, bytes] = BoundedDict(4, max_bytes=100, size=size)
+    for key, length in (("a", 9), ("b", 29), ("c", 29), ("d", 24)):  # 10 + 30 + 30 + 25 = 95 bytes
+        cache[key] = b"x" * length
+    cache["e"] = b"x" * 4  # 5 bytes: 100, not past the bound of bytes; the entries' bound: one dropped
+    assert list(cache) == ["b", "c", "d", "e"] and cache.bytes == 90
+
+
 def test_the_bounds_are_checked():
     with pytest.raises(ValueError, match="max_entries"):
         BoundedDict(0)
     with pytest.raises(ValueError, match="together"):
         BoundedDict(10, max_bytes=100)
+    with pytest.raises(ValueError, match="together"):
+        BoundedDict(10, size=size)
 
 
 OPERATIONS = st.lists(st.tuples(st.sampled_from(["set", "del", "pop", "setdefault", "update"]),
