@@ -119,6 +119,23 @@ def test_the_entries_bound_reached_within_the_bytes_frees_entries_only():
         cache[key] = b"x" * length
     cache["e"] = b"x" * 4  # 5 bytes: 100, not past the bound of bytes; the entries' bound: one dropped
     assert list(cache) == ["b", "c", "d", "e"] and cache.bytes == 90
+    below: BoundedDict[str, bytes] = BoundedDict(4, max_bytes=100, size=size)
+    for key, length in (("a", 9), ("b", 29), ("c", 29), ("d", 24)):
+        below[key] = b"x" * length
+    below["e"] = b"x" * 3  # 4 bytes: 99, below the bound of bytes: one dropped
+    assert list(below) == ["b", "c", "d", "e"] and below.bytes == 89
+    eight: BoundedDict[int, bytes] = BoundedDict(8, max_bytes=1000, size=lambda key, value: len(value))
+    for n in range(9):
+        eight[n] = b"x"
+    assert list(eight) == list(range(2, 9))  # 8 // 4 = 2 dropped, by the entries' bound alone
+
+
+def test_the_bytes_to_free_are_whole_bytes():
+    cache: BoundedDict[str, bytes] = BoundedDict(100, max_bytes=102, size=size)
+    for key, length in (("a", 34), ("b", 29), ("c", 36)):  # 35 + 30 + 37 = 102 bytes
+        cache[key] = b"x" * length
+    cache["d"] = b"x" * 9  # 112 > 102: dropped until 102 - 102 // 4 - 10 = 67 bytes are left
+    assert list(cache) == ["b", "c", "d"] and cache.bytes == 77
 
 
 def test_the_bounds_are_checked():
