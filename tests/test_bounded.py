@@ -130,6 +130,15 @@ def test_the_entries_bound_reached_within_the_bytes_frees_entries_only():
     assert list(eight) == list(range(2, 9))  # 8 // 4 = 2 dropped, by the entries' bound alone
 
 
+def test_the_bytes_bound_reached_below_the_entries_bound_frees_bytes_only():
+    cache: BoundedDict[str, bytes] = BoundedDict(12, max_bytes=100, size=size)
+    cache["a"] = b"x" * 59  # 60 bytes
+    for n in range(10):
+        cache[str(n)] = b"x"  # 2 bytes each: 11 entries, 80 bytes
+    cache["n"] = b"x" * 29  # 110 > 100: "a" alone dropped (20 + 30 bytes), though 11 entries are more than 3/4 of 12
+    assert list(cache) == [str(n) for n in range(10)] + ["n"] and cache.bytes == 50
+
+
 def test_the_bytes_to_free_are_whole_bytes():
     cache: BoundedDict[str, bytes] = BoundedDict(100, max_bytes=102, size=size)
     for key, length in (("a", 34), ("b", 29), ("c", 36)):  # 35 + 30 + 37 = 102 bytes
