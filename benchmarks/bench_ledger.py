@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_middleware as bm  # noqa: E402  (the crawl machinery: servers, subprocess crawls, settings)
 from common import commit  # noqa: E402
 
-from scrapy_rfc9309.ledger.writer import GZIP_LEVEL  # noqa: E402
+from scrapy_rfc9309.ledger.segments import GZIP_LEVEL  # noqa: E402
 
 GOAL_CPU_PCT = 2.0
 CRAWL_TIMEOUT = 1800.0  # a crawl subprocess is killed after this many seconds

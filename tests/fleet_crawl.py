@@ -79,7 +79,7 @@ def _kill_at_end_line(where: str) -> None:
     write that starts with ``{"k":"end"``): before it, or once half of it is written."""
     import signal
 
-    from scrapy_rfc9309.ledger import writer as ledger
+    from scrapy_rfc9309.ledger import segments as ledger
 
     write_all = ledger._write_all
 

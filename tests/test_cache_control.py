@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy, cache_directives, max_age_of
+from scrapy_rfc9309.core.http_cache import cache_directives, max_age_of
+from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
 
 
 @pytest.mark.parametrize(

@@ -600,7 +600,7 @@ def _manifest(directory: Path, lines: int, full: bool = True, cut: bytes = b"") 
 def _append(directory: Path) -> tuple[int, bytes, str]:
     """The package's append of a start line, reading through a counter: the bytes it read, the
     line it appended and the chain hash it returned."""
-    from scrapy_rfc9309.ledger.writer import append_manifest
+    from scrapy_rfc9309.ledger.segments import append_manifest
 
     read = [0]
 

@@ -211,7 +211,7 @@ class _Writes:
                 self.ops.append((kind, os.path.relpath(path, self.root), data))
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from scrapy_rfc9309.ledger import writer as ledger
+        from scrapy_rfc9309.ledger import segments as ledger
 
         real_open, real_write_all, real_rename, real_link, real_remove = (
             os.open, ledger._write_all, os.rename, os.link, os.remove)

@@ -25,7 +25,8 @@ from test_fleet import _settings as fleet_settings
 from twisted.internet import defer
 
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
-from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy, Validators, http_date, validator
+from scrapy_rfc9309.core.http_cache import Validators, http_date, validator
+from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.evidence.audit import audit, format_text
 from scrapy_rfc9309.signals import robotstxt_fetched
 from scrapy_rfc9309.stores.record import Record, decode, encode

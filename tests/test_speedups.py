@@ -327,7 +327,7 @@ def test_a_ledger_record_is_written_alike_in_c_and_in_python(tmp_path_factory: p
                                                              previous: bytes, head: str, url: str, fingerprint: bytes,
                                                              when: float) -> None:
     from scrapy_rfc9309.core import _speedups
-    from scrapy_rfc9309.ledger import writer as ledger
+    from scrapy_rfc9309.ledger import segments as ledger
 
     directory = tmp_path_factory.mktemp("records")
     written = []

@@ -7,7 +7,10 @@ dict's does). A store that would pass a bound first drops the oldest entries (in
 order) until a quarter of that bound is free (a quarter of ``max_entries``, or of ``max_bytes``
 beside the new entry), so that the cost of dropping is spread over the stores that fill the
 room again. An entry larger than ``max_bytes`` on its own is not stored. Stores go through
-``[]``, ``setdefault`` and ``update``.
+``[]``, ``setdefault`` and ``update``. ``on_drop(key, value)``, when given, is called for each entry
+the bound drops, oldest first, after it is out of the dict (not for one deleted, popped, cleared or
+replaced by the caller's own store): a cache whose entries hold something to hand on (counts to
+report) hands it on there.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ V = TypeVar("V")
 
 class BoundedDict(dict[K, V]):
     """At most ``max_entries`` entries; with ``max_bytes`` and ``size`` (the bytes an entry
-    holds, ``size(key, value)``), at most ``max_bytes`` of them in all."""
+    holds, ``size(key, value)``), at most ``max_bytes`` of them in all; ``on_drop(key, value)``
+    called for each entry the bound drops."""
 
-    __slots__ = ("_bytes", "_size", "max_bytes", "max_entries")
+    __slots__ = ("_bytes", "_size", "max_bytes", "max_entries", "on_drop")
 
     def __init__(self, max_entries: int, *, max_bytes: int | None = None,
-                 size: Callable[[K, V], int] | None = None) -> None:
+                 size: Callable[[K, V], int] | None = None,
+                 on_drop: Callable[[K, V], None] | None = None) -> None:
         super().__init__()
         if max_entries < 1:
             raise ValueError(f"max_entries must be at least 1, got {max_entries}")
@@ -38,6 +43,7 @@ class BoundedDict(dict[K, V]):
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._size = size
+        self.on_drop = on_drop
         #: The bytes the entries hold, by ``size`` (0 without it).
         self._bytes = 0
 
@@ -72,22 +78,26 @@ class BoundedDict(dict[K, V]):
         if entries >= self.max_entries:
             entries = max(0, self.max_entries - max(1, self.max_entries // 4))
         size = self._size
+        dropped: list[tuple[K, V]]
         if size is None:
-            for key in list(islice(self, len(self) - entries)):
-                dict.__delitem__(self, key)
-            return
-        limit: int = self.max_bytes  # type: ignore[assignment]
-        if self._bytes + room > limit:
-            limit -= limit // 4
-        limit -= room
-        dropped: list[K] = []
-        for key, value in self.items():
-            if len(self) - len(dropped) <= entries and self._bytes <= limit:
-                break
-            dropped.append(key)
-            self._bytes -= size(key, value)
-        for key in dropped:
+            dropped = list(islice(self.items(), len(self) - entries))
+        else:
+            limit: int = self.max_bytes  # type: ignore[assignment]
+            if self._bytes + room > limit:
+                limit -= limit // 4
+            limit -= room
+            dropped = []
+            for key, value in self.items():
+                if len(self) - len(dropped) <= entries and self._bytes <= limit:
+                    break
+                dropped.append((key, value))
+                self._bytes -= size(key, value)
+        for key, _ in dropped:
             dict.__delitem__(self, key)
+        on_drop = self.on_drop
+        if on_drop is not None:
+            for key, value in dropped:
+                on_drop(key, value)
 
     def __delitem__(self, key: K) -> None:
         if self._size is not None:

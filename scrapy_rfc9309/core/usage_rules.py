@@ -50,7 +50,7 @@ _TOKENS = {"content-usage": {ALLOW: ALLOW, DISALLOW: DISALLOW}, "content-signal"
 MAX_STATEMENT_BYTES = 16_384
 #: Statements already read (a file's few rules are read for every URL they scope), at most this many.
 _MAX_READ = 4096
-_read: dict[tuple[str, str], tuple[Mapping[str, str], str | None]] = {}
+_read: BoundedDict[tuple[str, str], tuple[Mapping[str, str], str | None]] = BoundedDict(_MAX_READ)
 
 
 def read_statement(record: str, text: str) -> tuple[Mapping[str, str], str | None]:
@@ -60,10 +60,7 @@ def read_statement(record: str, text: str) -> tuple[Mapping[str, str], str | Non
     key = (record, text)
     found = _read.get(key)
     if found is None:
-        found = _read_statement(record, text)
-        if len(_read) >= _MAX_READ:
-            _read.clear()
-        _read[key] = found
+        found = _read[key] = _read_statement(record, text)
     return found
 
 

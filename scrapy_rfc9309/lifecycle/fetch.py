@@ -22,21 +22,22 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 
 from ..core.documents import ROBOTS_TXT, Document
-from ..core.state import Access, Cause, FetchOutcome, Policy, Validators, classify_status, max_age_of, validator
+from ..core.http_cache import Validators, classify_status, max_age_of, validator
+from ..core.state import Access, Cause, FetchOutcome, Policy
 from ..meta import FETCH_META
-from ..meta import SIZE_META as _SIZE_META
 from ..runtime import compat as _compat
 from ..runtime.reporting import Reporting
 from .content_coding import UnsupportedCoding, decode_body
+from .fetch_errors import FetchErrors, words
+from .fetch_progress import CODING_HEADER, FetchProgress
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,15 +51,53 @@ __all__ = ["CODING_HEADER", "FETCH_META", "RobotsFetcher"]
 
 logger = logging.getLogger(__name__)
 
-#: Where the response's Content-Encoding is moved, out of HttpCompressionMiddleware's sight.
-CODING_HEADER = b"X-Robotstxt-Content-Encoding"
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 #: What may come before a document's first character: a UTF-8 byte order mark, white space.
 _LEADING = b"\xef\xbb\xbf \t\r\n"
 #: What an HTTP client accepts as a URL once Scrapy has escaped it (Twisted's check).
 _URI_CHARS = re.compile(r"[\x21-\x7e]+").fullmatch
-#: Distinct exceptions whose traceback is logged (beyond, each is logged at DEBUG).
-_MAX_LOGGED_CAUSES = 100
+
+
+class _Outcome:
+    """The :class:`FetchOutcome` of one fetch of ``document``, made as the fetch goes: ``url`` is
+    the URL requested last (it moves with each redirect followed, listed in ``redirects``), and
+    every way the fetch ends is one of the methods below."""
+
+    __slots__ = ("document", "redirects", "url")
+
+    def __init__(self, url: str, document: Document) -> None:
+        self.url = url
+        self.document = document
+        self.redirects: list[str] = []
+
+    def follow(self, target: str) -> None:
+        self.redirects.append(target)
+        self.url = target
+
+    def _of(self, access: Access, status: int | None, **fields: Any) -> FetchOutcome:
+        return FetchOutcome(access, self.url, status, redirects=tuple(self.redirects), document=self.document,
+                            **fields)
+
+    def parsed(self, status: int, body: bytes, max_age: float | None, truncated: bool, response: Response
+               ) -> FetchOutcome:
+        headers = response.headers
+        return self._of(Access.PARSED, status, body=body, max_age=max_age, truncated=truncated,
+                        headers=_header_lines(response), etag=validator("etag", headers.get(b"ETag")),
+                        last_modified=validator("last-modified", headers.get(b"Last-Modified")))
+
+    def not_modified(self, max_age: float | None) -> FetchOutcome:
+        """The copy held renewed by a ``304 Not Modified``."""
+        return self._of(Access.PARSED, 304, max_age=max_age, not_modified=True)
+
+    def unavailable(self, reason: str, status: int | None = None, **fields: Any) -> FetchOutcome:
+        return self._of(Access.UNAVAILABLE, status, reason=reason, **fields)
+
+    def unreachable(self, reason: str, status: int | None = None, **fields: Any) -> FetchOutcome:
+        return self._of(Access.UNREACHABLE, status, reason=reason, **fields)
+
+    def error(self, exc: BaseException) -> FetchOutcome:
+        """A fetch that ended with an exception nothing expected: counted as a failed fetch."""
+        return self.unreachable("unexpected error", error=words(exc))
 
 
 class RobotsFetcher(Reporting):
@@ -69,57 +108,8 @@ class RobotsFetcher(Reporting):
         self.crawler = crawler
         self.policy = policy
         self.max_size = max_size
-        #: Told of each robots.txt request that reaches the downloader (every
-        #: downloader middleware has seen it: its proxy, if any, is set).
-        self.route_seen = route_seen
-        self._in_flight = 0
-        self._network_errors = _compat.network_errors(crawler.settings)
-        self._no_host = _compat.no_host_errors()
-        self._refused = _compat.refused_errors()
-        self._cannot_request = _compat.cannot_request_errors()
-        self._config_errors_logged: set[tuple[type, str]] = set()
-        self._component_errors_logged: set[tuple[type, str]] = set()
-
-    # -- size and content coding, through the download signals --------------------------------
-    def _headers_received(self, headers: Any, body_length: Any, request: Request, spider: Any = None) -> None:
-        # The size limit is applied below, by cutting the body: no DOWNLOAD_MAXSIZE may
-        # cancel a large robots.txt (it is truncated and parsed instead).
-        if FETCH_META in request.meta:
-            request.meta["download_maxsize"] = 0
-
-    def _reached_downloader(self, request: Request, spider: Any = None) -> None:
-        if self.route_seen is not None and FETCH_META in request.meta:
-            self.route_seen(request)
-
-    def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
-        meta = request.meta
-        if FETCH_META not in meta:
-            return
-        received = meta.get(_SIZE_META, 0) + len(data)
-        meta[_SIZE_META] = received
-        if received > self.max_size:
-            raise StopDownload(fail=False)
-
-    def _response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
-        # Scrapy's HttpCompressionMiddleware would inflate the whole body (up to
-        # DOWNLOAD_MAXSIZE) before the size limit applies: the coding is moved out of
-        # its sight and undone here, bounded (content_coding).
-        if FETCH_META in request.meta and b"Content-Encoding" in response.headers:
-            response.headers[CODING_HEADER] = response.headers.getlist(b"Content-Encoding")
-            del response.headers[b"Content-Encoding"]
-
-    def _listen(self, on: bool) -> None:
-        """Listen to the download signals only while a robots.txt is being fetched:
-        every chunk of every download would pay for the dispatch otherwise."""
-        handlers = ((self._reached_downloader, signals.request_reached_downloader),
-                    (self._headers_received, signals.headers_received),
-                    (self._bytes_received, signals.bytes_received),
-                    (self._response_downloaded, signals.response_downloaded))
-        for handler, signal in handlers:
-            if on:
-                self.crawler.signals.connect(handler, signal=signal)
-            else:
-                self.crawler.signals.disconnect(handler, signal=signal)
+        self.progress = FetchProgress(crawler, max_size, route_seen)
+        self.errors = FetchErrors(crawler)
 
     def request_for(self, url: str, origin: Origin, validators: Validators | None = None) -> Request:
         headers = {"Accept-Encoding": "identity"}
@@ -155,20 +145,15 @@ class RobotsFetcher(Reporting):
         redirects; every way it can end is an outcome (an exception from a
         component of the crawl included). With ``validators`` (those of the copy
         held), the request is conditional."""
-        outcome = await self._fetch(origin, document, validators)
-        return outcome if document is ROBOTS_TXT else replace(outcome, document=document)
-
-    async def _fetch(self, origin: Origin, document: Document, validators: Validators | None) -> FetchOutcome:
-        url = document.url(origin)
+        outcome = _Outcome(document.url(origin), document)
         name, stat = document.name, document.stat
-        redirects: list[str] = []
+        errors = self.errors
         while True:
+            url = outcome.url
             request = self.request_for(url, origin, validators)
             conditional = b"If-None-Match" in request.headers or b"If-Modified-Since" in request.headers
             self._inc(f"{stat}request_count")
-            if not self._in_flight:
-                self._listen(True)
-            self._in_flight += 1
+            self.progress.started()
             # A robots.txt fetch does not take one of the CONCURRENT_REQUESTS places.
             widened = _compat.widen_concurrency(self.crawler.engine, 1)
             try:
@@ -178,111 +163,51 @@ class RobotsFetcher(Reporting):
                 # custom middleware): there is no file to obey.
                 logger.warning("%s request %s was ignored (%s): treating it as unavailable", name, url, exc,
                                extra=self._log_extra)
-                return FetchOutcome(Access.UNAVAILABLE, url, redirects=tuple(redirects),
-                                    error=f"ignored: {exc}", reason="request ignored")
-            except self._cannot_request as exc:
-                return self._cannot_make(exc, url, origin, redirects, document)
-            except self._network_errors as exc:
-                self._inc(f"{stat}exception_count/{type(exc)}")
-                cause = self._cause(exc)
-                logger.debug("%s of %s: %s: %s", name, origin, type(exc).__name__, exc, extra=self._log_extra)
-                return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
-                                    error=f"{type(exc).__name__}: {exc}", reason="network error", cause=cause)
+                return outcome.unavailable("request ignored", error=f"ignored: {exc}")
+            except errors.cannot_request as exc:
+                errors.cannot_make(exc, url, origin, document, redirected=bool(outcome.redirects))
+                if outcome.redirects:
+                    # A redirect to such a URL leads to no usable file: unavailable (allow all, as Google
+                    # treats one); the origin's own URL means the crawl cannot download this origin with its
+                    # settings.
+                    return outcome.unavailable("redirect to a URL Scrapy cannot request", error=words(exc))
+                return outcome.unreachable("Scrapy cannot make the request", error=words(exc),
+                                           cause=Cause.CANNOT_REQUEST)
+            except errors.network as exc:
+                errors.network_error(exc, origin, document)
+                return outcome.unreachable("network error", error=words(exc), cause=errors.cause(exc))
             except Exception as exc:
                 # Not the network: a downloader middleware or handler of the crawl raised.
-                self._inc(f"{stat}exception_count/{type(exc)}")
-                self._component_error(exc, url, name)
-                return FetchOutcome(Access.UNREACHABLE, url, redirects=tuple(redirects),
-                                    error=f"{type(exc).__name__}: {exc}", reason="error in the crawl's components")
+                errors.component_error(exc, url, document)
+                return outcome.unreachable("error in the crawl's components", error=words(exc))
             finally:
                 if widened:
                     _compat.widen_concurrency(self.crawler.engine, -1)
-                self._in_flight -= 1
-                if not self._in_flight:
-                    self._listen(False)
+                self.progress.ended()
             status = response.status
             self._inc(f"{stat}response_count")
             self._inc(f"{stat}response_status_count/{status}")
             if "dataloss" in response.flags:
-                return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
-                                    error="incomplete body (data loss)", reason="truncated response")
+                return outcome.unreachable("truncated response", status, error="incomplete body (data loss)")
             kind = classify_status(status)
             max_age = max_age_of(response.headers.getlist(b"Cache-Control"), response.headers.get(b"Age"))
             if status == 304:
-                return self._not_modified(response, url, redirects, max_age, validators if conditional else None,
-                                          document)
+                return self._not_modified(outcome, response, max_age, validators if conditional else None)
             if kind == "redirect":
-                target, reason = self._redirect_target(response, url, document.url(origin), origin, redirects)
+                target, reason = self._redirect_target(response, url, document.url(origin), origin,
+                                                       outcome.redirects)
                 if target is None:
                     self._inc(f"{stat}redirect_failed")
-                    return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects), reason=reason)
+                    return outcome.unavailable(reason, status)
                 self._inc(f"{stat}redirect_count")
-                redirects.append(target)
-                url = target
+                outcome.follow(target)
                 continue
             if kind == "parse":
-                return self._parsed(response, url, status, max_age, redirects, document)
+                return self._parsed(outcome, response, status, max_age)
             if kind == "unavailable":
-                return FetchOutcome(Access.UNAVAILABLE, url, status, max_age=max_age,
-                                    redirects=tuple(redirects), reason=f"status {status}",
-                                    headers=_header_lines(response))
-            return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects),
-                                reason=f"status {status}")
-
-    def _cause(self, exc: BaseException) -> Cause:
-        if isinstance(exc, self._no_host):
-            return Cause.NO_HOST
-        if isinstance(exc, self._refused):
-            return Cause.REFUSED
-        return Cause.TRANSIENT
-
-    def _cannot_make(self, exc: BaseException, url: str, origin: Origin, redirects: list[str],
-                     document: Document) -> FetchOutcome:
-        """The outcome of a robots.txt request Scrapy cannot make at all. A redirect
-        to such a URL leads to no usable file (unavailable: allow all, as Google
-        treats one); the origin's own URL means the crawl cannot download this
-        origin with its settings: logged once per cause, naming the fix."""
-        name, stat = document.name, document.stat
-        self._inc(f"{stat}exception_count/{type(exc)}")
-        error = f"{type(exc).__name__}: {exc}"
-        if redirects:
-            # A Location the site got wrong is the site's business; a scheme the crawl cannot download is not.
-            if not isinstance(exc, ValueError):
-                self._config_error(exc, url, error, urlsplit(url).scheme, f"the redirected {name} is unavailable")
-            self._inc(f"{stat}redirect_failed")
-            logger.debug("%s of %s: redirect to %s, which Scrapy cannot request (%s): unavailable", name, origin,
-                         url, error, extra=self._log_extra)
-            return FetchOutcome(Access.UNAVAILABLE, url, redirects=tuple(redirects), error=error,
-                                reason="redirect to a URL Scrapy cannot request")
-        self._config_error(exc, url, error, origin.scheme,
-                           "requests of the origins this affects are dropped (robotstxt/dropped_cannot_request) "
-                           f"and their {name} is not fetched again in this crawl")
-        return FetchOutcome(Access.UNREACHABLE, url, error=error, reason="Scrapy cannot make the request",
-                            cause=Cause.CANNOT_REQUEST)
-
-    def _config_error(self, exc: BaseException, url: str, error: str, scheme: str, consequence: str) -> None:
-        cause = (type(exc), str(exc))
-        if cause in self._config_errors_logged:
-            return
-        if len(self._config_errors_logged) < _MAX_LOGGED_CAUSES:
-            self._config_errors_logged.add(cause)
-        logger.error("Scrapy cannot request %s: %s. %s This is logged once; %s.", url, error,
-                     _fix_for(exc, scheme), consequence, extra=self._log_extra)
-
-    def _component_error(self, exc: BaseException, url: str, name: str) -> None:
-        """Log a downloader middleware's or handler's exception: its traceback once
-        per kind and message, a line at DEBUG after that (it is retried on the
-        backoff)."""
-        cause = (type(exc), str(exc))
-        if cause in self._component_errors_logged:
-            logger.debug("%s request %s failed again: %s: %s", name, url, type(exc).__name__, exc,
-                         extra=self._log_extra)
-            return
-        if len(self._component_errors_logged) < _MAX_LOGGED_CAUSES:
-            self._component_errors_logged.add(cause)
-        logger.error("%s request %s failed in a downloader middleware or handler: %s: %s; counted as a "
-                     "failed fetch, retried later (logged once)", name, url, type(exc).__name__, exc, exc_info=exc,
-                     extra=self._log_extra)
+                return outcome.unavailable(f"status {status}", status, max_age=max_age,
+                                           headers=_header_lines(response))
+            return outcome.unreachable(f"status {status}", status)
 
     def _redirect_target(self, response: Response, url: str, start: str, origin: Origin,
                          redirects: list[str]) -> tuple[str | None, str]:
@@ -308,12 +233,11 @@ class RobotsFetcher(Reporting):
             return None, f"more than {self.policy.max_redirects} redirects"
         return target, ""
 
-    def _parsed(self, response: Response, url: str, status: int, max_age: float | None,
-                redirects: list[str], document: Document) -> FetchOutcome:
-        stat = document.stat
-        if redirects and not document.html_is_no_file and _is_html(response):
-            return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
-                                reason="redirected to an HTML page")
+    def _parsed(self, outcome: _Outcome, response: Response, status: int, max_age: float | None
+                ) -> FetchOutcome:
+        document = outcome.document
+        if outcome.redirects and not document.html_is_no_file and _is_html(response):
+            return outcome.unavailable("redirected to an HTML page", status)
         body = response.body
         truncated = "download_stopped" in response.flags or len(body) > self.max_size
         codings = [value.decode("latin-1") for value in response.headers.getlist(CODING_HEADER)]
@@ -323,23 +247,18 @@ class RobotsFetcher(Reporting):
             try:
                 body, cut = decode_body(body, codings, self.max_size)
             except UnsupportedCoding as exc:
-                return FetchOutcome(Access.UNREACHABLE, url, status, redirects=tuple(redirects), error=str(exc),
-                                    reason="undecodable body")
+                return outcome.unreachable("undecodable body", status, error=str(exc))
             truncated = truncated or cut
         if document.html_is_no_file and body.lstrip(_LEADING).startswith(b"<"):
             # Markup, whatever its Content-Type says (a JSON file served as text/html is read).
-            return FetchOutcome(Access.UNAVAILABLE, url, status, redirects=tuple(redirects),
-                                reason="redirected to an HTML page" if redirects else "an HTML page")
+            return outcome.unavailable("redirected to an HTML page" if outcome.redirects else "an HTML page", status)
         if truncated:
-            self._inc(f"{stat}truncated")
+            self._inc(f"{document.stat}truncated")
             body = body[: self.max_size]
-        return FetchOutcome(Access.PARSED, url, status, body, max_age, tuple(redirects), truncated=truncated,
-                            headers=_header_lines(response),
-                            etag=validator("etag", response.headers.get(b"ETag")),
-                            last_modified=validator("last-modified", response.headers.get(b"Last-Modified")))
+        return outcome.parsed(status, body, max_age, truncated, response)
 
-    def _not_modified(self, response: Response, url: str, redirects: list[str], max_age: float | None,
-                      validators: Validators | None, document: Document) -> FetchOutcome:
+    def _not_modified(self, outcome: _Outcome, response: Response, max_age: float | None,
+                      validators: Validators | None) -> FetchOutcome:
         """The outcome of a ``304 Not Modified``. To a conditional request, when its
         validators are the copy's (:meth:`Validators.selected_by`, RFC 9111, 4.3.4),
         the copy held is renewed: its freshness from the 304's ``Cache-Control``
@@ -348,11 +267,10 @@ class RobotsFetcher(Reporting):
         copy's, or to a request without validators (a cache in between answered it,
         or the server is wrong), renews nothing and brings no file: unreachable,
         retried on the backoff without validators (access.py)."""
-        stat = document.stat
+        stat = outcome.document.stat
         if validators is None:
             self._inc(f"{stat}not_modified_unrequested")
-            return FetchOutcome(Access.UNREACHABLE, url, 304, redirects=tuple(redirects),
-                                reason="304 Not Modified to a request without validators")
+            return outcome.unreachable("304 Not Modified to a request without validators", 304)
         headers = response.headers
         etag, last_modified = headers.get(b"ETag"), headers.get(b"Last-Modified")
         if not validators.selected_by(etag, last_modified):
@@ -360,11 +278,10 @@ class RobotsFetcher(Reporting):
             sent = ", ".join(f"{name} {value}" for name, value in validators.headers().items())
             got = ", ".join(f"{name} {value.decode('latin-1')[:100]!r}" for name, value in
                             (("ETag", etag), ("Last-Modified", last_modified)) if value is not None) or "no validators"
-            return FetchOutcome(Access.UNREACHABLE, url, 304, redirects=tuple(redirects),
-                                reason=f"304 Not Modified with {got}, not the copy's ({sent})")
+            return outcome.unreachable(f"304 Not Modified with {got}, not the copy's ({sent})", 304)
         self._inc(f"{stat}revalidated")
         self._inc(f"{stat}revalidated_bytes", validators.size)
-        return FetchOutcome(Access.PARSED, url, 304, max_age=max_age, redirects=tuple(redirects), not_modified=True)
+        return outcome.not_modified(max_age)
 
 
 def _header_lines(response: Response) -> tuple[tuple[bytes, bytes], ...]:
@@ -388,12 +305,3 @@ def _is_html(response: Response) -> bool:
         return True
     head = response.body[:512].lstrip().lower()
     return head.startswith((b"<!doctype html", b"<html"))
-
-
-def _fix_for(exc: BaseException, scheme: str) -> str:
-    """What to change so that Scrapy can make the request ``exc`` refused."""
-    if isinstance(exc, ValueError):
-        return ("Its URL, or what a downloader middleware made of it (a proxy, a rewritten URL), is one Scrapy's "
-                "HTTP client refuses.")
-    return (f"Check the download handler for {scheme!r} URLs (DOWNLOAD_HANDLERS[{scheme!r}]) and install what it "
-            "needs; Scrapy logs why it could not load it when the crawl starts.")

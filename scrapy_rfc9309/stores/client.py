@@ -5,10 +5,9 @@ and going back to the store when it answers again.
 
 Every store is called one way, as an :class:`~scrapy_rfc9309.stores.AsyncStore`
 (a blocking :class:`~scrapy_rfc9309.stores.Store` through an adapter of
-:mod:`scrapy_rfc9309.stores.blocking`), and every call is bounded by
-``ROBOTSTXT_STORE_TIMEOUT``. An outage is found once and shared: the store is
-opened by one attempt that every caller waits for, and while it is down, calls fail
-at once, except one probe every ``ROBOTSTXT_STORE_RETRY_DELAY``.
+:mod:`scrapy_rfc9309.stores.blocking`), through a
+:class:`~scrapy_rfc9309.stores.connection.StoreConnection`, which knows whether the store is
+there; this module knows what to ask it: a state, the fetch lock, a save.
 """
 
 from __future__ import annotations
@@ -22,21 +21,19 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import defer
-from twisted.python.failure import Failure
-
+from ..core.caches import BoundedDict
 from ..core.documents import ROBOTS_TXT, Document
 from ..core.state import OriginState
 from ..exceptions import RobotsTxtConfigError
-from ..runtime.loop import Timer, asyncio_available, looping_call, sleep, within
+from ..runtime.loop import Timer, asyncio_available, looping_call, sleep
 from ..runtime.reporting import Reporting
 from . import AsyncStore, Claim, Store
-from .blocking import SkippedCall, as_async
+from .blocking import as_async
+from .connection import StoreConnection, StoreUnavailable
 from .record import Record, RecordError, dated_ahead, decode, encode
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Callable
 
     from scrapy.crawler import Crawler
 
@@ -55,10 +52,10 @@ _POLL_FIRST, _POLL_GROWTH, _POLL_MAX = 0.05, 1.5, 1.0
 _TOLD_MAX = 5.0
 #: States fetched while the store was down, saved when it is back (at most).
 _MAX_UNSAVED = 1000
-#: Seconds ``close`` waits for saves still running.
-_CLOSE_TIMEOUT = 10.0
 #: Seconds between two warnings of one kind; those in between are logged at DEBUG and counted.
 WARNING_INTERVAL = 60.0
+#: Kinds of warning :class:`RepeatedWarnings` remembers (at most).
+_MAX_WARNING_KINDS = 256
 
 
 class RepeatedWarnings:
@@ -69,8 +66,9 @@ class RepeatedWarnings:
     def __init__(self, interval: float = WARNING_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
         self.interval = interval
         self.clock = clock
-        #: Per key: when it was last logged at WARNING, and how many were logged at DEBUG since.
-        self._last: dict[str, list[float]] = {}
+        #: Per key: when it was last logged at WARNING, and how many were logged at DEBUG since
+        #: (keys are kinds of warning: a bound all the same).
+        self._last: BoundedDict[str, list[float]] = BoundedDict(_MAX_WARNING_KINDS)
 
     def log(self, key: str, message: str, *args: Any, **kwargs: Any) -> None:
         now = self.clock()
@@ -82,14 +80,8 @@ class RepeatedWarnings:
         more = int(last[1]) if last is not None else 0
         if more:
             message += f" ({more} more like it in the last {now - last[0]:.0f} s, logged at DEBUG)"  # type: ignore[index]
-        if len(self._last) >= 256:  # keys are kinds of warning: a bound all the same
-            self._last.clear()
         self._last[key] = [now, 0]
         logger.warning(message, *args, **kwargs)
-
-
-class StoreUnavailable(Exception):
-    """The store failed, or failed recently; the caller goes on without it."""
 
 
 @dataclass
@@ -124,118 +116,27 @@ class StoreClient(Reporting):
                 "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default), or run without a "
                 "reactor (TWISTED_REACTOR_ENABLED = False)"
             )
-        self.store = as_async(store)
         self.crawler = crawler
         self.policy = config.policy
         self.lock_ttl = config.store_lock_ttl
-        self.retry_delay = config.store_retry_delay
         self.timeout = config.store_timeout
         #: Longest wait for another process's fetch before fetching here anyway.
         download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
         self.max_busy_wait = self.lock_ttl + download_timeout * (self.policy.max_redirects + 1)
         #: This process's id in the store's locks.
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._opened = False
-        self._opening: list[defer.Deferred[Any]] | None = None
-        self._closed = False
-        self._down_until = 0.0
-        self._probing = False
-        self._outage: str | None = None
-        self._pending: set[defer.Deferred[Any]] = set()
         self._unsaved: dict[str, tuple[OriginState, Document]] = {}
         #: Records found unreadable, and dated ahead, so far: the first of each is a warning.
         self._unreadable_seen = 0
         self._ahead_seen = 0
         self._warnings = RepeatedWarnings()
+        self.connection = StoreConnection(as_async(store), self.name, crawler, config, self._warnings.log,
+                                          self._recovered)
 
-    # -- plumbing -----------------------------------------------------------------------
-
-    async def _call(self, name: str, *args: Any) -> Any:
-        """The store's method ``name`` called with ``args``. Raises
-        :class:`StoreUnavailable` when it fails or times out, and at once while the
-        store counts as down (but for one probe call once the retry delay passed)."""
-        if self._closed:
-            raise StoreUnavailable
-        probe = False
-        if self._outage is not None:
-            if self._probing or time.time() < self._down_until:
-                raise StoreUnavailable
-            self._probing = probe = True
-        try:
-            if not self._opened:
-                await self._open()
-            value = await self._timed(getattr(self.store, name)(*args))
-        except (StoreUnavailable, defer.CancelledError):
-            raise
-        except SkippedCall:
-            raise StoreUnavailable from None
-        except Exception as exc:
-            self._failed(exc)
-            raise StoreUnavailable from exc
-        finally:
-            if probe:
-                self._probing = False
-        if self._outage is not None:
-            self._recovered()
-        return value
-
-    async def _timed(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        try:
-            return await within(coroutine, self.timeout)
-        except TimeoutError:
-            raise TimeoutError(f"no answer in {self.timeout:g} s (ROBOTSTXT_STORE_TIMEOUT)") from None
-
-    async def _open(self) -> None:
-        """Open the store once: callers that come while it opens wait for that one
-        attempt, and all fail together when it fails."""
-        if self._opening is not None:
-            waiter: defer.Deferred[Any] = defer.Deferred()
-            self._opening.append(waiter)
-            await maybe_deferred_to_future(waiter)
-            return
-        self._opening = []
-        failure: BaseException | None = None
-        try:
-            await self._timed(self.store.open())
-            self._opened = True
-        except BaseException as exc:  # cancelled included: the waiters must never be left waiting
-            failure = exc
-        waiters, self._opening = self._opening, None
-        for waiter in waiters:
-            if failure is None:
-                waiter.callback(None)
-            else:
-                waiter.errback(Failure(StoreUnavailable(f"{type(failure).__name__}: {failure}")))
-        if failure is not None:
-            raise failure
-
-    def _failed(self, exc: Exception) -> None:
-        self._inc("store_error")
-        self._down_until = time.time() + self.retry_delay
-        if self._outage is None:
-            self._outage = f"{type(exc).__name__}: {exc}"
-            self._warnings.log(
-                f"unavailable {self._outage}",
-                "robots.txt store %s is unavailable (%s): robots.txt files are fetched by this process until it "
-                "answers again (tried every %g s)", self.name, self._outage, self.retry_delay, extra=self._log_extra)
-
-    def _recovered(self) -> None:
-        logger.info("robots.txt store %s answers again (it was unavailable: %s)", self.name, self._outage,
-                    extra=self._log_extra)
-        self._outage = None
-        unsaved, self._unsaved = self._unsaved, {}
-        for key, (state, document) in unsaved.items():
-            self._background(self._save(key, state, None, document))
-
-    def _background(self, coroutine: Any) -> None:
-        running = deferred_from_coro(coroutine)
-        self._pending.add(running)
-        running.addBoth(self._finished, running)
-
-    def _finished(self, result: Any, running: defer.Deferred[Any]) -> None:
-        self._pending.discard(running)
-        if isinstance(result, Failure) and not result.check(StoreUnavailable, defer.CancelledError):
-            logger.error("robots.txt store %s: %s", self.name, result.getErrorMessage(), extra=self._log_extra)
+    @property
+    def store(self) -> AsyncStore:
+        """The store, as an :class:`~scrapy_rfc9309.stores.AsyncStore`."""
+        return self.connection.store
 
     # -- what the middleware calls ----------------------------------------------------------
     async def obtain(self, origin: Origin, previous: OriginState | None,
@@ -256,7 +157,7 @@ class StoreClient(Reporting):
             now = time.time()
             more = () if fetched_after is None else (fetched_after,)
             try:
-                claim, record = await self._call("claim", key, self.owner, now, self.lock_ttl, *more)
+                claim, record = await self.connection.call("claim", key, self.owner, now, self.lock_ttl, *more)
             except StoreUnavailable:
                 return Obtained(previous=previous)
             if claim is Claim.FRESH and record is not None:
@@ -291,7 +192,8 @@ class StoreClient(Reporting):
                     return Obtained(previous=previous)
                 # Woken when the holder saves or lets go (the store tells), or at its lock's expiry.
                 try:
-                    told = await self._call("wait_saved", key, min(_TOLD_MAX, give_up - now, self.timeout / 2))
+                    told = await self.connection.call("wait_saved", key,
+                                                      min(_TOLD_MAX, give_up - now, self.timeout / 2))
                 except StoreUnavailable:
                     return Obtained(previous=previous)
                 if isinstance(told, Record):
@@ -334,6 +236,12 @@ class StoreClient(Reporting):
                        self.name, key, exc, _LATER, extra=self._log_extra)
             return None
 
+    def _recovered(self) -> None:
+        """The store answers again: the states fetched while it was down are saved."""
+        unsaved, self._unsaved = self._unsaved, {}
+        for key, (state, document) in unsaved.items():
+            self.connection.background(self._save(key, state, None, document))
+
     def _lease(self, key: str) -> Lease:
         lease = Lease(key)
         lease.renewer = looping_call(max(self.lock_ttl / 3, 0.05), self._renew, lease)
@@ -341,7 +249,7 @@ class StoreClient(Reporting):
 
     def _renew(self, lease: Lease) -> None:
         if not lease.done:
-            self._background(self._call("renew", lease.key, self.owner, self.lock_ttl))
+            self.connection.background(self.connection.call("renew", lease.key, self.owner, self.lock_ttl))
 
     def _end(self, lease: Lease | None) -> bool:
         if lease is None or lease.done:
@@ -355,11 +263,11 @@ class StoreClient(Reporting):
              document: Document = ROBOTS_TXT) -> None:
         """Keep ``state`` in the store (in the background) and release the lease."""
         owner = self.owner if self._end(lease) else None
-        self._background(self._save(document.key(origin), state, owner, document))
+        self.connection.background(self._save(document.key(origin), state, owner, document))
 
     async def _save(self, key: str, state: OriginState, owner: str | None, document: Document) -> None:
         try:
-            written = await self._call("save", key, encode(state, self.policy), owner)
+            written = await self.connection.call("save", key, encode(state, self.policy), owner)
         except StoreUnavailable:
             if len(self._unsaved) < _MAX_UNSAVED or key in self._unsaved:
                 self._unsaved[key] = (state, document)
@@ -371,26 +279,11 @@ class StoreClient(Reporting):
         """Give the lease up without saving (the fetch was cancelled)."""
         if self._end(lease):
             assert lease is not None
-            self._background(self._call("release", lease.key, self.owner))
+            self.connection.background(self.connection.call("release", lease.key, self.owner))
 
     async def close(self) -> None:
         """Wait (a bounded time) for saves still running, then close the store."""
-        if self._closed:
-            return
-        if self._pending:
-            waiting = defer.DeferredList(list(self._pending), consumeErrors=True)
-            try:
-                await within(waiting, _CLOSE_TIMEOUT)
-            except TimeoutError:
-                logger.warning("robots.txt store %s: saves still running at close were abandoned", self.name,
-                               extra=self._log_extra)
-        self._closed = True
-        if self._opened:
-            try:
-                await self._timed(self.store.close())
-            except Exception as exc:
-                logger.warning("robots.txt store %s did not close cleanly: %s", self.name, exc,
-                               extra=self._log_extra)
+        await self.connection.close()
 
 
 _LATER = " (further such records are logged at DEBUG level and counted in the stats)"

@@ -17,7 +17,8 @@ from typing import Any
 
 from ..core import limited_json as bounded_json
 from ..core.documents import ROBOTS_TXT, Document
-from ..core.state import Access, Cause, FetchOutcome, OriginState, Policy, validator
+from ..core.http_cache import validator
+from ..core.state import Access, Cause, FetchOutcome, OriginState, Policy
 
 __all__ = ["CLOCK_TOLERANCE", "FORMAT", "MAX_META_BYTES", "MAX_META_CHARS", "MAX_META_DEPTH", "Record", "RecordError",
            "Unreadable", "dated_ahead", "decode", "encode"]
