@@ -58,7 +58,7 @@ _LEADING = b"\xef\xbb\xbf \t\r\n"
 _URI_CHARS = re.compile(r"[\x21-\x7e]+").fullmatch
 
 
-class _Outcome:
+class Outcome:
     """The :class:`FetchOutcome` of one fetch of ``document``, made as the fetch goes: ``url`` is
     the URL requested last (it moves with each redirect followed, listed in ``redirects``), and
     every way the fetch ends is one of the methods below."""
@@ -145,7 +145,7 @@ class RobotsFetcher(Reporting):
         redirects; every way it can end is an outcome (an exception from a
         component of the crawl included). With ``validators`` (those of the copy
         held), the request is conditional."""
-        outcome = _Outcome(document.url(origin), document)
+        outcome = Outcome(document.url(origin), document)
         name, stat = document.name, document.stat
         errors = self.errors
         while True:
@@ -233,7 +233,7 @@ class RobotsFetcher(Reporting):
             return None, f"more than {self.policy.max_redirects} redirects"
         return target, ""
 
-    def _parsed(self, outcome: _Outcome, response: Response, status: int, max_age: float | None
+    def _parsed(self, outcome: Outcome, response: Response, status: int, max_age: float | None
                 ) -> FetchOutcome:
         document = outcome.document
         if outcome.redirects and not document.html_is_no_file and _is_html(response):
@@ -257,7 +257,7 @@ class RobotsFetcher(Reporting):
             body = body[: self.max_size]
         return outcome.parsed(status, body, max_age, truncated, response)
 
-    def _not_modified(self, outcome: _Outcome, response: Response, max_age: float | None,
+    def _not_modified(self, outcome: Outcome, response: Response, max_age: float | None,
                       validators: Validators | None) -> FetchOutcome:
         """The outcome of a ``304 Not Modified``. To a conditional request, when its
         validators are the copy's (:meth:`Validators.selected_by`, RFC 9111, 4.3.4),

@@ -23,6 +23,7 @@ from twisted.internet import defer
 
 from ..core.state import Access, Cause, FetchOutcome, OriginState
 from ..runtime.reporting import Reporting
+from .fetch import Outcome
 from .states import Closing
 
 if TYPE_CHECKING:
@@ -161,9 +162,7 @@ class Fetches(Reporting):
             logger.error("%s of %s: unexpected error; counted as a failed fetch, retried later", self.document.name,
                          origin, exc_info=True, extra=self._log_extra)
             self._inc("fetch_error")
-            outcome = FetchOutcome(Access.UNREACHABLE, self.document.url(origin),
-                                   error=f"{type(exc).__name__}: {exc}", reason="unexpected error",
-                                   document=self.document)
+            outcome = Outcome(self.document.url(origin), self.document).error(exc)
             state = self._next(previous, outcome)
         finally:
             if held:
