@@ -24,6 +24,7 @@ from twisted.internet import defer
 
 from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
+from scrapy_rfc9309.lifecycle import idle_watch
 
 IDLE = 1
 #: A bound far below the slow answers of the sites below, so that a give-up that ignores them
@@ -85,15 +86,18 @@ def test_a_slow_robots_txt_under_a_scaled_download_timeout_is_waited_for(origins
 
 
 @pytest_twisted.inlineCallbacks
-def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins):
+def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins, monkeypatch):
     # Two origins on one host (two ports), so one download slot (its key is the host), whose delay
-    # (at least half of DOWNLOAD_DELAY, with Scrapy's jitter) is longer than the idle bound: the
-    # healthy origin's robots.txt fetch and pages wait for it while the other's requests are held.
+    # (at least half of DOWNLOAD_DELAY, with Scrapy's jitter) is longer than the idle bound: the healthy
+    # origin's robots.txt fetch and pages wait for it while the other's requests are held. The idle
+    # bound, the watch's look interval and the delay are scaled down together (a quarter of a second,
+    # a twentieth, one second), so that each wait for the slot spans two idle bounds and ten looks at least.
+    monkeypatch.setattr(idle_watch, "TICK", IDLE / 20)
     busy, held = _busy(origins, "127.0.0.1")
     healthy = origins("127.0.0.1")
     healthy["/robots.txt"] = text(ALLOW)
     pages = [healthy.url(f"/page/{i}") for i in range(2)]
-    settings = {**SETTINGS, "DOWNLOAD_DELAY": SLOW}
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": IDLE / 4, "DOWNLOAD_DELAY": IDLE}
 
     result = yield run_crawl(held + pages, settings)
 
@@ -102,6 +106,11 @@ def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins):
     assert page_hits(busy) == []
     _given_up_idle(result, held)
     _no_errors(result)
+    # Given up only once the pages were crawled: nothing else was left.
+    messages = result.messages()
+    given_up = [i for i, message in enumerate(messages) if "(ROBOTSTXT_MAX_WAIT_IDLE): they are" in message]
+    crawled = [i for i, message in enumerate(messages) if message.startswith("Crawled (200)") and "/page/" in message]
+    assert len(given_up) == 1 and len(crawled) == len(pages) and max(crawled) < given_up[0], messages
 
 
 @pytest_twisted.inlineCallbacks
