@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 # a larger corpus of your own (make bench CORPUS=/path/to/robots).
 CORPUS ?= benchmarks/corpus
 
-.PHONY: mutate demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: mutate mutate-all demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # The suite's worker processes (pytest-xdist's -n): one per CPU by default.
 WORKERS ?= auto
@@ -50,9 +50,16 @@ test: venv
 # Mutation testing (cosmic-ray) of one module of the decision code against the tests that guard it, in a
 # copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/lifecycle/waiting.py MUTATE_TESTS="tests/..."
 MUTATE ?= scrapy_rfc9309/enforcement/release_memo.py
-MUTATE_TESTS ?= tests/test_shortcuts.py
+MUTATE_TESTS ?= tests/test_shortcuts.py tests/test_mutants_release_memo.py
+# Options of tests/mutate.py: --sample N (N mutants drawn at random), --lines A-B,C-D, --timeout S.
+MUTATE_OPTIONS ?=
 mutate: venv
-	$(BIN)/python tests/mutate.py $(MUTATE) $(MUTATE_TESTS)
+	$(BIN)/python tests/mutate.py $(MUTATE_OPTIONS) $(MUTATE) $(MUTATE_TESTS)
+
+# Every campaign of tests/mutate.py's CAMPAIGNS in turn: about 5,000 mutants, most of a day on a
+# quiet 2-CPU machine (docs/development.md); MUTATE_OPTIONS="--sample 50" runs 50 of each module.
+mutate-all: venv
+	$(BIN)/python tests/mutate.py --all $(MUTATE_OPTIONS)
 
 # The documentation site; any Sphinx warning fails the build.
 docs: venv
