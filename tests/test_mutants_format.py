@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_rfc9309.evidence.format import SEGMENT_RE, manifest_last, new_run_id, segment_name
+from scrapy_rfc9309.evidence.format import (
+    MANIFEST_TAIL,
+    SEGMENT_RE,
+    manifest_last,
+    new_run_id,
+    segment_name,
+    version_digest,
+)
 
 
 def _chain(previous: bytes, line: bytes) -> bytes:
@@ -85,6 +92,19 @@ def test_a_manifest_longer_than_its_tail(tmp_path: Path, full_links: bool) -> No
     cut = data[:-1]  # the last line's break missing
     assert _last(tmp_path, cut) == (hashed, True)
     assert _last(tmp_path, data + b'{"k":"end"') == (_whole(data + b'{"k":"end"'), True)
+    if full_links:  # the document: "the writer reads the last 64 KiB", however long the manifest
+        read: list[int] = []
+        fd = os.open(tmp_path / "manifest.jsonl", os.O_RDONLY)
+        try:
+            def counted(f: int, count: int, offset: int) -> bytes:
+                chunk = os.pread(f, count, offset)
+                read.append(len(chunk))
+                return chunk
+
+            manifest_last(fd, len(data) + len(b'{"k":"end"'), counted)
+        finally:
+            os.close(fd)
+        assert sum(read) <= MANIFEST_TAIL, sum(read)
 
 
 def test_a_manifest_of_version_2_lines_longer_than_a_read(tmp_path: Path) -> None:
@@ -129,6 +149,19 @@ def test_short_reads(tmp_path: Path, full_links: bool) -> None:
     assert _last(tmp_path, data[:-1], most=777) == (hashed, True)
 
 
+@pytest.mark.parametrize("full_links", [True, False])
+def test_only_the_given_size_is_read(tmp_path: Path, full_links: bool) -> None:
+    """``size`` bytes are the manifest (taken under its lock): bytes past them are not read."""
+    data, hashed = _manifest(300, full_links, pad=400)
+    path = tmp_path / "manifest.jsonl"
+    path.write_bytes(data + b'{"k":"start","t":1789999999.0,"p":"","run":"later"}\n')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert manifest_last(fd, len(data)) == (hashed, False)
+    finally:
+        os.close(fd)
+
+
 def test_newer_lines_of_version_2_after_lines_of_format_3(tmp_path: Path) -> None:
     """A process of version 2 appended after one of format 3: chained on from the newest full link."""
     new, _ = _manifest(300, True, pad=400)
@@ -149,6 +182,15 @@ def test_a_line_that_is_not_json_is_not_trusted_for_its_link(tmp_path: Path) -> 
     forged = b'x"p":"' + b"0" * 64 + b'"'
     data += forged + b"\n"
     assert _last(tmp_path, data) == (_whole(data), False)
+
+
+def test_the_version_digest_of_fields_outside_ascii() -> None:
+    """The fields' JSON is ASCII (``ensure_ascii``): a non-ASCII character is written as its escape."""
+    fields = b'[1,"robots.txt","http://xn--9ca.test/\\u00e9","[]","http://xn--9ca.test/\\u00e9",200,"parsed"]'
+    fields = fields.replace(b'"[]"', b"[]")
+    expected = hashlib.sha256(fields + b"\n" + b"body").hexdigest()
+    assert version_digest("robots.txt", "http://xn--9ca.test/\u00e9", [], "http://xn--9ca.test/\u00e9", 200,
+                          "parsed", b"body") == expected
 
 
 def test_run_and_segment_names() -> None:

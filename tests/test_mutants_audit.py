@@ -1,0 +1,90 @@
+"""The audit (scrapy_rfc9309/evidence/audit.py) at the edges its tests left unchecked: a version's
+body exactly at the size bound, a record naming a version of the other document, a manifest whose
+last line is over the line bound, a version file whose recorded name is not its digest. Each kills a
+mutant the audit's tests leave alive (docs/development.md, "Mutation testing")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ledger_writer import Run, read_lines, segment, write_lines, write_version
+from test_audit import ROBOTS_A1, RUN1, A, Fleet, _edit_version_file, audited, build, has
+
+from scrapy_rfc9309.evidence.audit import CORRUPT, MISMATCH, UNSEALED, audit, format_text
+from scrapy_rfc9309.evidence.format import MANIFEST, VERSIONS_DIR, version_name
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Fleet:
+    return build(tmp_path)
+
+
+def test_a_version_as_large_as_the_bound_is_read(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scrapy_rfc9309.evidence.audit as module
+
+    monkeypatch.setattr(module, "MAX_VERSION_BYTES", len(ROBOTS_A1))  # a1's body, to the byte
+    result = audited(fleet)
+    a1 = version_name(fleet.a1)
+    assert not [p for p in result.problems if p.file.endswith(a1)], format_text(result)
+    monkeypatch.setattr(module, "MAX_VERSION_BYTES", len(ROBOTS_A1) - 1)
+    result = audited(fleet)
+    assert has(result, fleet.one / VERSIONS_DIR / a1, None, CORRUPT, "a body over 0 MiB")
+
+
+def test_a_robots_txt_state_naming_a_tdmrep_json_version(tmp_path: Path) -> None:
+    directory = tmp_path / "swapped"
+    tdm = write_version(directory, "http://a.test/.well-known/tdmrep.json", b"[]", document="tdmrep.json")
+    run = Run(directory, RUN1)
+    run.state(A, tdm)  # line 2: a robots.txt state
+    run.close()
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(2, MISMATCH)], format_text(result)
+    assert "is a tdmrep.json, not a robots.txt" in result.problems[0].message
+
+
+@pytest.mark.parametrize("ended", [True, False])
+def test_a_manifest_whose_last_line_is_over_the_line_bound_is_corrupt(fleet: Fleet, ended: bool) -> None:
+    """Not a line cut short by a killed process (that is short): a last line over 1 MiB is corrupt,
+    whether it ends the file with a line break or one byte past the bound without one."""
+    import scrapy_rfc9309.evidence.audit as module
+
+    path = fleet.one / MANIFEST
+    lines = read_lines(path)
+    start = b'{"k":"start","run":"'
+    last = start + b"x" * (1 << 21) + b'"}\n' if ended else start + b"x" * (module.MAX_LINE_BYTES + 1 - len(start))
+    write_lines(path, [*lines, last])
+    result = audited(fleet)
+    assert has(result, path, len(lines) + 1, CORRUPT, "over 1 MiB"), format_text(result)
+    assert not has(result, path, len(lines) + 1, UNSEALED, ""), format_text(result)
+
+
+def test_a_version_whose_recorded_name_is_not_its_digest_proves_no_verdict(fleet: Fleet) -> None:
+    """Its bytes may be whatever a forger chose: no verdict naming it verifies, so no response after one."""
+    path = fleet.one / VERSIONS_DIR / version_name(fleet.a2)
+    _edit_version_file(path, f"WARC-RFC9309-Version: {fleet.a2}".encode(),
+                       f"WARC-RFC9309-Version: {fleet.a1}".encode())
+    result = audited(fleet)
+    assert has(result, path, None, CORRUPT, "not its name"), format_text(result)
+    unproven = "without an earlier allowed verdict of the same request that verified"
+    assert has(result, segment(fleet.one, fleet.run1, 2), 9, MISMATCH, unproven), format_text(result)
+    assert has(result, segment(fleet.two, fleet.run2, 1), 9, MISMATCH, unproven), format_text(result)
+
+
+def test_a_version_file_with_a_warcinfo_record_is_read_for_its_response(fleet: Fleet) -> None:
+    """Only the response record is the version: another record type beside it is not a second one."""
+    from warcio.warcwriter import WARCWriter
+
+    path = fleet.one / VERSIONS_DIR / version_name(fleet.a1)
+    with open(path, "ab") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        writer.write_record(writer.create_warcinfo_record(path.name, {"software": "an archiver"}))
+    result = audited(fleet)
+    assert not [p for p in result.problems if p.file == str(path)], format_text(result)
+    assert "robots.txt parsed 200" in format_text(result)
+
+
+def test_the_report_tables_first_column_is_left_aligned(fleet: Fleet) -> None:
+    text = format_text(audited(fleet))
+    rows = [line for line in text.splitlines() if "a.test " in line and line.strip().startswith("http")]
+    assert rows and all(row.startswith("  http://a.test ") for row in rows), text
