@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from ledger_writer import Run, read_lines, segment, write_lines, write_version
-from test_audit import ROBOTS_A1, RUN1, A, Fleet, _edit_version_file, audited, build, has
+from test_audit import ROBOTS_A1, RUN1, A, Fleet, _edit_version_file, audited, build, has, killed
 
 from scrapy_rfc9309.evidence.audit import CORRUPT, MISMATCH, UNSEALED, audit, format_text
 from scrapy_rfc9309.evidence.format import MANIFEST, VERSIONS_DIR, version_name
@@ -88,3 +88,11 @@ def test_the_report_tables_first_column_is_left_aligned(fleet: Fleet) -> None:
     text = format_text(audited(fleet))
     rows = [line for line in text.splitlines() if "a.test " in line and line.strip().startswith("http")]
     assert rows and all(row.startswith("  http://a.test ") for row in rows), text
+
+
+def test_the_reports_last_line_for_a_killed_run(tmp_path: Path) -> None:
+    directory, _ = killed(tmp_path)
+    result = audit([directory])
+    assert format_text(result).splitlines()[-1] == "Result: FAILED (exit 1)"
+    assert format_text(result, allow_unsealed=True).splitlines()[-1] == (
+        "Result: everything written verifies; runs that did not end cleanly accepted (--allow-unsealed) (exit 0)")

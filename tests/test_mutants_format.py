@@ -67,6 +67,7 @@ def _whole(data: bytes) -> bytes:
 
 def test_an_empty_manifest_is_the_genesis(tmp_path: Path) -> None:
     assert _last(tmp_path, b"") == (b"", False)
+    assert _last(tmp_path, b"{") == (_chain(b"", b"{"), True)  # a process killed after one byte
 
 
 @pytest.mark.parametrize("count", [1, 2, 5])
