@@ -1,0 +1,40 @@
+"""The verdict (scrapy_rfc9309/core/verdict.py) where the judgement tests left mutants alive: the fast
+``allowed`` constructor is ``Judgement(Kind.ALLOWED, ...)``, ``judge`` leaves an allowing rule unresolved
+unless asked, and the verdict at close of a request whose document is unreachable carries its last
+fetch and how long it waited (docs/development.md, "Mutation testing")."""
+
+from __future__ import annotations
+
+from test_judgement import AGENT, ENFORCED, NOW, TOKEN, parsed, unavailable, unreachable
+
+from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
+from scrapy_rfc9309.core.matcher import Rule
+from scrapy_rfc9309.core.verdict import Judgement, Kind, allowed, at_close, judge
+
+
+def test_the_fast_allowed_verdict_is_the_allowed_judgement() -> None:
+    robots = parsed()
+    rule = Rule(True, "/", 3)
+    fast = allowed("https://example.com/page", TOKEN, robots, rule)
+    assert fast == Judgement(Kind.ALLOWED, "https://example.com/page", TOKEN, robots, rule)
+    assert type(fast) is Judgement and fast.kind.passes and str(fast) == "allowed (Allow: /, line 3)"
+
+
+def test_judge_resolves_the_allowing_rule_only_when_asked() -> None:
+    robots, url = parsed(), "https://example.com/page"
+    assert judge(url, AGENT, TOKEN, robots, NOW, ENFORCED).rule is None
+    assert judge(url, AGENT, TOKEN, robots, NOW, ENFORCED, explain=True).rule == Rule(True, "/", 3)
+
+
+def test_the_verdict_at_close_of_a_request_held_for_an_unreachable_document() -> None:
+    state = unreachable(since=NOW - 40)
+    verdict = at_close("u", TOKEN, ROBOTS_TXT, False, "idle", state, NOW)
+    assert (verdict.kind, verdict.reason, verdict.robots, verdict.tdm) == (Kind.DROPPED, "idle", state, None)
+    assert verdict.waited == 40 and verdict.detail == state.detail and verdict.detail
+    tdm = unreachable(document=TDMREP, since=NOW - 5)
+    verdict = at_close("u", TOKEN, TDMREP, True, "closing", tdm, NOW)
+    assert (verdict.kind, verdict.robots, verdict.tdm, verdict.waited) == (Kind.REQUEUED, None, tdm, 5)
+    # A state that is not unreachable says nothing of a last fetch.
+    for other in (parsed(), unavailable()):
+        verdict = at_close("u", TOKEN, ROBOTS_TXT, False, "closing", other, NOW)
+        assert verdict == Judgement(Kind.DROPPED, "u", TOKEN, document=ROBOTS_TXT, reason="closing")
