@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from ledger_writer import Run, read_lines, segment, write_lines, write_version
-from test_audit import ROBOTS_A1, RUN1, A, Fleet, _edit_version_file, audited, build, has, killed
+from test_audit import ROBOTS_A1, RUN1, TDM_SETTINGS, A, Fleet, _edit_version_file, audited, build, has, killed
 
 from scrapy_rfc9309.evidence.audit import CORRUPT, MISMATCH, UNSEALED, audit, format_text
 from scrapy_rfc9309.evidence.format import MANIFEST, VERSIONS_DIR, version_name
@@ -96,3 +96,50 @@ def test_the_reports_last_line_for_a_killed_run(tmp_path: Path) -> None:
     assert format_text(result).splitlines()[-1] == "Result: FAILED (exit 1)"
     assert format_text(result, allow_unsealed=True).splitlines()[-1] == (
         "Result: everything written verifies; runs that did not end cleanly accepted (--allow-unsealed) (exit 0)")
+
+
+def _tdm_run(tmp_path: Path, tdm_body: bytes, tdm_state: bool, d: str, path: str) -> Path:
+    """A run of ROBOTSTXT_TDMREP: a robots.txt allowing all, a tdmrep.json version (its state written
+    or not), one verdict ``d`` on ``path`` judged with that version."""
+    directory = tmp_path / "tdm"
+    origin = "http://t.test"
+    robots = write_version(directory, f"{origin}/robots.txt", b"User-agent: *\nAllow: /\n")
+    tdm = write_version(directory, f"{origin}/.well-known/tdmrep.json", tdm_body, document="tdmrep.json")
+    run = Run(directory, RUN1, settings=TDM_SETTINGS)
+    run.state(origin, robots)
+    if tdm_state:
+        run.state(origin, tdm, document="tdmrep.json")
+    run.verdict(f"{origin}{path}", "t1", d, robots, ["Allow", "/", 2], tv=tdm)
+    run.close()
+    return directory
+
+
+def test_a_tdm_verdict_without_the_runs_tdmrep_json_state(tmp_path: Path) -> None:
+    directory = _tdm_run(tmp_path, b'[{"location": "/reserved/", "tdm-reservation": 1}]', False, "tdm_reserved",
+                         "/reserved/a")
+    result = audit([directory])
+    assert [(p.line, p.kind) for p in result.problems] == [(3, MISMATCH)], format_text(result)
+    assert "the run's last state of the origin names no state" in result.problems[0].message
+
+
+def test_a_whole_tdmrep_json_ending_in_a_cut_character_reserves_nothing(tmp_path: Path) -> None:
+    """Not cut by the size limit (its version says so): bytes that are not UTF-8 make it unreadable,
+    as the crawl read it, so its reservation is not one."""
+    body = b'[{"location": "/reserved/", "tdm-reservation": 1}]\xc3'
+    result = audit([_tdm_run(tmp_path, body, True, "allowed", "/reserved/a")])
+    assert result.problems == [], format_text(result)
+    result = audit([_tdm_run(tmp_path / "2", body, True, "tdm_reserved", "/reserved/a")])
+    assert [(p.line, p.kind) for p in result.problems] == [(4, MISMATCH)], format_text(result)
+
+
+def test_a_parsed_robots_txt_state_without_a_version_allows_nothing_without_one(tmp_path: Path) -> None:
+    """Only an unavailable robots.txt (no file) allows without a version."""
+    directory = tmp_path / "forged"
+    directory.mkdir()
+    run = Run(directory, RUN1)
+    run.write("state", o="http://r.test:80", doc="robots.txt", src="fetch", access="parsed", ver=None,
+              status=200, err=None, exp=run.clock + 60)
+    run.verdict("http://r.test/a", "r1", "allowed", None)  # line 3
+    run.close()
+    result = audit([directory])
+    assert (3, MISMATCH) in [(p.line, p.kind) for p in result.problems], format_text(result)

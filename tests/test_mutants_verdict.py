@@ -38,3 +38,12 @@ def test_the_verdict_at_close_of_a_request_held_for_an_unreachable_document() ->
     for other in (parsed(), unavailable()):
         verdict = at_close("u", TOKEN, ROBOTS_TXT, False, "closing", other, NOW)
         assert verdict == Judgement(Kind.DROPPED, "u", TOKEN, document=ROBOTS_TXT, reason="closing")
+
+
+def test_an_allowed_verdict_no_rule_matched_says_so() -> None:
+    robots = parsed(b"User-agent: *\nDisallow: /private\n")
+    for path in ("/", "/page", "/a"):  # paths that sort before /robots.txt
+        verdict = judge(f"https://example.com{path}", AGENT, TOKEN, robots, NOW, ENFORCED, explain=True)
+        assert str(verdict) == "allowed (no rule matched)"
+    verdict = judge("https://example.com/robots.txt", AGENT, TOKEN, robots, NOW, ENFORCED, explain=True)
+    assert str(verdict) == "allowed (/robots.txt is always allowed)"
