@@ -143,3 +143,10 @@ def test_a_parsed_robots_txt_state_without_a_version_allows_nothing_without_one(
     run.close()
     result = audit([directory])
     assert (3, MISMATCH) in [(p.line, p.kind) for p in result.problems], format_text(result)
+
+
+def test_the_report_names_the_usage_denied_responses_of_an_origin(fleet: Fleet) -> None:
+    lines = format_text(audited(fleet)).splitlines()
+    assert [line for line in lines if "responses usage-denied" in line] == ["    responses usage-denied: 1"]
+    c = lines.index("  https://c.test")
+    assert "    responses usage-denied: 1" in lines[c:c + 4]

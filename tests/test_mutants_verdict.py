@@ -5,11 +5,12 @@ fetch and how long it waited (docs/development.md, "Mutation testing")."""
 
 from __future__ import annotations
 
-from test_judgement import AGENT, ENFORCED, NOW, TOKEN, parsed, unavailable, unreachable
+import pytest
+from test_judgement import AGENT, ENFORCED, NOW, POLICY, PURPOSE_ROBOTS, TOKEN, parsed, unavailable, unreachable
 
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.core.matcher import Rule
-from scrapy_rfc9309.core.verdict import Judgement, Kind, allowed, at_close, judge
+from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, allowed, allowing, at_close, judge
 
 
 def test_the_fast_allowed_verdict_is_the_allowed_judgement() -> None:
@@ -47,3 +48,16 @@ def test_an_allowed_verdict_no_rule_matched_says_so() -> None:
         assert str(verdict) == "allowed (no rule matched)"
     verdict = judge("https://example.com/robots.txt", AGENT, TOKEN, robots, NOW, ENFORCED, explain=True)
     assert str(verdict) == "allowed (/robots.txt is always allowed)"
+
+
+@pytest.mark.parametrize("purpose_tokens", [(), ("gptbot",), ("gptbot", "ccbot")])
+def test_allowing_agrees_with_judge(purpose_tokens: tuple[str, ...]) -> None:
+    """The specialised test says True exactly where judge gives the bare allowed verdict."""
+    robots = parsed(PURPOSE_ROBOTS)
+    enforced = Enforced(POLICY, purpose_tokens=purpose_tokens)
+    test = allowing(robots, AGENT, enforced)
+    assert test is not None
+    for path in ("/", "/articles/1", "/public/x", "/other", "/robots.txt"):
+        url = f"https://example.com{path}"
+        verdict = judge(url, AGENT, TOKEN, robots, NOW, enforced)
+        assert test(url) == (verdict == allowed(url, TOKEN, robots, None)), (path, verdict)
