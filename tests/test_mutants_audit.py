@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from ledger_writer import Run, read_lines, segment, write_lines, write_version
-from test_audit import ROBOTS_A1, RUN1, TDM_SETTINGS, A, Fleet, _edit_version_file, audited, build, has, killed
+from test_audit import ROBOTS_A1, RUN1, TDM_SETTINGS, A, Fleet, _edit_version_file, _relink, audited, build, has, killed
 
 from scrapy_rfc9309.evidence.audit import CORRUPT, MISMATCH, UNSEALED, audit, format_text
 from scrapy_rfc9309.evidence.format import MANIFEST, VERSIONS_DIR, version_name
@@ -150,3 +150,19 @@ def test_the_report_names_the_usage_denied_responses_of_an_origin(fleet: Fleet) 
     assert [line for line in lines if "responses usage-denied" in line] == ["    responses usage-denied: 1"]
     c = lines.index("  https://c.test")
     assert "    responses usage-denied: 1" in lines[c:c + 4]
+
+
+def test_the_reports_tables_are_aligned(fleet: Fleet) -> None:
+    lines = format_text(audited(fleet)).splitlines()
+    start = lines.index("Requests per origin") + 1
+    table = lines[start:start + 4]  # its header and one row per origin
+    assert [row.split()[0] for row in table] == ["origin", "http://a.test", "http://b.test", "https://c.test"]
+    assert len({len(row) for row in table}) == 1, table  # every column as wide in every row
+
+
+def test_a_seal_counting_more_records_than_its_segment_holds(fleet: Fleet) -> None:
+    path = segment(fleet.one, fleet.run1, 1)
+    seal = len(read_lines(path))
+    _relink(path, {seal: {"n": seal}})  # one more than the records before it; its hash kept
+    result = audited(fleet)
+    assert has(result, path, seal, CORRUPT, "does not match the records before it"), format_text(result)

@@ -10,7 +10,7 @@ from test_judgement import AGENT, ENFORCED, NOW, POLICY, PURPOSE_ROBOTS, TOKEN, 
 
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.core.matcher import Rule
-from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, allowed, allowing, at_close, judge
+from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, allowed, allowing, at_close, explaining, judge
 
 
 def test_the_fast_allowed_verdict_is_the_allowed_judgement() -> None:
@@ -61,3 +61,23 @@ def test_allowing_agrees_with_judge(purpose_tokens: tuple[str, ...]) -> None:
         url = f"https://example.com{path}"
         verdict = judge(url, AGENT, TOKEN, robots, NOW, enforced)
         assert test(url) == (verdict == allowed(url, TOKEN, robots, None)), (path, verdict)
+
+
+@pytest.mark.parametrize("body", [PURPOSE_ROBOTS, b"User-agent: *\nDisallow: /private\nAllow: /private/open\n",
+                                  b"User-agent: *\nDisallow: /private\n"])
+def test_explaining_names_the_rule_judge_names(body: bytes) -> None:
+    """None for a group without an Allow rule (an allowed URL is allowed by no rule); else, for each
+    URL allowing() lets through, the rule judge() names with explain."""
+    robots = parsed(body)
+    enforced = Enforced(POLICY)
+    rule_of = explaining(robots, AGENT, enforced)
+    if b"Allow:" not in body.split(b"User-agent: GPTBot")[0]:
+        assert rule_of is None
+        return
+    assert rule_of is not None
+    test = allowing(robots, AGENT, enforced)
+    assert test is not None
+    for path in ("/", "/articles/1", "/private/x", "/private/open/1", "/other"):
+        url = f"https://example.com{path}"
+        if test(url):
+            assert rule_of(url) == judge(url, AGENT, TOKEN, robots, NOW, enforced, explain=True).rule, path
