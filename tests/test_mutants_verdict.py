@@ -81,3 +81,14 @@ def test_explaining_names_the_rule_judge_names(body: bytes) -> None:
         url = f"https://example.com{path}"
         if test(url):
             assert rule_of(url) == judge(url, AGENT, TOKEN, robots, NOW, enforced, explain=True).rule, path
+
+
+@pytest.mark.parametrize("purpose_tokens", [None, (), ("gptbot", "ccbot")])
+def test_explaining_with_purpose_tokens_names_the_refusing_groups_rule(purpose_tokens: tuple[str, ...] | None) -> None:
+    robots = parsed(PURPOSE_ROBOTS)
+    enforced = Enforced(POLICY, purpose_tokens=purpose_tokens or ())
+    rule_of = explaining(robots, AGENT, None if purpose_tokens is None else enforced)
+    assert rule_of is not None
+    for path in ("/", "/articles/1", "/public/x", "/other"):
+        url = f"https://example.com{path}"
+        assert rule_of(url) == judge(url, AGENT, TOKEN, robots, NOW, enforced, explain=True).rule, path
