@@ -166,3 +166,17 @@ def test_a_seal_counting_more_records_than_its_segment_holds(fleet: Fleet) -> No
     _relink(path, {seal: {"n": seal}})  # one more than the records before it; its hash kept
     result = audited(fleet)
     assert has(result, path, seal, CORRUPT, "does not match the records before it"), format_text(result)
+
+
+def test_a_version_over_the_bound_names_the_bound_in_mib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scrapy_rfc9309.evidence.audit as module
+
+    monkeypatch.setattr(module, "MAX_VERSION_BYTES", 1 << 20)
+    directory = tmp_path / "large"
+    large = write_version(directory, "http://a.test/robots.txt", b"#" * ((1 << 20) + 1))
+    run = Run(directory, RUN1)
+    run.state(A, large)
+    run.close()
+    result = audit([directory])
+    assert has(result, directory / VERSIONS_DIR / version_name(large), None, CORRUPT,
+               "a body over 1 MiB (not read)"), format_text(result)
