@@ -10,6 +10,7 @@ from test_judgement import AGENT, ENFORCED, NOW, POLICY, PURPOSE_ROBOTS, TOKEN, 
 
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.core.matcher import Rule
+from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome
 from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, allowed, allowing, at_close, explaining, judge
 
 
@@ -92,3 +93,14 @@ def test_explaining_with_purpose_tokens_names_the_refusing_groups_rule(purpose_t
     for path in ("/", "/articles/1", "/public/x", "/other"):
         url = f"https://example.com{path}"
         assert rule_of(url) == judge(url, AGENT, TOKEN, robots, NOW, enforced, explain=True).rule, path
+
+
+def test_the_wait_at_close_counts_from_the_first_failed_fetch() -> None:
+    """An origin unreachable since ``since`` and fetched again (in vain) since: the wait is from the first failure."""
+    since = NOW - 600_000
+    state = unreachable(since=since)
+    state = state.apply(FetchOutcome(Access.UNREACHABLE, "https://example.com/robots.txt", 503, cause=Cause.TRANSIENT),
+                        NOW - 10, POLICY)
+    assert state.unreachable_since == since and state.fetched_at == NOW - 10
+    verdict = at_close("u", TOKEN, ROBOTS_TXT, False, "idle", state, NOW)
+    assert verdict.waited == 600_000
