@@ -4,6 +4,8 @@ record tests leave alive (docs/development.md, "Mutation testing")."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP, Document
@@ -25,3 +27,26 @@ def test_an_unreachable_state_read_back_keeps_its_document_and_reason(document: 
     assert back.outcome.document is document
     assert back.outcome.reason == "HTTP 503 Service Unavailable"
     assert back.detail == state.detail
+
+
+def test_the_disk_store_reads_metadata_of_as_many_characters_as_a_record_holds(tmp_path: Path) -> None:
+    """MAX_META_CHARS characters of metadata, each of up to four bytes in UTF-8 (MAX_META_BYTES): read
+    back whole; a byte more is not read."""
+    from scrapy_rfc9309.stores.disk import DiskStore
+    from scrapy_rfc9309.stores.record import MAX_META_CHARS, Record, Unreadable
+
+    text = "\U0001f600" * (MAX_META_CHARS - 8)  # four bytes each
+    meta = '{"x":"' + text + '"}'
+    store = DiskStore(str(tmp_path))
+    store.open()
+    try:
+        record = Record(T0, T0 + 60, T0 + 3600, meta, b"")
+        assert store.save("https://example.com", record)
+        back = store.load("https://example.com")
+        assert back is not None and not isinstance(back, Unreadable), back
+        assert back.meta == meta
+        over = Record(T0 + 1, T0 + 60, T0 + 3600, meta + " " * 40, b"")
+        assert store.save("https://example.com", over)
+        assert isinstance(store.load("https://example.com"), Unreadable)
+    finally:
+        store.close()
