@@ -50,3 +50,20 @@ def test_the_disk_store_reads_metadata_of_as_many_characters_as_a_record_holds(t
         assert isinstance(store.load("https://example.com"), Unreadable)
     finally:
         store.close()
+
+
+def test_a_record_says_its_format_and_one_of_another_format_is_not_read() -> None:
+    """Processes of other versions share a store: the format's number is what tells them apart."""
+    import json
+
+    from scrapy_rfc9309.stores.record import Record, RecordError
+
+    state = OriginState.initial(FetchOutcome(Access.UNAVAILABLE, "https://example.com/robots.txt", 404), T0, POLICY)
+    record = encode(state, POLICY)
+    meta = json.loads(record.meta)
+    assert meta["v"] == 1
+    for other in (0, 2):
+        changed = Record(record.fetched_at, record.expires_at, record.keep_until, json.dumps({**meta, "v": other}),
+                         record.body)
+        with pytest.raises(RecordError, match=f"format {other}, this version reads 1"):
+            decode(changed, POLICY, T0 + 1)

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_rfc9309.core.state import Validators
+from scrapy_rfc9309.core.state import (
+    MAX_VALIDATOR,
+    Access,
+    Cause,
+    FetchOutcome,
+    OriginState,
+    Policy,
+    Validators,
+    http_date,
+)
 
 
 @pytest.mark.parametrize(("copy", "etag", "selected"), [
@@ -20,3 +29,20 @@ def test_a_weak_entity_tag_selects_only_its_own_copy(copy: str, etag: str, selec
     validators = Validators("https://h/robots.txt", copy, None)
     assert validators.selected_by(etag, None) is selected
     assert validators.selected_by(etag.encode(), None) is selected
+
+
+def test_an_http_date_padded_past_the_validator_bound_is_not_read() -> None:
+    date = "Sun, 06 Nov 1994 08:49:37 GMT"
+    assert http_date(date) == 784111777.0
+    assert http_date(date + " " * MAX_VALIDATOR) is None  # longer than a validator may be, padding or not
+
+
+@pytest.mark.parametrize(("access", "status"), [(Access.UNAVAILABLE, 404), (Access.UNREACHABLE, 503)])
+def test_a_failed_fetchs_headers_are_kept_only_when_asked(access: Access, status: int) -> None:
+    """``keep_fetched`` (the ledger archives what was fetched): a 404's or 503's header fields kept."""
+    headers = ((b"Retry-After", b"120"),)
+    outcome = FetchOutcome(access, "https://h/robots.txt", status, headers=headers, cause=Cause.TRANSIENT)
+    kept = OriginState.initial(outcome, 1_800_000_000.0, Policy(keep_fetched=True))
+    assert kept.outcome is not None and kept.outcome.headers == headers
+    dropped = OriginState.initial(outcome, 1_800_000_000.0, Policy())
+    assert dropped.outcome is not None and dropped.outcome.headers == ()
