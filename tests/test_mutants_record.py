@@ -67,3 +67,25 @@ def test_a_record_says_its_format_and_one_of_another_format_is_not_read() -> Non
                          record.body)
         with pytest.raises(RecordError, match=f"format {other}, this version reads 1"):
             decode(changed, POLICY, T0 + 1)
+
+
+def test_a_good_copy_read_back_without_its_fetch_is_refetched_unconditionally() -> None:
+    """An unreachable origin's record whose good copy's fetch (``good``) is malformed: the copy still
+    applies, and the refetch sends no validators (there are none to send), without failing."""
+    import json
+
+    from scrapy_rfc9309.stores.record import Record
+
+    url = "https://example.com/robots.txt"
+    good = OriginState.initial(FetchOutcome(Access.PARSED, url, 200, b"User-agent: *\nDisallow: /x\n", etag='"v1"'),
+                               T0, POLICY)
+    state = good.apply(FetchOutcome(Access.UNREACHABLE, url, 503, cause=Cause.TRANSIENT), T0 + 100, POLICY)
+    assert state.validators(T0 + 101, POLICY) is not None  # its copy's entity tag
+    record = encode(state, POLICY)
+    meta = json.loads(record.meta)
+    assert "good" in meta
+    damaged = Record(record.fetched_at, record.expires_at, record.keep_until, json.dumps({**meta, "good": "?"}),
+                     record.body)
+    back = decode(damaged, POLICY, T0 + 101)
+    assert back.robots is not None and not back.robots.allowed("https://example.com/x/1", "bot")
+    assert back.validators(T0 + 101, POLICY) is None
