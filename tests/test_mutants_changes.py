@@ -24,3 +24,12 @@ def test_a_long_pattern_is_listed_cut() -> None:
                   scrapy_rfc9309.parse(f"User-agent: *\nDisallow: /a\nDisallow: {long}\n"), ["MyBot/1.0"])
     assert change is not None
     assert change.agents[0].added == (("Disallow", long[:MAX_TEXT] + "..."),)
+
+
+def test_a_change_of_group_is_said() -> None:
+    old = scrapy_rfc9309.parse("User-agent: *\nDisallow: /a\n")
+    new = scrapy_rfc9309.parse("User-agent: *\nDisallow: /a\n\nUser-agent: MyBot\nDisallow: /a\n")
+    change = diff(old, new, ["MyBot/1.0"])
+    assert change is not None
+    assert str(change) == "'mybot': group '*' -> 'mybot'"
+    assert change.as_dict()["agents"] == [{"token": "mybot", "group": ["*", "mybot"]}]

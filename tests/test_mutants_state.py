@@ -16,6 +16,7 @@ from scrapy_rfc9309.core.state import (
     Policy,
     Validators,
     http_date,
+    validator,
 )
 
 
@@ -46,3 +47,9 @@ def test_a_failed_fetchs_headers_are_kept_only_when_asked(access: Access, status
     assert kept.outcome is not None and kept.outcome.headers == headers
     dropped = OriginState.initial(outcome, 1_800_000_000.0, Policy())
     assert dropped.outcome is not None and dropped.outcome.headers == ()
+
+
+def test_an_entity_tag_as_long_as_the_bound_is_kept() -> None:
+    tag = '"' + "a" * (MAX_VALIDATOR - 2) + '"'
+    assert validator("etag", tag) == tag
+    assert validator("etag", '"' + "a" * (MAX_VALIDATOR - 1) + '"') is None
