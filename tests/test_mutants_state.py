@@ -53,3 +53,14 @@ def test_an_entity_tag_as_long_as_the_bound_is_kept() -> None:
     tag = '"' + "a" * (MAX_VALIDATOR - 2) + '"'
     assert validator("etag", tag) == tag
     assert validator("etag", '"' + "a" * (MAX_VALIDATOR - 1) + '"') is None
+
+
+def test_the_first_failed_fetch_is_retried_after_the_first_backoff() -> None:
+    policy = Policy()
+    now = 1_800_000_000.0
+    outcome = FetchOutcome(Access.UNREACHABLE, "https://h/robots.txt", 503, cause=Cause.TRANSIENT)
+    first = OriginState.initial(outcome, now, policy)
+    assert first.failures == 1 and first.expires_at == now + policy.retry_after(1)
+    second = first.apply(outcome, now + 10, policy)
+    assert second.failures == 2 and second.expires_at == now + 10 + policy.retry_after(2)
+    assert policy.retry_after(1) < policy.retry_after(2)
