@@ -35,6 +35,8 @@ def test_a_weak_entity_tag_selects_only_its_own_copy(copy: str, etag: str, selec
 def test_an_http_date_padded_past_the_validator_bound_is_not_read() -> None:
     date = "Sun, 06 Nov 1994 08:49:37 GMT"
     assert http_date(date) == 784111777.0
+    assert http_date("Sun, 06 Nov 1994 10:49:37 +0200") == 784111777.0  # its offset counts
+    assert http_date("Sun, 06 Nov 1994 08:49:37 -0000") == 784111777.0  # no zone: UTC
     assert http_date(date + " " * MAX_VALIDATOR) is None  # longer than a validator may be, padding or not
 
 
