@@ -41,6 +41,15 @@ TIMEOUT = 120.0
 
 #: Pytest arguments for tests that need no reactor: they start faster (no Twisted, no pytest-twisted).
 PURE = ["-p", "no:twisted", "--reactor=none"]
+#: The tests of tests/test_revalidation.py that run no crawl (the state model's part of conditional refetch).
+PURE_REVALIDATION = [f"tests/test_revalidation.py::{name}" for name in (
+    "test_validator", "test_the_validators_of_a_good_copy", "test_an_unreachable_state_keeps_its_copys_validators",
+    "test_a_304_renews_the_copy_with_its_own_lifetime", "test_a_304_without_a_lifetime_keeps_the_copys",
+    "test_a_304_brings_an_unreachable_origin_back", "test_a_304_without_a_copy_is_unreachable",
+    "test_a_last_modified_later_than_the_copys_fetch_is_no_validator",
+    "test_a_304_selects_the_copy_only_by_its_validators",
+    "test_a_304_that_renews_nothing_is_a_failed_fetch_and_the_next_is_unconditional",
+    "test_records_keep_the_validators", "test_a_record_without_validators_or_with_bad_ones_is_read_without_them")]
 #: The campaigns of ``--all``, most important first: a module, the fastest tests that guard it
 #: (pytest arguments; ``-k`` leaves out a file's slow tests that add nothing for that module) and,
 #: for a module of which only a part is the decision code, its lines (as of the commit that wrote
@@ -48,21 +57,23 @@ PURE = ["-p", "no:twisted", "--reactor=none"]
 CAMPAIGNS: list[tuple[str, list[str], str | None]] = [
     ("scrapy_rfc9309/evidence/format.py",
      ["tests/test_mutants_format.py", "tests/test_audit.py", "-k", "not command and not memory", *PURE], None),
-    ("scrapy_rfc9309/evidence/audit.py", ["tests/test_audit.py", "-k", "not command and not memory", *PURE], None),
-    ("scrapy_rfc9309/ledger/writer.py", ["tests/test_ledger.py"], None),
-    ("scrapy_rfc9309/core/verdict.py", ["tests/test_judgement.py", *PURE], None),
+    ("scrapy_rfc9309/evidence/audit.py",
+     ["tests/test_mutants_audit.py", "tests/test_audit.py", "-k", "not command and not memory", *PURE], None),
+    ("scrapy_rfc9309/ledger/writer.py", ["tests/test_ledger.py", "tests/test_mutants_format.py"], None),
+    ("scrapy_rfc9309/core/verdict.py", ["tests/test_mutants_verdict.py", "tests/test_judgement.py", *PURE], None),
     ("scrapy_rfc9309/core/state.py",
-     ["tests/test_revalidation.py", "tests/test_judgement.py", "-k", "not origins", *PURE], "200-285,361-441"),
+     ["tests/test_mutants_state.py", "tests/test_mutants_record.py", *PURE_REVALIDATION, "tests/test_judgement.py",
+      *PURE], "200-285,361-441"),
     ("scrapy_rfc9309/lifecycle/fetch.py", ["tests/test_revalidation.py"], "124-130,205-215,336-367"),
-    ("scrapy_rfc9309/core/changes.py", ["tests/test_changes.py"], None),
+    ("scrapy_rfc9309/core/changes.py", ["tests/test_mutants_changes.py", "tests/test_changes.py"], None),
     ("scrapy_rfc9309/lifecycle/change_signal.py", ["tests/test_changes.py"], None),
     ("scrapy_rfc9309/core/limited_json.py",
      ["tests/test_mutants_bounded.py", "tests/test_tdmrep.py", "tests/test_record.py", *PURE], None),
-    ("scrapy_rfc9309/stores/record.py", ["tests/test_record.py", "tests/test_store_records.py"], None),
+    ("scrapy_rfc9309/stores/record.py", ["tests/test_mutants_record.py", "tests/test_record.py", *PURE], None),
     ("scrapy_rfc9309/lifecycle/idle_watch.py", ["tests/test_idle_progress.py", "tests/test_held_idle.py"], None),
     ("scrapy_rfc9309/lifecycle/waiting.py", ["tests/test_middleware_hold.py", "tests/test_failure_paths.py"], None),
     ("scrapy_rfc9309/lifecycle/parking.py", ["tests/test_middleware_hold.py", "tests/test_held_idle.py"], None),
-    ("scrapy_rfc9309/enforcement/release_memo.py", ["tests/test_shortcuts.py", "tests/test_mutants_release_memo.py"],
+    ("scrapy_rfc9309/enforcement/release_memo.py", ["tests/test_mutants_release_memo.py", "tests/test_shortcuts.py"],
      None),
 ]
 
