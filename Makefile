@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 # a larger corpus of your own (make bench CORPUS=/path/to/robots).
 CORPUS ?= benchmarks/corpus
 
-.PHONY: mutate mutate-all demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
+.PHONY: mutate demo test docs settings-table test-min test-latest test-reactorless lint typecheck c-fallback-check package-check bench bench-store venv clean crawl-real
 
 # The suite's worker processes (pytest-xdist's -n): one per CPU by default.
 WORKERS ?= auto
@@ -59,6 +59,7 @@ mutate: venv
 # Every campaign of tests/mutate.py's CAMPAIGNS in turn: 5,374 mutants (and 1,295 in annotations, not
 # run), one to two days on a 2-CPU machine (docs/development.md); MUTATE_OPTIONS="--sample 50" runs 50
 # of each module, a few hours.
+.PHONY: mutate-all
 mutate-all: venv
 	$(BIN)/python tests/mutate.py --all $(MUTATE_OPTIONS)
 
