@@ -106,9 +106,9 @@ def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins, monkeypa
     assert page_hits(busy) == []
     _given_up_idle(result, held)
     _no_errors(result)
-    # Given up only once the pages were crawled: nothing else was left.
+    # Given up (dropped: no scheduler keeps them) only once the pages were crawled: nothing else was left.
     messages = result.messages()
-    given_up = [i for i, message in enumerate(messages) if "(ROBOTSTXT_MAX_WAIT_IDLE): they are" in message]
+    given_up = [i for i, message in enumerate(messages) if "(ROBOTSTXT_MAX_WAIT_IDLE): they are dropped" in message]
     crawled = [i for i, message in enumerate(messages) if message.startswith("Crawled (200)") and "/page/" in message]
     assert len(given_up) == 1 and len(crawled) == len(pages) and max(crawled) < given_up[0], messages
 
