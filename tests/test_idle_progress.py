@@ -7,6 +7,7 @@ crawls against local servers; each origin plays the site of one case."""
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from typing import Any
 
@@ -111,6 +112,11 @@ def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins, monkeypa
     given_up = [i for i, message in enumerate(messages) if "(ROBOTSTXT_MAX_WAIT_IDLE): they are dropped" in message]
     crawled = [i for i, message in enumerate(messages) if message.startswith("Crawled (200)") and "/page/" in message]
     assert len(given_up) == 1 and len(crawled) == len(pages) and max(crawled) < given_up[0], messages
+    # The progress line while they were held: the give-up at the latest is ROBOTSTXT_MAX_WAIT (900 s)
+    # after the first failure, less the seconds held so far (fewer than the test's timeout).
+    latest = [int(found) for message in messages
+              for found in re.findall(r"given up in (\d+) s at the latest \(ROBOTSTXT_MAX_WAIT\)", message)]
+    assert latest and all(600 <= seconds <= 900 for seconds in latest), latest
 
 
 @pytest_twisted.inlineCallbacks
