@@ -477,3 +477,20 @@ def test_requests_let_go_at_close_say_what_their_robots_txt_answered(origins):
     assert [e.reason for e in dropped] == ["closing"] * len(held)
     for error in dropped:
         assert "(status 503) when the spider closed" in str(error) and "not known" not in str(error), str(error)
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_progress_line_comes_every_logstats_interval_and_says_when_idle_gives_up(origins):
+    """Requests held with nothing else left: the line says when the idle bound gives them up (within
+    it); with an interval longer than any test, no line at all."""
+    _, held = _busy(origins)
+    result = yield run_crawl(held, {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 3 * IDLE})
+    _given_up_idle(result, held)
+    idle = [int(found) for message in result.messages()
+            for found in re.findall(r", or in (\d+) s: nothing else is left to crawl", message)]
+    assert idle and all(0 <= seconds <= 3 * IDLE for seconds in idle), idle
+
+    _, held = _busy(origins, "127.0.0.3")
+    result = yield run_crawl(held, {**SETTINGS, "LOGSTATS_INTERVAL": 3600})
+    _given_up_idle(result, held)
+    assert not [message for message in result.messages() if "complete disallow until a fetch succeeds" in message]
