@@ -7,6 +7,7 @@ crawls against local servers; each origin plays the site of one case."""
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from typing import Any
 
@@ -24,6 +25,7 @@ from twisted.internet import defer
 
 from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtUnreachable
+from scrapy_rfc9309.lifecycle import idle_watch
 
 IDLE = 1
 #: A bound far below the slow answers of the sites below, so that a give-up that ignores them
@@ -85,15 +87,18 @@ def test_a_slow_robots_txt_under_a_scaled_download_timeout_is_waited_for(origins
 
 
 @pytest_twisted.inlineCallbacks
-def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins):
+def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins, monkeypatch):
     # Two origins on one host (two ports), so one download slot (its key is the host), whose delay
-    # (at least half of DOWNLOAD_DELAY, with Scrapy's jitter) is longer than the idle bound: the
-    # healthy origin's robots.txt fetch and pages wait for it while the other's requests are held.
+    # (at least half of DOWNLOAD_DELAY, with Scrapy's jitter) is longer than the idle bound: the healthy
+    # origin's robots.txt fetch and pages wait for it while the other's requests are held. The idle
+    # bound, the watch's look interval and the delay are scaled down together (a quarter of a second,
+    # a twentieth, one second), so that each wait for the slot spans two idle bounds and ten looks at least.
+    monkeypatch.setattr(idle_watch, "TICK", IDLE / 20)
     busy, held = _busy(origins, "127.0.0.1")
     healthy = origins("127.0.0.1")
     healthy["/robots.txt"] = text(ALLOW)
     pages = [healthy.url(f"/page/{i}") for i in range(2)]
-    settings = {**SETTINGS, "DOWNLOAD_DELAY": SLOW}
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": IDLE / 4, "DOWNLOAD_DELAY": IDLE}
 
     result = yield run_crawl(held + pages, settings)
 
@@ -102,6 +107,16 @@ def test_an_origin_waiting_out_a_shared_slots_delay_is_crawled(origins):
     assert page_hits(busy) == []
     _given_up_idle(result, held)
     _no_errors(result)
+    # Given up (dropped: no scheduler keeps them) only once the pages were crawled: nothing else was left.
+    messages = result.messages()
+    given_up = [i for i, message in enumerate(messages) if "(ROBOTSTXT_MAX_WAIT_IDLE): they are dropped" in message]
+    crawled = [i for i, message in enumerate(messages) if message.startswith("Crawled (200)") and "/page/" in message]
+    assert len(given_up) == 1 and len(crawled) == len(pages) and max(crawled) < given_up[0], messages
+    # The progress line while they were held: the give-up at the latest is ROBOTSTXT_MAX_WAIT (900 s)
+    # after the first failure, less the seconds held so far (fewer than the test's timeout).
+    latest = [int(found) for message in messages
+              for found in re.findall(r"given up in (\d+) s at the latest \(ROBOTSTXT_MAX_WAIT\)", message)]
+    assert latest and all(600 <= seconds <= 900 for seconds in latest), latest
 
 
 @pytest_twisted.inlineCallbacks
@@ -462,3 +477,20 @@ def test_requests_let_go_at_close_say_what_their_robots_txt_answered(origins):
     assert [e.reason for e in dropped] == ["closing"] * len(held)
     for error in dropped:
         assert "(status 503) when the spider closed" in str(error) and "not known" not in str(error), str(error)
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_progress_line_comes_every_logstats_interval_and_says_when_idle_gives_up(origins):
+    """Requests held with nothing else left: the line says when the idle bound gives them up (within
+    it); with an interval longer than any test, no line at all."""
+    _, held = _busy(origins)
+    result = yield run_crawl(held, {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 3 * IDLE})
+    _given_up_idle(result, held)
+    idle = [int(found) for message in result.messages()
+            for found in re.findall(r", or in (\d+) s: nothing else is left to crawl", message)]
+    assert idle and all(0 <= seconds <= 3 * IDLE for seconds in idle), idle
+
+    _, held = _busy(origins, "127.0.0.3")
+    result = yield run_crawl(held, {**SETTINGS, "LOGSTATS_INTERVAL": 3600})
+    _given_up_idle(result, held)
+    assert not [message for message in result.messages() if "complete disallow until a fetch succeeds" in message]
