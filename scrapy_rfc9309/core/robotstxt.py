@@ -29,6 +29,7 @@ from .syntax import (
     reduce_body,
     scan,
     select,
+    select_records,
 )
 from .urls import escape_undecodable, path_of, utf8_octets
 from .usage_rules import UsageIndex, UsagePreference
@@ -279,22 +280,15 @@ class RobotsTxt:
         self._source = _compress(body)
         self._flags |= _COMPRESSED
 
-    def _reduce(self, text: str, rows: list[tuple[int, str, int]] | None = None,
-                rules: _MergedGroup | None = None, omit: array[int] | None = None) -> None:
+    def _keep(self, records: str, rules: _MergedGroup | None) -> None:
         """After the first decision: keep the file's records only (see
-        :func:`~scrapy_rfc9309.core.syntax.records_text`), without the rules ``omit``
-        names (``line << 1 | allow``), which the matcher of ``rules`` gives back,
-        compressed when that makes them shorter; or, for a file that keeps its
-        body, the bytes as fetched, compressed."""
-        flags = self._flags
-        if flags & _KEEP_BODY:
-            if not flags & _COMPRESSED and len(self._source) >= _COMPACT_FROM:
-                self._compact()
-            return
-        reduced = utf8_octets(records_text(text, bool(flags & _SPEEDUPS), rows, omit))
-        if omit:
+        :func:`~scrapy_rfc9309.core.syntax.records_text`), without the rules of
+        ``rules``, whose matcher gives them back, compressed when that makes them
+        shorter."""
+        reduced = utf8_octets(records)
+        if rules is not None:
             self._rules = rules
-        flags = flags & _KEPT | _NORMALIZED | _REDUCED | (_RULES_OUT if omit else 0)
+        flags = self._flags & _KEPT | _NORMALIZED | _REDUCED | (_RULES_OUT if rules is not None else 0)
         if len(reduced) >= COMPRESS_FROM:
             packed = _compress(reduced)
             if len(packed) < len(reduced):
@@ -404,10 +398,12 @@ class RobotsTxt:
             # or more, has its records only already: they lose those rules, and
             # are compressed); a file that keeps its body compresses it.
             reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED) or flags & _AS_READ
-            # In pure Python the text is scanned once for the groups and the records.
-            rows = list(scan(text, False)) if reduce and not flags & _SPEEDUPS else None
-            key, selected = select(text, token, self._speedups, star=star is None, rows=rows)
-            omit = None
+            records = None
+            if reduce and not flags & _KEEP_BODY:
+                # One pass selects the groups and writes the records without their rules.
+                key, selected, records = select_records(text, token, self._speedups)
+            else:
+                key, selected = select(text, token, self._speedups, star=star is None)
             if key == "*" and star is not None:
                 merged = star
             elif last is not None and last.token == key:
@@ -416,12 +412,12 @@ class RobotsTxt:
                 merged = memo[key]
             elif any(group[0] or group[3] for group in selected):
                 merged = _MergedGroup(key, selected, self._speedups)
-                if any(group[0] for group in selected):
-                    omit = array("I", b"".join(group[1] for group in selected))
             else:
                 merged = _empty_group(key)
-            if reduce:
-                self._reduce(text, rows, merged, omit)
+            if records is not None:
+                self._keep(records, merged if any(group[0] for group in selected) else None)
+            elif reduce and len(self._source) >= _COMPACT_FROM:
+                self._compact()  # a file that keeps its body: compressed
         if last is not None:
             if memo is None or len(memo) >= _MAX_MEMO:
                 memo = self._memo = {}
