@@ -558,7 +558,7 @@ def memory_breakdown(directory: str) -> dict[str, Any]:
 
     package_root_first()
     from scrapy_rfc9309 import RobotParser
-    from scrapy_rfc9309.core.robotstxt import _MergedGroup
+    from scrapy_rfc9309.core.groups import MergedGroup as _MergedGroup
 
     hosts, bodies = load_corpus(directory, False)
     warm = RobotParser(b"User-agent: *\nDisallow: /a*b$\n")

@@ -18,10 +18,10 @@ from test_properties import LINES, agents, robots_bytes, urls
 
 from scrapy_rfc9309 import RobotsTxt, parse
 from scrapy_rfc9309.config import Config
-from scrapy_rfc9309.core import matcher, robotstxt
+from scrapy_rfc9309.core import matcher, robots_body
 from scrapy_rfc9309.core.matcher import Rule
 from scrapy_rfc9309.core.product_tokens import product_token
-from scrapy_rfc9309.core.robotstxt import COMPRESS_AT_READ
+from scrapy_rfc9309.core.robots_body import COMPRESS_AT_READ
 from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.core.syntax import (
     ALLOW,
@@ -88,8 +88,8 @@ def test_a_file_read_for_its_records_first_answers_as_the_file_that_keeps_its_by
     ``REDUCE_FIRST_FROM``), or reduced as it is read (from ``COMPRESS_AT_READ``),
     answers as the file that keeps its bytes, and gives back the same records: the
     two sizes made 0 here, so that every body goes that way."""
-    with mock.patch.object(robotstxt, "REDUCE_FIRST_FROM", 0), \
-            mock.patch.object(robotstxt, "COMPRESS_AT_READ", 0 if as_read else 10**9):
+    with mock.patch.object(robots_body, "REDUCE_FIRST_FROM", 0), \
+            mock.patch.object(robots_body, "COMPRESS_AT_READ", 0 if as_read else 10**9):
         for speedups in TIERS:
             reduced, kept = reduced_and_kept(body, speedups, first)
             assert reduced.body == kept.records_body
@@ -108,7 +108,7 @@ def test_a_large_body_is_read_without_a_copy_or_its_text():
     page = "<p>caf\u00e9 \u65e5\u672c</p>\r\n".encode() + b"<div class='x'>" + b"y" * 60 + b"</div>\r\n"
     rules = b"User-agent: *\r\nDisallow: /private\r\nAllow: /private/ok\r\n\xff\xfe\r\n"
     peaks: list[int] = []
-    compress = robotstxt._compress
+    compress = robots_body._compress
 
     def compress_apart(octets: bytes) -> bytes:
         peaks.append(tracemalloc.get_traced_memory()[1])
@@ -116,18 +116,18 @@ def test_a_large_body_is_read_without_a_copy_or_its_text():
         tracemalloc.reset_peak()
         return packed
 
-    for size in (robotstxt.COMPRESS_AT_READ, robotstxt.REDUCE_FIRST_FROM):
+    for size in (robots_body.COMPRESS_AT_READ, robots_body.REDUCE_FIRST_FROM):
         body = rules + page * (size // len(page) + 1)
         peaks.clear()
         tracemalloc.start()
         try:
-            with mock.patch.object(robotstxt, "_compress", compress_apart):
+            with mock.patch.object(robots_body, "_compress", compress_apart):
                 robots = RobotsTxt(body)
                 assert not robots.allowed("https://e.com/private/x", "bot")
             peaks.append(tracemalloc.get_traced_memory()[1])
         finally:
             tracemalloc.stop()
-        bound = len(body) // 4 if size >= robotstxt.COMPRESS_AT_READ else len(body) * 3 // 2
+        bound = len(body) // 4 if size >= robots_body.COMPRESS_AT_READ else len(body) * 3 // 2
         assert max(peaks) < bound, (len(body), peaks)
         assert robots.allowed("https://e.com/private/ok", "bot")
 
