@@ -64,3 +64,41 @@ def test_a_copy_and_a_parser_from_a_file_have_every_part() -> None:
     parser = RobotParser.from_robots(robots, spider="s")
     assert parser._memo is robots._memo and parser._source is robots._source and parser.spider == "s"
     assert not parser.allowed("https://e.com/only4/x", "bot4")
+
+
+def test_crawl_delay_of_the_merged_group() -> None:
+    body = (b"User-agent: a\nCrawl-delay: 0\nCrawl-delay: x\nDisallow: /a\n"
+            b"User-agent: b\nCrawl-delay: 2.5 seconds\nCrawl-delay: -1\nCrawl-delay: inf\n"
+            b"User-agent: *\nDisallow: /s\n")
+    robots = parse(body)
+    assert robots.crawl_delay("a") == 0.0  # zero is a delay; "x" is not
+    assert robots.crawl_delay("b") == 2.5  # neither a negative one nor infinity
+    assert robots.crawl_delay("c") is None
+    assert robots.records("a", "crawl-delay") == [("0", 2), ("x", 3)]
+
+
+def test_groups_merged_keep_each_groups_wildcard_rules() -> None:
+    """Two groups of one token merged: the second group's wildcard rules are found at
+    their place among all the patterns."""
+    body = (b"User-agent: bot\nDisallow: /one\nDisallow: /two\nDisallow: /three\n"
+            b"User-agent: other\nDisallow: /\n"
+            b"User-agent: bot\nAllow: /one/*.ok$\nDisallow: /*.pdf$\nDisallow: /x*y\n")
+    for speedups in (True, False):
+        robots = parse(body, speedups=speedups)
+        assert robots.allowed("https://e.com/one/a.ok", "bot")
+        assert not robots.allowed("https://e.com/one/a.ok2", "bot")
+        assert not robots.allowed("https://e.com/doc.pdf", "bot")
+        assert not robots.allowed("https://e.com/xzzy", "bot")
+        assert robots.allowed("https://e.com/xzz", "bot")
+        assert [rule.line for rule in robots.rules("bot")] == [2, 3, 4, 8, 9, 10]
+
+
+def test_a_file_that_keeps_its_body_compresses_it_on_its_first_question_only() -> None:
+    body = b"User-agent: *\nDisallow: /private\n" + b"# a comment line\n" * 40
+    robots = parse(body, keep_body=True)
+    assert robots._source == body
+    assert not robots.allowed("https://e.com/private", "bot")
+    assert robots._source != body and robots.body == body and not robots.reduced
+    source = robots._source
+    assert robots.allowed("https://e.com/x", "Other")
+    assert robots._source is source  # compressed once
