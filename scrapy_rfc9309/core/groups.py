@@ -9,8 +9,8 @@ from collections.abc import Callable
 from .caches import BoundedDict
 from .matcher import compile_rules
 from .product_tokens import product_token
-from .robots_body import _AS_READ, _COMPACT_FROM, _COMPRESSED, _KEEP_BODY, _REDUCED, RobotsBody
-from .syntax import GROUP_RECORDS, SelectedGroup, select, select_records
+from .robots_body import _AS_READ, _COMPACT_FROM, _COMPRESSED, _KEEP_BODY, _REDUCED, _SPEEDUPS, RobotsBody
+from .syntax import GROUP_RECORDS, SelectedGroup, records_text, select, select_records
 from .usage_rules import UsageIndex
 
 __all__ = ["GroupSelector", "MergedGroup"]
@@ -146,11 +146,18 @@ class GroupSelector(RobotsBody):
             # are compressed); a file that keeps its body compresses it.
             reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED) or flags & _AS_READ
             records = None
-            if reduce and not flags & _KEEP_BODY:
-                # One pass selects the groups and writes the records without their rules.
+            if reduce and not flags & _KEEP_BODY and (flags & _AS_READ or not flags & _SPEEDUPS):
+                # One pass selects the groups and writes the records without their
+                # rules (in Python, one scan of the text for both). In C it keeps
+                # every record's place while it builds the groups: for a file under
+                # 128 KiB, that array, freed below the groups' objects, would leave
+                # a hole in the heap, so its records are written after them.
                 key, selected, records = select_records(text, token, self._speedups)
             else:
                 key, selected = select(text, token, self._speedups, star=star is None)
+                if reduce and not flags & _KEEP_BODY:
+                    omit = array("I", b"".join(group[1] for group in selected))
+                    records = records_text(text, self._speedups, None, omit)
             if key == "*" and star is not None:
                 merged = star
             elif last is not None and last.token == key:
