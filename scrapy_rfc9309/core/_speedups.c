@@ -1914,16 +1914,16 @@ typedef struct {
 /* The text of the records ``found`` (in line order), each on its own line as
  * short_keys[kind] and its value, every other line empty; the Allow and Disallow
  * records on the lines ``omitted`` names (codes line << 1 | allow, in line order)
- * left out, the text as many lines long as with them (up to the last record). */
+ * left out, the text as many lines long as with them: up to last_record, the line of
+ * the last record, left out or not. */
 static PyObject *
 found_text(const Scanner *sc, const Found *found, Py_ssize_t nfound, PyObject *short_keys,
-           const unsigned int *omitted, Py_ssize_t nomit)
+           const unsigned int *omitted, Py_ssize_t nomit, Py_ssize_t last_record)
 {
-    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys), total = 0, last = 1, last_record = 1, next_omit = 0;
+    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys), total = 0, last = 1, next_omit = 0;
     Py_UCS4 maxchar = 127;
     for (Py_ssize_t f = 0; f < nfound; f++) {
         const Found *r = &found[f];
-        last_record = r->line;
         while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < r->line)
             next_omit++;
         if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == r->line
@@ -2026,17 +2026,27 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
         }
         nomit = omit.len / omit.itemsize;
     }
+    const unsigned int *omitted = omit.buf;
     Found *found = NULL;
-    Py_ssize_t nfound = 0, cap = 0, start = 0, lineno = 0;
+    Py_ssize_t nfound = 0, cap = 0, start = 0, lineno = 0, last_record = 1, next_omit = 0;
     while (start < sc.n) {
         Py_ssize_t end = line_end(&sc, start), vstart, vend;
         lineno++;
         long kind = line_record(&sc, start, end, &vstart, &vend);
-        if (kind >= 0 && add_found(&found, &nfound, &cap, (Found){kind, vstart, vend, lineno}) < 0)
-            goto done;
         start = end + 1;
+        if (kind < 0)
+            continue;
+        last_record = lineno;
+        /* a rule left out is not kept (its line stays, empty) */
+        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < lineno)
+            next_omit++;
+        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == lineno
+            && (kind % K_SPECIAL == K_ALLOW || kind % K_SPECIAL == K_DISALLOW))
+            continue;
+        if (add_found(&found, &nfound, &cap, (Found){kind, vstart, vend, lineno}) < 0)
+            goto done;
     }
-    out = found_text(&sc, found, nfound, short_keys, omit.buf, nomit);
+    out = found_text(&sc, found, nfound, short_keys, NULL, 0, last_record);
 done:
     PyMem_Free(found);
     if (omit_arg != Py_None)
@@ -2417,7 +2427,8 @@ select_groups(PyObject *Py_UNUSED(module), PyObject *args)
                 memcpy(omitted + nomit, PyBytes_AS_STRING(codes), (size_t)PyBytes_GET_SIZE(codes));
                 nomit += PyBytes_GET_SIZE(codes) / (Py_ssize_t)sizeof(unsigned int);
             }
-            PyObject *records = found_text(&sc, found, nfound, short_keys, omitted, nomit);
+            PyObject *records = found_text(&sc, found, nfound, short_keys, omitted, nomit,
+                                           nfound ? found[nfound - 1].line : 1);
             if (records != NULL)
                 result = PyTuple_Pack(3, key, given, records);
             Py_XDECREF(records);

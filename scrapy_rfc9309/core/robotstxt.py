@@ -9,8 +9,9 @@ from typing import Any
 from urllib.parse import urljoin
 
 from .caches import BoundedDict
-from .groups import GroupSelector, MergedGroup
+from .groups import _NO_AGENT, GroupSelector, MergedGroup, _allow_all
 from .matcher import Rule
+from .robots_body import RobotsBody
 from .syntax import DEFAULT_MAX_BYTES, HOST, SITEMAP, parse_text, scan
 from .urls import escape_undecodable, path_of
 from .usage_rules import UsageIndex, UsagePreference
@@ -78,8 +79,9 @@ class RobotsTxt(GroupSelector):
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
                  url: str | None = None, keep_body: bool = False) -> None:
-        super().__init__(body, max_bytes, speedups=speedups, url=url, keep_body=keep_body)
-        self._forget_groups()
+        RobotsBody.__init__(self, body, max_bytes, speedups=speedups, url=url, keep_body=keep_body)
+        # What _forget_groups sets, written here: a file's parse is one call less.
+        self._agent, self._group, self._memo, self._allowed = _NO_AGENT, None, None, _allow_all
         self._purposes: BoundedDict[tuple[tuple[str, ...], object], tuple[tuple[str, Any], ...]] | None = None
 
     def copy(self) -> RobotsTxt:
