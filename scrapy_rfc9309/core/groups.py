@@ -146,12 +146,12 @@ class GroupSelector(RobotsBody):
             # are compressed); a file that keeps its body compresses it.
             reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED) or flags & _AS_READ
             records = None
-            if reduce and not flags & _KEEP_BODY and (flags & _AS_READ or not flags & _SPEEDUPS):
-                # One pass selects the groups and writes the records without their
-                # rules (in Python, one scan of the text for both). In C it keeps
-                # every record's place while it builds the groups: for a file under
-                # 128 KiB, that array, freed below the groups' objects, would leave
-                # a hole in the heap, so its records are written after them.
+            if reduce and not flags & _KEEP_BODY and not flags & _SPEEDUPS:
+                # In Python one scan of the text gives the groups and the records.
+                # In C the groups are selected, then the records written: the one
+                # pass (select_records) keeps every record's place while it builds
+                # the groups, which left holes in the heap and gained nothing on a
+                # first verdict (benchmarks/README.md, issue 42).
                 key, selected, records = select_records(text, token, self._speedups)
             else:
                 key, selected = select(text, token, self._speedups, star=star is None)
