@@ -14,17 +14,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scrapy.settings import Settings
-from test_properties import agents, robots_bytes, urls
+from test_properties import LINES, agents, robots_bytes, urls
 
 from scrapy_rfc9309 import RobotsTxt, parse
 from scrapy_rfc9309.config import Config
-from scrapy_rfc9309.core import matcher, robotstxt
+from scrapy_rfc9309.core import matcher, robots_body
 from scrapy_rfc9309.core.matcher import Rule
-from scrapy_rfc9309.core.robotstxt import COMPRESS_AT_READ
+from scrapy_rfc9309.core.product_tokens import product_token
+from scrapy_rfc9309.core.robots_body import COMPRESS_AT_READ
 from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
 from scrapy_rfc9309.core.syntax import (
     ALLOW,
     DISALLOW,
+    MAX_LINE_BYTES,
     RULE_KEYS,
     SPECIAL,
     _c_records_text,
@@ -33,6 +35,8 @@ from scrapy_rfc9309.core.syntax import (
     reduce_body,
     reduce_octets,
     scan,
+    select,
+    select_records,
 )
 from scrapy_rfc9309.core.urls import utf8_octets
 from scrapy_rfc9309.lifecycle.change_signal import ChangeNews
@@ -84,8 +88,8 @@ def test_a_file_read_for_its_records_first_answers_as_the_file_that_keeps_its_by
     ``REDUCE_FIRST_FROM``), or reduced as it is read (from ``COMPRESS_AT_READ``),
     answers as the file that keeps its bytes, and gives back the same records: the
     two sizes made 0 here, so that every body goes that way."""
-    with mock.patch.object(robotstxt, "REDUCE_FIRST_FROM", 0), \
-            mock.patch.object(robotstxt, "COMPRESS_AT_READ", 0 if as_read else 10**9):
+    with mock.patch.object(robots_body, "REDUCE_FIRST_FROM", 0), \
+            mock.patch.object(robots_body, "COMPRESS_AT_READ", 0 if as_read else 10**9):
         for speedups in TIERS:
             reduced, kept = reduced_and_kept(body, speedups, first)
             assert reduced.body == kept.records_body
@@ -104,7 +108,7 @@ def test_a_large_body_is_read_without_a_copy_or_its_text():
     page = "<p>caf\u00e9 \u65e5\u672c</p>\r\n".encode() + b"<div class='x'>" + b"y" * 60 + b"</div>\r\n"
     rules = b"User-agent: *\r\nDisallow: /private\r\nAllow: /private/ok\r\n\xff\xfe\r\n"
     peaks: list[int] = []
-    compress = robotstxt._compress
+    compress = robots_body._compress
 
     def compress_apart(octets: bytes) -> bytes:
         peaks.append(tracemalloc.get_traced_memory()[1])
@@ -112,18 +116,18 @@ def test_a_large_body_is_read_without_a_copy_or_its_text():
         tracemalloc.reset_peak()
         return packed
 
-    for size in (robotstxt.COMPRESS_AT_READ, robotstxt.REDUCE_FIRST_FROM):
+    for size in (robots_body.COMPRESS_AT_READ, robots_body.REDUCE_FIRST_FROM):
         body = rules + page * (size // len(page) + 1)
         peaks.clear()
         tracemalloc.start()
         try:
-            with mock.patch.object(robotstxt, "_compress", compress_apart):
+            with mock.patch.object(robots_body, "_compress", compress_apart):
                 robots = RobotsTxt(body)
                 assert not robots.allowed("https://e.com/private/x", "bot")
             peaks.append(tracemalloc.get_traced_memory()[1])
         finally:
             tracemalloc.stop()
-        bound = len(body) // 4 if size >= robotstxt.COMPRESS_AT_READ else len(body) * 3 // 2
+        bound = len(body) // 4 if size >= robots_body.COMPRESS_AT_READ else len(body) * 3 // 2
         assert max(peaks) < bound, (len(body), peaks)
         assert robots.allowed("https://e.com/private/ok", "bot")
 
@@ -181,6 +185,45 @@ def test_the_records_text_is_the_same_in_c_and_in_python(body, data):
     for tier in TIERS:
         rules_matcher = matcher.compile_rules(patterns, omit, tier)
         assert rules_matcher.fill(octets, RULE_KEYS) == utf8_octets(reduced)
+
+
+#: Hostile bytes: records among octets that are not UTF-8, NUL bytes, lines longer than
+#: the parser reads (a record cut inside its value), with LF, CR-only or CR LF line ends.
+_JUNK = st.one_of(
+    st.binary(min_size=1, max_size=40).map(lambda octets: bytes(0x80 | octet for octet in octets)),
+    st.integers(1, 300).map(lambda count: b"\x00" * count),
+    st.sampled_from(LINES).map(lambda line: line + b"\x00/x\xff"),
+    st.tuples(st.sampled_from([b"Disallow: /long", b"# ", b"", b"Allow: /"]),
+              st.integers(MAX_LINE_BYTES - 20, MAX_LINE_BYTES + 20),
+              st.sampled_from([b"x", b"\xe9", b"\x00", b"*"])).map(lambda t: t[0] + t[2] * t[1]),
+)
+hostile_bytes = st.lists(st.one_of(st.sampled_from(LINES), _JUNK), max_size=25).flatmap(
+    lambda lines: st.sampled_from([b"\n", b"\r", b"\r\n"]).map(lambda eol: eol.join(lines)))
+
+
+@SETTINGS
+@given(body=st.one_of(robots_bytes, hostile_bytes), agent=agents)
+def test_the_first_question_selects_and_keeps_the_same_records_in_c_and_in_python(body, agent):
+    """``select_records`` (the groups and the records text without their rules, one pass
+    in C) is ``select`` and ``records_text`` leaving out the rules of the groups given,
+    in either tier, on any bytes."""
+    text = prepare(body, len(body))[0]
+    token = product_token(agent)
+    key, groups, records = select_records(text, token, speedups=False)
+    assert (key, groups) == select(text, token, speedups=False)
+    omit = array("I", b"".join(group[1] for group in groups))
+    assert records == records_text(text, speedups=False, omit=omit)
+    if len(TIERS) == 2:
+        assert select_records(text, token) == (key, groups, records)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=hostile_bytes, url_list=st.lists(urls, max_size=3), first=agents)
+def test_a_reduced_hostile_file_answers_as_the_file_that_keeps_its_bytes(body, url_list, first):
+    for speedups in TIERS:
+        reduced, kept = reduced_and_kept(body, speedups, first)
+        assert answers(reduced, url_list, [first, *ASKED]) == answers(kept, url_list, [first, *ASKED])
+        assert reduced.body == kept.records_body
 
 
 def test_the_kept_records_leave_out_the_first_groups_rules():

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import scrapy_rfc9309
 from scrapy_rfc9309 import parse
-from scrapy_rfc9309.core import matcher, robotstxt
+from scrapy_rfc9309.core import groups, matcher
 from scrapy_rfc9309.core import syntax as parser
 from scrapy_rfc9309.core.urls import path_of
 
@@ -98,7 +98,7 @@ def test_matchers_are_freed() -> None:
 
     def alive() -> int:
         gc.collect()
-        return sum(type(obj) in (matcher.Matcher, robotstxt._MergedGroup) for obj in gc.get_objects())
+        return sum(type(obj) in (matcher.Matcher, groups.MergedGroup) for obj in gc.get_objects())
 
     before = alive()
     for _ in range(20):

@@ -1911,6 +1911,100 @@ typedef struct {
     Py_ssize_t vstart, vend, line;
 } Found;
 
+/* The text of the records ``found`` (in line order), each on its own line as
+ * short_keys[kind] and its value, every other line empty; the Allow and Disallow
+ * records on the lines ``omitted`` names (codes line << 1 | allow, in line order)
+ * left out, the text as many lines long as with them: up to last_record, the line of
+ * the last record, left out or not. */
+static PyObject *
+found_text(const Scanner *sc, const Found *found, Py_ssize_t nfound, PyObject *short_keys,
+           const unsigned int *omitted, Py_ssize_t nomit, Py_ssize_t last_record)
+{
+    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys), total = 0, last = 1, next_omit = 0;
+    Py_UCS4 maxchar = 127;
+    for (Py_ssize_t f = 0; f < nfound; f++) {
+        const Found *r = &found[f];
+        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < r->line)
+            next_omit++;
+        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == r->line
+            && (r->kind % K_SPECIAL == K_ALLOW || r->kind % K_SPECIAL == K_DISALLOW))
+            continue;
+        if (r->kind >= nshort) {
+            PyErr_SetString(PyExc_ValueError, "a kind without a short key");
+            return NULL;
+        }
+        total += (r->line - last) + PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(short_keys, r->kind)) + (r->vend - r->vstart);
+        if (sc->ukind != PyUnicode_1BYTE_KIND || maxchar < 255) {
+            for (Py_ssize_t v = r->vstart; v < r->vend; v++) {
+                Py_UCS4 c = AT(sc, v);
+                if (c > maxchar)
+                    maxchar = c;
+            }
+        }
+        last = r->line;
+    }
+    total += last_record - last; /* the lines of the rules left out after the last record kept */
+    PyObject *out = PyUnicode_New(total, maxchar);
+    if (out == NULL)
+        return NULL;
+    int okind = PyUnicode_KIND(out);
+    void *odata = PyUnicode_DATA(out);
+    Py_ssize_t o = 0;
+    last = 1;
+    next_omit = 0;
+    for (Py_ssize_t f = 0; f < nfound; f++) {
+        const Found *r = &found[f];
+        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < r->line)
+            next_omit++;
+        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == r->line
+            && (r->kind % K_SPECIAL == K_ALLOW || r->kind % K_SPECIAL == K_DISALLOW))
+            continue;
+        for (; last < r->line; last++)
+            PyUnicode_WRITE(okind, odata, o++, '\n');
+        PyObject *key = PyTuple_GET_ITEM(short_keys, r->kind);
+        const char *ks = (const char *)PyUnicode_1BYTE_DATA(key);
+        for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(key); i++)
+            PyUnicode_WRITE(okind, odata, o++, (Py_UCS4)(unsigned char)ks[i]);
+        for (Py_ssize_t v = r->vstart; v < r->vend; v++)
+            PyUnicode_WRITE(okind, odata, o++, AT(sc, v));
+    }
+    for (; last < last_record; last++)
+        PyUnicode_WRITE(okind, odata, o++, '\n');
+    return out;
+}
+
+/* Short keys are ASCII str (0), or an error is set (-1). */
+static int
+check_short_keys(PyObject *short_keys)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(short_keys); k++) {
+        PyObject *key = PyTuple_GET_ITEM(short_keys, k);
+        if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) {
+            PyErr_SetString(PyExc_TypeError, "short keys are ASCII str");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Appends a record to a growable array of them (0), or sets an error (-1). */
+static int
+add_found(Found **found, Py_ssize_t *nfound, Py_ssize_t *cap, Found record)
+{
+    if (*nfound == *cap) {
+        Py_ssize_t grown = *cap ? *cap * 2 : 32;
+        Found *more = PyMem_Realloc(*found, (size_t)grown * sizeof(Found));
+        if (more == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *found = more;
+        *cap = grown;
+    }
+    (*found)[(*nfound)++] = record;
+    return 0;
+}
+
 static PyObject *
 records_text(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -1918,10 +2012,10 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
     Scanner sc;
     if (!PyArg_ParseTuple(args, "UO!O!|O:records_text", &text, &PyList_Type, &keys, &PyTuple_Type, &short_keys,
                           &omit_arg)
-        || scanner_init(&sc, text, keys) < 0)
+        || scanner_init(&sc, text, keys) < 0 || check_short_keys(short_keys) < 0)
         return NULL;
     Py_buffer omit = {0};
-    Py_ssize_t nomit = 0, next_omit = 0;
+    Py_ssize_t nomit = 0;
     if (omit_arg != Py_None) {
         if (PyObject_GetBuffer(omit_arg, &omit, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
             return NULL;
@@ -1933,80 +2027,26 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
         nomit = omit.len / omit.itemsize;
     }
     const unsigned int *omitted = omit.buf;
-    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys);
-    for (Py_ssize_t k = 0; k < nshort; k++) {
-        PyObject *key = PyTuple_GET_ITEM(short_keys, k);
-        if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) {
-            PyErr_SetString(PyExc_TypeError, "short keys are ASCII str");
-            PyBuffer_Release(&omit);
-            return NULL;
-        }
-    }
     Found *found = NULL;
-    Py_ssize_t nfound = 0, cap = 0, total = 0, start = 0, lineno = 0, last = 1, last_record = 1;
-    Py_UCS4 maxchar = 127;
+    Py_ssize_t nfound = 0, cap = 0, start = 0, lineno = 0, last_record = 1, next_omit = 0;
     while (start < sc.n) {
         Py_ssize_t end = line_end(&sc, start), vstart, vend;
         lineno++;
         long kind = line_record(&sc, start, end, &vstart, &vend);
-        if (kind >= 0) {
-            last_record = lineno;
-            while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < lineno)
-                next_omit++;
-            if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == lineno
-                && (kind % K_SPECIAL == K_ALLOW || kind % K_SPECIAL == K_DISALLOW)) {
-                start = end + 1;
-                continue;
-            }
-            if (kind >= nshort) {
-                PyErr_SetString(PyExc_ValueError, "a kind without a short key");
-                goto done;
-            }
-            if (nfound == cap) {
-                Py_ssize_t grown = cap ? cap * 2 : 32;
-                Found *more = PyMem_Realloc(found, (size_t)grown * sizeof(Found));
-                if (more == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                found = more;
-                cap = grown;
-            }
-            found[nfound++] = (Found){kind, vstart, vend, lineno};
-            total += (lineno - last) + PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(short_keys, kind)) + (vend - vstart);
-            if (sc.ukind != PyUnicode_1BYTE_KIND || maxchar < 255) {
-                for (Py_ssize_t v = vstart; v < vend; v++) {
-                    Py_UCS4 c = AT(&sc, v);
-                    if (c > maxchar)
-                        maxchar = c;
-                }
-            }
-            last = lineno;
-        }
         start = end + 1;
+        if (kind < 0)
+            continue;
+        last_record = lineno;
+        /* a rule left out is not kept (its line stays, empty) */
+        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < lineno)
+            next_omit++;
+        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == lineno
+            && (kind % K_SPECIAL == K_ALLOW || kind % K_SPECIAL == K_DISALLOW))
+            continue;
+        if (add_found(&found, &nfound, &cap, (Found){kind, vstart, vend, lineno}) < 0)
+            goto done;
     }
-    total += last_record - last; /* the lines of the rules left out after the last record kept */
-    out = PyUnicode_New(total, maxchar);
-    if (out == NULL)
-        goto done;
-    {
-        int okind = PyUnicode_KIND(out);
-        void *odata = PyUnicode_DATA(out);
-        Py_ssize_t o = 0;
-        last = 1;
-        for (Py_ssize_t f = 0; f < nfound; f++) {
-            for (; last < found[f].line; last++)
-                PyUnicode_WRITE(okind, odata, o++, '\n');
-            PyObject *key = PyTuple_GET_ITEM(short_keys, found[f].kind);
-            const char *ks = (const char *)PyUnicode_1BYTE_DATA(key);
-            for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(key); i++)
-                PyUnicode_WRITE(okind, odata, o++, (Py_UCS4)(unsigned char)ks[i]);
-            for (Py_ssize_t v = found[f].vstart; v < found[f].vend; v++)
-                PyUnicode_WRITE(okind, odata, o++, AT(&sc, v));
-        }
-        for (; last < last_record; last++)
-            PyUnicode_WRITE(okind, odata, o++, '\n');
-    }
+    out = found_text(&sc, found, nfound, short_keys, NULL, 0, last_record);
 done:
     PyMem_Free(found);
     if (omit_arg != Py_None)
@@ -2262,20 +2302,26 @@ end_group(PyObject *text, const Scanner *sc, GroupBuf *buf, PyObject *mine, PyOb
     return 0;
 }
 
-/* select_groups(text, keys, token, star) -> (key, groups): the groups whose
- * user-agent lines name ``token`` (lower-case), else those naming "*", as in
- * parser.select (the reference); key is the token, "*", or "" when no group
- * applies. Only the selected groups become Python objects; with star false, the
- * groups of "*" are not built (key "*" comes with no groups). */
+/* select_groups(text, keys, token, star[, short_keys]) -> (key, groups[, records]):
+ * the groups whose user-agent lines name ``token`` (lower-case), else those naming
+ * "*", as in parser.select (the reference); key is the token, "*", or "" when no
+ * group applies. Only the selected groups become Python objects; with star false,
+ * the groups of "*" are not built (key "*" comes with no groups). With short_keys,
+ * also the text's records_text without the rules of the groups given, from the same
+ * pass (parser.select_records). */
 static PyObject *
 select_groups(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *text, *keys, *token_obj;
+    PyObject *text, *keys, *token_obj, *short_keys = NULL;
     int want_star = 1, star_seen = 0;
     Scanner sc;
-    if (!PyArg_ParseTuple(args, "UO!U|p:select_groups", &text, &PyList_Type, &keys, &token_obj, &want_star)
-        || scanner_init(&sc, text, keys) < 0)
+    if (!PyArg_ParseTuple(args, "UO!U|pO!:select_groups", &text, &PyList_Type, &keys, &token_obj, &want_star,
+                          &PyTuple_Type, &short_keys)
+        || scanner_init(&sc, text, keys) < 0 || (short_keys != NULL && check_short_keys(short_keys) < 0))
         return NULL;
+    Found *found = NULL; /* with short_keys: every record, for the records text */
+    Py_ssize_t nfound = 0, found_cap = 0;
+    unsigned int *omitted = NULL;
     const char *token = NULL;
     Py_ssize_t token_n = 0;
     if (PyUnicode_IS_ASCII(token_obj) && PyUnicode_GET_LENGTH(token_obj) > 0) {
@@ -2294,6 +2340,9 @@ select_groups(PyObject *Py_UNUSED(module), PyObject *args)
         lineno++;
         long kind = line_record(&sc, start, end, &vstart, &vend);
         start = end + 1;
+        if (short_keys != NULL && kind >= 0
+            && add_found(&found, &nfound, &found_cap, (Found){kind, vstart, vend, lineno}) < 0)
+            goto done;
         if (kind < 0 || kind == K_SITEMAP || kind == K_HOST)
             continue;
         if (kind == K_USER_AGENT) {
@@ -2357,13 +2406,38 @@ select_groups(PyObject *Py_UNUSED(module), PyObject *args)
     }
     if (in_group && end_group(text, &sc, &buf, mine, star_list, &star_seen) < 0)
         goto done;
-    if (PyList_GET_SIZE(mine) > 0)
-        result = Py_BuildValue("(OO)", token_obj, mine);
-    else if (star_seen)
-        result = Py_BuildValue("(sO)", "*", stars);
-    else
-        result = Py_BuildValue("(sO)", "", mine);
+    PyObject *key = PyList_GET_SIZE(mine) > 0 ? token_obj : NULL, *given = key != NULL || !star_seen ? mine : stars;
+    if (key == NULL && (key = PyUnicode_FromString(star_seen ? "*" : "")) == NULL)
+        goto done;
+    else if (key == token_obj)
+        Py_INCREF(key);
+    if (short_keys == NULL)
+        result = PyTuple_Pack(2, key, given);
+    else {
+        /* the rules of the groups given, in line order (the groups are in file order) */
+        Py_ssize_t nomit = 0, total = 0;
+        for (Py_ssize_t g = 0; g < PyList_GET_SIZE(given); g++)
+            total += PyBytes_GET_SIZE(PyTuple_GET_ITEM(PyList_GET_ITEM(given, g), 1)) / (Py_ssize_t)sizeof(unsigned int);
+        omitted = PyMem_Malloc((size_t)(total + 1) * sizeof(unsigned int));
+        if (omitted == NULL)
+            PyErr_NoMemory();
+        else {
+            for (Py_ssize_t g = 0; g < PyList_GET_SIZE(given); g++) {
+                PyObject *codes = PyTuple_GET_ITEM(PyList_GET_ITEM(given, g), 1);
+                memcpy(omitted + nomit, PyBytes_AS_STRING(codes), (size_t)PyBytes_GET_SIZE(codes));
+                nomit += PyBytes_GET_SIZE(codes) / (Py_ssize_t)sizeof(unsigned int);
+            }
+            PyObject *records = found_text(&sc, found, nfound, short_keys, omitted, nomit,
+                                           nfound ? found[nfound - 1].line : 1);
+            if (records != NULL)
+                result = PyTuple_Pack(3, key, given, records);
+            Py_XDECREF(records);
+        }
+    }
+    Py_DECREF(key);
 done:
+    PyMem_Free(found);
+    PyMem_Free(omitted);
     PyMem_Free(buf.rows);
     PyMem_Free(buf.agents);
     Py_XDECREF(mine);

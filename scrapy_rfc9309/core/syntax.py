@@ -30,6 +30,7 @@ __all__ = [
     "reduce_body",
     "scan",
     "select",
+    "select_records",
 ]
 
 #: RFC 9309, 2.5: the parsing limit must be at least 500 KiB.
@@ -376,3 +377,18 @@ def select(text: str, token: str, speedups: bool = True, star: bool = True,
         special = array("I", group.special or ()).tobytes()
         selected.append((group.patterns, group.codes.tobytes(), special, records))
     return key, selected
+
+
+def select_records(text: str, token: str, speedups: bool = True,
+                   rows: list[tuple[int, str, int]] | None = None) -> tuple[str, list[SelectedGroup], str]:
+    """:func:`select` (with ``star``) and the text's :func:`records_text` without the
+    rules of the groups it gives (their matcher gives them back): what a file's first
+    question needs. In C from one pass over the text when the accelerator is built;
+    in Python (the reference) from ``rows``, the text's :func:`scan`, when given."""
+    if speedups and select_groups is not None:
+        return select_groups(text, _KEY_LIST, token, True, _SHORT_KEY_LIST)
+    if rows is None:
+        rows = list(scan(text, False))
+    key, selected = select(text, token, False, rows=rows)
+    omit = array("I", b"".join(group[1] for group in selected))
+    return key, selected, records_text(text, False, rows, omit)

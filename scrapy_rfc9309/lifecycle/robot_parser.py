@@ -40,7 +40,7 @@ class RobotParser(RobotsTxt):
         """Wrap an already parsed file (no second parse): a parser sharing its
         kept bytes and built groups."""
         parser = cls.__new__(cls)
-        for name in RobotsTxt.__slots__:
+        for name in (name for kind in RobotsTxt.__mro__ for name in getattr(kind, "__slots__", ())):
             setattr(parser, name, getattr(robots, name))
         parser.spider = spider
         return parser
