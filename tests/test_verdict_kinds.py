@@ -192,3 +192,14 @@ def test_the_ledger_names_each_kind_by_its_value():
         "ALLOWED": "allowed", "FORBIDDEN": "disallowed", "USAGE_DENIED": "usage_denied",
         "TDM_RESERVED": "tdm_reserved", "DROPPED": "dropped", "HELD": "held", "REQUEUED": "requeued",
         "NOT_JUDGED": "not_judged"}
+
+
+def test_the_table_names_every_kind_and_the_audit_reads_the_same_names():
+    from scrapy_rfc9309.core.verdict_kinds import DECIDED, LEDGER_VERDICTS, ROWS
+    from scrapy_rfc9309.evidence import audit
+
+    assert {kind for kind, _reason in ROWS} == set(Kind)
+    assert LEDGER_VERDICTS == {kind.value for kind in Kind}
+    # The audit's own names (evidence/ is pure and keeps its list): the same as the table's.
+    assert set(audit._DECIDED) == DECIDED
+    assert audit._VERDICTS == LEDGER_VERDICTS

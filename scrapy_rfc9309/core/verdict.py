@@ -10,7 +10,6 @@ Pure Python: no Scrapy, no I/O, the clock passed in.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -20,6 +19,7 @@ from .robotstxt import Verdict
 from .state import Access, Cause, Decision, OriginState, Policy
 from .tdmrep import reserves
 from .urls import path_of
+from .verdict_kinds import DROP_REASONS, Kind, reason_words
 
 if TYPE_CHECKING:
     from .matcher import Rule
@@ -41,37 +41,6 @@ __all__ = [
     "not_judged",
     "unreachable_reason",
 ]
-
-
-class Kind(enum.Enum):
-    """What becomes of a request. The values are the ledger's verdict names."""
-
-    ALLOWED = "allowed"
-    FORBIDDEN = "disallowed"  # robots.txt disallows it
-    USAGE_DENIED = "usage_denied"  # robots.txt's Content-Usage / Content-Signal says n for an enforced category
-    TDM_RESERVED = "tdm_reserved"  # tdmrep.json reserves TDM rights, and ROBOTSTXT_USAGE_DENY enforces it
-    DROPPED = "dropped"  # nothing decides it, and waiting cannot help (``reason``)
-    HELD = "held"  # a document it needs is unreachable: complete disallow until a retry succeeds
-    REQUEUED = "requeued"  # still held when the spider closed; handed back to a scheduler that keeps it
-    NOT_JUDGED = "not_judged"  # ``dont_obey_robotstxt``
-
-    @property
-    def passes(self) -> bool:
-        """Whether the request goes on to the downloader (or back to the scheduler)."""
-        return self in _PASSING
-
-
-_PASSING = frozenset({Kind.ALLOWED, Kind.HELD, Kind.REQUEUED, Kind.NOT_JUDGED})
-
-#: Why a request is dropped (``Judgement.reason`` of a ``DROPPED`` one), in words.
-DROP_REASONS = {
-    "max_wait": "held too long",
-    "no_host": "for a host name that does not resolve",
-    "cannot_request": "that Scrapy cannot make",
-    "closing": "held when the spider closed",
-    "idle": "held when nothing else was left to crawl",
-    "invalid_meta": "with an invalid robotstxt_user_agent meta key",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +112,7 @@ class Judgement(NamedTuple):
 
     def __str__(self) -> str:
         """The verdict in words, as ``scrapy robotstxt URL`` prints it."""
-        return f"{_KIND_WORDS[self.kind]} ({self.why})"
+        return f"{self.kind.words} ({self.why})"
 
     @property
     def why(self) -> str:
@@ -153,7 +122,7 @@ class Judgement(NamedTuple):
             return self.reason or "not judged"
         if kind in (Kind.DROPPED, Kind.HELD, Kind.REQUEUED):
             document = (self.document or ROBOTS_TXT).name
-            reason = DROP_REASONS.get(self.reason or "", self.reason or "")
+            reason = reason_words(self.reason)
             if kind is Kind.HELD:
                 return f"{document} unreachable ({self.detail}): complete disallow until a fetch succeeds"
             if kind is Kind.REQUEUED:
@@ -187,18 +156,6 @@ def allowed(url: str, token: str, robots: OriginState, rule: Rule | None) -> Jud
     built without the generated constructor's Python call (what :meth:`.Enforcement.allows`
     and the shortcuts tell for every allowed request)."""
     return _new_tuple(Judgement, (_ALLOWED, url, token, robots, rule) + _ALLOWED_TAIL)  # noqa: RUF005 (faster)
-
-
-_KIND_WORDS = {
-    Kind.ALLOWED: "allowed",
-    Kind.FORBIDDEN: "disallowed",
-    Kind.USAGE_DENIED: "usage denied",
-    Kind.TDM_RESERVED: "reserved",
-    Kind.DROPPED: "dropped",
-    Kind.HELD: "held",
-    Kind.REQUEUED: "requeued",
-    Kind.NOT_JUDGED: "not judged",
-}
 
 
 def unreachable_reason(cause: Cause) -> str:

@@ -15,7 +15,8 @@ from scrapy import signals
 from .. import signals as rfc_signals
 from ..core.caches import BoundedDict
 from ..core.documents import DOCUMENTS, ROBOTS_TXT, Document
-from ..core.verdict import DROP_REASONS, Enforced, Judgement, Kind, allowed, allowing, explaining
+from ..core.verdict import Enforced, Judgement, Kind, allowed, allowing, explaining
+from ..core.verdict_kinds import DROPPED_SUMMARY, ROWS, log_words, reason_words, row_of
 from ..exceptions import (
     RobotsTxtForbidden,
     RobotsTxtMetaError,
@@ -38,20 +39,9 @@ if TYPE_CHECKING:
     from ..core.origins import Origin
     from ..core.state import OriginState
 
-__all__ = ["DROP_STATS", "Enforcement", "Summarized", "Tally", "Teller"]
+__all__ = ["Enforcement", "Summarized", "Tally", "Teller"]
 
 logger = logging.getLogger(__name__)
-
-#: The stat counting the requests dropped for each reason (after the document's stat prefix).
-DROP_STATS = {
-    "max_wait": "dropped_unreachable",
-    "no_host": "dropped_no_host",
-    "cannot_request": "dropped_cannot_request",
-    "closing": "held_released_on_close",
-    "idle": "dropped_idle",
-    "invalid_meta": "invalid_meta",
-}
-
 
 class Teller(Protocol):
     """Something told of every verdict and of every response of a judged request that
@@ -140,23 +130,24 @@ class Tally:
 
     def summary(self) -> str:
         """Every kind of verdict counted, in one line."""
-        parts = [f"{self.allowed} allowed"]
-        for kind, words in ((Kind.FORBIDDEN, "disallowed by robots.txt"),
-                            (Kind.USAGE_DENIED, "usage denied by robots.txt"),
-                            (Kind.TDM_RESERVED, "TDM rights reserved by tdmrep.json")):
+        parts = [f"{self.allowed} {ROWS[(Kind.ALLOWED, None)].summary}"]
+        for kind in (Kind.FORBIDDEN, Kind.USAGE_DENIED, Kind.TDM_RESERVED):
             if count := self.count(kind):
-                parts.append(f"{count} {words}")
+                parts.append(f"{count} {ROWS[(kind, None)].summary}")
         for document in DOCUMENTS:
             dropped = self.dropped(document)
             if dropped:
-                reasons = ", ".join(f"{n} {DROP_REASONS.get(r, r)}" for r, n in dropped.items())
-                parts.append(f"{sum(dropped.values())} dropped for their {document} ({reasons})")
-            if count := self.count(Kind.HELD, document):
-                parts.append(f"{count} held for their {document}")
-            if count := self.count(Kind.REQUEUED, document):
-                parts.append(f"{count} requeued for their {document}")
-        if count := self.count(Kind.NOT_JUDGED):
-            parts.append(f"{count} not judged (dont_obey_robotstxt)")
+                reasons = ", ".join(f"{n} {reason_words(r)}" for r, n in dropped.items())
+                parts.append(f"{sum(dropped.values())} {DROPPED_SUMMARY.format(document=document, reasons=reasons)}")
+            for kind in (Kind.HELD, Kind.REQUEUED):
+                if count := self.count(kind, document):
+                    parts.append(f"{count} {row_of(kind, None).summary.format(document=document)}")
+        not_judged: dict[str, int] = {}
+        for (kind, _document, reason), count in self.counts.items():
+            if kind is Kind.NOT_JUDGED:
+                words = row_of(kind, reason).summary
+                not_judged[words] = not_judged.get(words, 0) + count
+        parts.extend(f"{count} {words}" for words, count in not_judged.items())
         for outcome, count in self.responses.items():
             parts.append(f"{count} responses {outcome.replace('_', ' ')}")
         return ", ".join(parts)
@@ -304,17 +295,18 @@ class Enforcement(Reporting):
     def _refuse(self, request: Request, origin: Origin, judgement: Judgement) -> Request | None:
         kind = judgement.kind
         document = judgement.document or ROBOTS_TXT
+        stat = row_of(kind, judgement.reason).stat
+        if stat is not None:
+            self._inc(document.stat + stat)
         message = ""
         if kind is Kind.FORBIDDEN:
             reason = f"{_rule_text(judgement)} of {origin.robots_url}"
-            self._inc("forbidden")
             logger.debug("Forbidden by robots.txt: %(request)s (%(reason)s)", {"request": request, "reason": reason},
                          extra=self._log_extra)
             message = f"Forbidden by robots.txt: {request} ({reason})"
         elif kind is Kind.USAGE_DENIED:
             request.meta[USAGE_META] = judgement.usage
             self._usage_signal(request, judgement)
-            self._inc("usage_denied")
             message = (f"Usage preference denies {judgement.category}: {request} ({judgement.usage} of "
                        f"{origin.robots_url})")
             logger.debug(message, extra=self._log_extra)
@@ -323,26 +315,21 @@ class Enforcement(Reporting):
                 request.meta[USAGE_META] = judgement.usage
                 self._usage_signal(request, judgement)
             request.meta[TDMREP_META] = judgement.tdm_entry
-            self._inc("tdm_reserved")
             message = f"TDM rights reserved ({judgement.category} denied): {request} ({judgement.tdm_entry})"
             logger.debug(message, extra=self._log_extra)
         elif kind is Kind.HELD:
-            self._inc(f"{document.stat}held")
             logger.debug("Holding %s: %s of %s is unreachable (%s)", request, document.name, origin,
                          judgement.detail, extra=self._log_extra)
         elif kind is Kind.REQUEUED:
-            self._inc(f"{document.stat}requeued_on_close")
             logger.debug("Put back in the scheduler: %s (%s of %s %s)", request, document.name, origin,
                          _drop_words(judgement), extra=self._log_extra)
         elif judgement.reason == "invalid_meta":
-            self._inc("invalid_meta")
             message = f"Dropped {request}: {judgement.detail}"
             value = type(request.meta.get(AGENT_META))
             if value not in self._meta_errors_logged:
                 self._meta_errors_logged.add(value)
                 logger.error(message, extra=self._log_extra)
         else:  # dropped: nothing decides the request, and waiting cannot help it
-            self._inc(document.stat + DROP_STATS[judgement.reason or "max_wait"])
             message = f"Dropped: {document.name} of {origin} {_drop_words(judgement)}: {request}"
             logger.debug(message, extra=self._log_extra)
         for teller in self.tellers:
@@ -401,19 +388,7 @@ def _rule_text(judgement: Judgement) -> str:
 
 
 def _drop_words(judgement: Judgement) -> str:
-    reason = judgement.reason
-    if reason == "no_host":
-        return f"cannot be fetched: its host name does not resolve ({judgement.detail})"
-    if reason == "cannot_request":
-        return f"cannot be fetched: Scrapy cannot make the request ({judgement.detail})"
-    if reason in ("closing", "idle") and not judgement.detail:
-        return "was not known when the spider closed"
-    if reason == "closing":
-        return f"unreachable for {judgement.waited:.0f} s ({judgement.detail}) when the spider closed"
-    if reason == "idle":
-        return (f"unreachable for {judgement.waited:.0f} s ({judgement.detail}), its requests held when nothing "
-                "else was left to crawl (ROBOTSTXT_MAX_WAIT_IDLE)")
-    return f"unreachable for {judgement.waited:g} s ({judgement.detail})"
+    return log_words(judgement.kind, judgement.reason, judgement.detail, judgement.waited)
 
 
 def _exception(message: str, origin: Origin, judgement: Judgement) -> Exception:
