@@ -17,7 +17,7 @@ from scrapy import Request
 
 from scrapy_rfc9309.core.matcher import Rule
 from scrapy_rfc9309.core.verdict import Judgement, Kind
-from scrapy_rfc9309.enforcement.release_memo import MAX_SHORTCUTS, REFRESH, key_of
+from scrapy_rfc9309.enforcement.release_memo import MAX_SHORTCUTS, REFRESH
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
 from scrapy_rfc9309.meta import USAGE_META
 from scrapy_rfc9309.signals import robotstxt_verdict
@@ -203,12 +203,6 @@ def test_the_shortcuts_are_bounded_and_what_the_forgotten_ones_answered_is_count
     assert list(mw.shortcuts) == [f"https://{hosts[-1]}"]  # all flushed and forgotten at the bound, then one more
     mw.shortcuts.flush()
     assert mw.enforcement.tally.allowed == 2 * len(hosts)
-
-
-def test_the_key_of_a_url_is_its_scheme_and_authority():
-    assert key_of("https://example.com/a/b?c") == "https://example.com"
-    assert key_of("http://a/") == "http://a"
-    assert key_of("https://example.com") == "https://example.com"  # no path at all
 
 
 def test_a_state_put_in_the_cache_replaces_the_shortcut_at_once():

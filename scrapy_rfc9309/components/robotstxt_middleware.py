@@ -26,7 +26,8 @@ from scrapy.http.headers import Headers
 
 from ..config import Config, purpose_tokens, refuse_builtin_beside, usage_line
 from ..core.accelerator import ACCELERATED, matcher_in_use
-from ..core.origins import HttpOrigins, Origin
+from ..core.origins import Origin, OriginOf
+from ..core.urls import origin_text
 from ..core.verdict import Judgement, Kind, at_close, holding, invalid_meta, judge, not_judged
 from ..enforcement.actions import Enforcement
 from ..enforcement.release_memo import Shortcuts, has_header
@@ -86,7 +87,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         refuse_builtin_beside(crawler.settings, MIDDLEWARE_PATH)
         config = self.config = Config.from_settings(crawler.settings)
         #: The http(s) origin of a URL, or None.
-        self._origin_of = HttpOrigins()
+        self._origin_of = OriginOf()
         self.policy = config.policy
         self.enforcement = Enforcement.of(crawler, config)
         self.agents = self.enforcement.agents
@@ -138,8 +139,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         url = request.url
         special = not _KEYS.isdisjoint(meta)  # most requests carry none of the plugin's meta keys
         if not special:  # the shortcut of the origin, if it has one (see shortcuts): inline, for speed
-            end = url.find("/", 8)  # the end of scheme://authority (key_of)
-            shortcut = self.shortcuts.get(url if end < 0 else url[:end])
+            shortcut = self.shortcuts.get(origin_text(url))
             if (shortcut is not None and shortcut[0] and time.time() < shortcut[1]
                     and shortcut[2] == shortcut[5].version
                     and (shortcut[3] or (type(headers := request.headers) is Headers

@@ -20,7 +20,7 @@ from w3lib.encoding import http_content_type_encoding
 from .. import signals as rfc_signals
 from ..config import Config
 from ..core.caches import BoundedDict
-from ..core.origins import HttpOrigins
+from ..core.origins import OriginOf
 from ..enforcement.actions import Enforcement
 from ..exceptions import RobotsTxtUsageDeniedByResponse
 from ..meta import FETCH_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
@@ -296,7 +296,7 @@ class UsageMiddleware(Reporting):
         self.headers_only = not config.usage_meta
         #: The names of the usage headers, as Scrapy's ``Headers`` stores them.
         self.usage_headers = self.reader.keys[Headers][1]
-        self._origin_of = HttpOrigins()
+        self._origin_of = OriginOf()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UsageMiddleware:

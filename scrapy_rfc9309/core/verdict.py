@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .documents import ROBOTS_TXT, TDMREP, Document
 from .robotstxt import Verdict
-from .state import Access, Cause, Decision, OriginState, Policy
+from .state import Access, Cause, Hold, OriginState, Policy
 from .tdmrep import reserves
 from .urls import path_of
 from .verdict_kinds import DROP_REASONS, Kind, reason_words
@@ -174,9 +174,10 @@ def holding(url: str, token: str, state: OriginState, document: Document, now: f
     copy standing in (DROPPED once waiting cannot help: :meth:`OriginState.waited_too_long`);
     None when the state decides by its rules (or allows all). ``robots``: the
     robots.txt state the verdict rests on, when ``document`` is another one."""
-    if state.decision(now, policy) is not Decision.HOLD:
+    hold = state.hold(now, policy)
+    if hold is Hold.NO:
         return None
-    if state.waited_too_long(now, policy):
+    if hold is Hold.GIVE_UP:
         return Judgement(Kind.DROPPED, url, token, robots, document=document,
                          reason=unreachable_reason(state.cause), detail=state.detail,
                          tdm=state if document is TDMREP else None, waited=policy.max_wait_for(state.cause))
@@ -236,7 +237,7 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
         held = holding(url, token, tdm, TDMREP, now, policy, robots)
         if held is not None:
             return held
-    elif tdm.decision(now, policy) is Decision.HOLD:  # not enforced: nothing known, the request goes on
+    elif tdm.hold(now, policy) is not Hold.NO:  # not enforced: nothing known, the request goes on
         return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, crawl_delay=delay)
     tdmrep = tdm.tdmrep
     entry = None if tdmrep is None else tdmrep.entry_for(url)

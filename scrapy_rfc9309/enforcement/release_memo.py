@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core.urls import one_origin, origin_text
+
 if TYPE_CHECKING:
     from ..core.state import OriginState
     from ..stores import MemoryStore
     from .actions import Enforcement
     from .request_agents import UserAgents
 
-__all__ = ["REFRESH", "Shortcuts", "States", "has_header", "key_of"]
+__all__ = ["REFRESH", "Shortcuts", "States", "has_header"]
 
 #: Requests an origin's shortcut answers before the origin is judged in full again.
 REFRESH = 64
@@ -38,14 +40,6 @@ has_header = dict.__contains__
 
 #: The field of a shortcut counting down the requests it answers before a refresh.
 REMAINING = 0
-
-
-def key_of(url: str) -> str:
-    """The ``scheme://authority`` text of an http(s) ``url`` with a host, as ``process_request``
-    computes it: up to the first ``/`` after ``http://`` and one character (the host's first) or after
-    ``https://``. A shortcut is kept only for a text that names one origin (see :meth:`Shortcuts.remember`)."""
-    end = url.find("/", 8)
-    return url if end < 0 else url[:end]
 
 
 class States(Protocol):
@@ -60,7 +54,7 @@ class States(Protocol):
 
 class Shortcuts(dict[str, list[Any]]):
     """The shortcuts of one crawl, by the ``scheme://authority`` text of their origin
-    (only for a text that names one origin: see :class:`~.origin.HttpOrigins`).
+    (:func:`~.urls.origin_text`, only for a text that names one origin: :func:`~.urls.one_origin`).
     A shortcut is ``[remaining, expires_at, cache_version, any_headers, test, cache, tell]``:
     the requests it answers before a refresh, when its state expires, the
     :attr:`.MemoryStore.version` of ``cache`` it was made at, whether it applies whatever
@@ -78,9 +72,9 @@ class Shortcuts(dict[str, list[Any]]):
     def remember(self, url: str, agent: str | bytes, robots: OriginState, test: Any, tell: Any = None) -> None:
         """After :meth:`.Enforcement.allows` allowed a request for ``url`` of the crawl's
         own agent with ``test``: (re)make the shortcut of its origin, counting what the old one answered."""
-        key = key_of(url)
-        if "?" in key or "#" in key or ";" in key or not key.startswith(("http://", "https://")):
-            return  # not one origin's text (HttpOrigins does not memoise it either)
+        key = origin_text(url)
+        if not one_origin(key):
+            return
         configured = self.agents.configured
         if agent != (configured or self.agents.default):
             return

@@ -21,7 +21,7 @@ from twisted.internet import defer
 
 from .. import signals as rfc_signals
 from ..core.documents import ROBOTS_TXT, Document
-from ..core.state import Access, Cause, Decision, FetchOutcome, OriginState
+from ..core.state import Access, Cause, FetchOutcome, Hold, OriginState
 from ..core.verdict import DROP_REASONS
 from ..runtime import compat as _compat
 from ..runtime.reporting import Reporting
@@ -111,7 +111,7 @@ class StateCache(Reporting):
 
     def holding(self, state: OriginState, now: float) -> bool:
         """Whether ``state`` holds its origin's requests now (see ``holds``)."""
-        return self.holds and state.decision(now, self.policy) is Decision.HOLD
+        return self.holds and state.hold(now, self.policy) is not Hold.NO
 
     def holds_now(self, origin: Origin) -> bool:
         """Whether the origin's cached state holds its requests now: unreachable, and
@@ -121,7 +121,7 @@ class StateCache(Reporting):
         if state is None:
             return False
         now = time.time()
-        return self.holding(state, now) and not state.waited_too_long(now, self.policy)
+        return self.holds and state.hold(now, self.policy) is Hold.HOLD
 
     def cached(self, origin: Origin, now: float) -> OriginState | None:
         """The origin's state when it is cached, fresh and reachable (judge at
