@@ -53,7 +53,7 @@ def _told(judgement: Judgement) -> tuple[dict[str, Any], list[str], str | None, 
         logger.removeHandler(lines)
         logger.setLevel(level)
     assert crawler.stats is not None
-    return crawler.stats.get_stats(), lines.lines, raised, enforcement.tally.summary()
+    return crawler.stats.get_stats(), lines.lines, raised, enforcement.close_summary.verdicts()
 
 
 #: (kind, reason, detail, stat, log line, close summary) of a request waiting for its robots.txt.

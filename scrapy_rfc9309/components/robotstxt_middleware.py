@@ -120,7 +120,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
                                     self.policy, config.max_wait_idle, own_receivers=(self._spider_idle,))
-        if self.enforcement.passed_tellers:  # without any, Scrapy has no process_response to call
+        if self.enforcement.tellers.of_passed:  # without any, Scrapy has no process_response to call
             self.process_response = self._responded
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
