@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .documents import ROBOTS_TXT, TDMREP, Document
 from .robotstxt import Verdict
@@ -31,10 +31,9 @@ __all__ = [
     "Enforced",
     "Judgement",
     "Kind",
+    "Ruling",
     "allowed",
-    "allowing",
     "at_close",
-    "explaining",
     "holding",
     "invalid_meta",
     "judge",
@@ -185,13 +184,132 @@ def holding(url: str, token: str, state: OriginState, document: Document, now: f
                      tdm=state if document is TDMREP else None)
 
 
+class Ruling:
+    """The verdicts of one origin's documents for one agent: what depends on the states
+    and the agent is worked out once, here, and per URL only the rest.
+    ``judge(url, ...) == Ruling(...).judge(url, now)``: :func:`judge` is made of it.
+
+    ``passes`` is THE allow test of a URL: its agent's group allows it and so does the
+    group of each purpose token (``purposes``, else ``enforced.purpose_tokens``; see
+    :meth:`~scrapy_rfc9309.RobotsTxt.purpose_groups`). ``rule_of`` names the rule that
+    allowed an allowed URL, with ``explain`` (None: not asked, or the group has no Allow
+    rule and an allowed URL none to name). ``plain``: an allowed verdict carries nothing
+    but its kind (the state cannot hold, no tdmrep.json is consulted, the group has no
+    usage record, no Crawl-delay applies), so that :meth:`judge` is :meth:`allowed` exactly
+    where ``passes`` says True. ``expires_at``: when the states it rests on expire."""
+
+    __slots__ = ("_allows", "_groups", "agent", "delay", "enforced", "expires_at", "explain", "parsed", "passes",
+                 "plain", "purposes", "robots", "rule_of", "tdm", "token")
+
+    def __init__(self, robots: OriginState, tdm: OriginState | None, agent: str | bytes, token: str,
+                 enforced: Enforced, purposes: tuple[str, ...] | None = None, explain: bool = False) -> None:
+        self.robots = robots
+        self.tdm = tdm
+        self.agent = agent
+        self.token = token
+        self.enforced = enforced
+        self.purposes = enforced.purpose_tokens if purposes is None else purposes
+        self.explain = explain
+        parsed = self.parsed = robots.robots
+        self.rule_of: Callable[[str], Rule | None] | None = None
+        self.delay: float | None = None
+        self._groups: tuple[tuple[str, Any], ...] = ()
+        if parsed is None:
+            self._allows: Callable[[str], bool] = _everything
+            self.passes: Callable[[str], bool] = _everything
+            usage = False
+        else:
+            self._allows = self.passes = parsed.allower(agent)
+            if self.purposes:
+                self._groups = parsed.purpose_groups(agent, self.purposes)
+            if self._groups:
+                tests = (self._allows, *(matcher.allowed for _purpose, matcher in self._groups))
+                self.passes = lambda url: all(allows(url) for allows in tests)
+            if explain and any(rule.allow for rule in parsed.rules(agent)):
+                self.rule_of = parsed.decider(agent)
+            if enforced.crawl_delay:
+                self.delay = parsed.crawl_delay(agent)
+            usage = parsed.has_usage(agent)
+        self.plain = (robots.access is not Access.UNREACHABLE and not enforced.tdmrep and not usage
+                      and self.delay is None)
+        self.expires_at = robots.expires_at if tdm is None else min(robots.expires_at, tdm.expires_at)
+
+    def allowed(self, url: str) -> Judgement:
+        """The bare allowed verdict on ``url`` (for a plain ruling, one that ``passes``)."""
+        rule_of = self.rule_of
+        return allowed(url, self.token, self.robots, None if rule_of is None else rule_of(url))
+
+    def judge(self, url: str, now: float) -> Judgement:
+        """The verdict on a request for ``url`` at ``now`` (see :func:`judge`)."""
+        if self.plain:
+            return self.allowed(url) if self.passes(url) else self._forbidden(url)
+        return self._judge(url, now)
+
+    def _forbidden(self, url: str) -> Judgement:
+        """The verdict on a URL that ``passes`` refuses: the first group that disallows it names it."""
+        parsed = self.parsed
+        assert parsed is not None  # a state without rules refuses nothing
+        purpose = None
+        if self._allows(url):
+            purpose = next(purpose for purpose, matcher in self._groups if not matcher.allowed(url))
+        verdict = parsed.verdict(url, self.agent if purpose is None else purpose)
+        return Judgement(Kind.FORBIDDEN, url, self.token, self.robots, verdict.rule, group=verdict.token,
+                         path=verdict.path, purpose=purpose)
+
+    def _judge(self, url: str, now: float) -> Judgement:
+        robots, token, enforced = self.robots, self.token, self.enforced
+        policy = enforced.policy
+        if robots.access is Access.UNREACHABLE:  # only then can the robots.txt hold the request
+            held = holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
+            if held is not None:
+                return held
+        parsed = self.parsed
+        rule = None
+        usage = None
+        delay = self.delay
+        if parsed is not None:
+            if not self.passes(url):
+                return self._forbidden(url)
+            if self.rule_of is not None:
+                rule = self.rule_of(url)
+            if parsed.has_usage(self.agent):
+                usage = parsed.usage(url, self.agent) or None
+                if usage is not None:
+                    for category in enforced.usage_deny:
+                        if usage.denies(category):
+                            return Judgement(Kind.USAGE_DENIED, url, token, robots, rule, usage, category=category)
+        tdm = self.tdm
+        if not enforced.tdmrep or tdm is None:
+            return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, crawl_delay=delay)
+        tdm_deny = enforced.tdm_deny
+        if tdm_deny:
+            held = holding(url, token, tdm, TDMREP, now, policy, robots)
+            if held is not None:
+                return held
+        elif tdm.hold(now, policy) is not Hold.NO:  # not enforced: nothing known, the request goes on
+            return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, crawl_delay=delay)
+        tdmrep = tdm.tdmrep
+        entry = None if tdmrep is None else tdmrep.entry_for(url)
+        if entry is not None and entry.reserved and tdm_deny:
+            return Judgement(Kind.TDM_RESERVED, url, token, robots, rule, usage, tdm, entry,
+                             category=", ".join(tdm_deny), tdm_known=True)
+        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay,
+                         tdm_known=True)
+
+
+def _everything(url: str) -> bool:
+    """The allow test of a state without rules: every URL allowed."""
+    return True
+
+
 def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: float, enforced: Enforced,
           tdm: OriginState | None = None, *, explain: bool = False,
           purposes: tuple[str, ...] | None = None) -> Judgement:
     """The verdict on a request for ``url`` by ``agent`` (whose product token is
     ``token``), from its origin's robots.txt state and, with ``enforced.tdmrep``,
     its tdmrep.json state ``tdm`` (None: not known yet; the robots.txt is judged
-    alone, and a request it allows is not final).
+    alone, and a request it allows is not final). The :class:`Ruling` of these states
+    and agent, asked about one URL.
 
     An unreachable document without a good copy holds the request (robots.txt
     always; tdmrep.json when reservations are enforced), or drops it once waiting
@@ -200,112 +318,7 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     request always names its rule. A request its own token's group allows must be
     allowed by the group of each purpose token too (``purposes``, else
     ``enforced.purpose_tokens``): the first that disallows it decides (``purpose``)."""
-    policy = enforced.policy
-    if robots.access is Access.UNREACHABLE:  # only then can the robots.txt hold the request
-        held = holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
-        if held is not None:
-            return held
-    parsed = robots.robots
-    rule = None
-    usage = None
-    delay = None
-    if parsed is not None:
-        if not parsed.allowed(url, agent):
-            verdict = parsed.verdict(url, agent)
-            return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
-                             path=verdict.path)
-        for purpose, matcher in parsed.purpose_groups(agent, enforced.purpose_tokens if purposes is None
-                                                      else purposes):
-            if not matcher.allowed(url):
-                verdict = parsed.verdict(url, purpose)
-                return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
-                                 path=verdict.path, purpose=purpose)
-        if explain:
-            rule = parsed.deciding_rule(url, agent)
-        if enforced.crawl_delay:
-            delay = parsed.crawl_delay(agent)
-        if parsed.has_usage(agent):
-            usage = parsed.usage(url, agent) or None
-            if usage is not None:
-                for category in enforced.usage_deny:
-                    if usage.denies(category):
-                        return Judgement(Kind.USAGE_DENIED, url, token, robots, rule, usage, category=category)
-    if not enforced.tdmrep or tdm is None:
-        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, crawl_delay=delay)
-    tdm_deny = enforced.tdm_deny
-    if tdm_deny:
-        held = holding(url, token, tdm, TDMREP, now, policy, robots)
-        if held is not None:
-            return held
-    elif tdm.hold(now, policy) is not Hold.NO:  # not enforced: nothing known, the request goes on
-        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, crawl_delay=delay)
-    tdmrep = tdm.tdmrep
-    entry = None if tdmrep is None else tdmrep.entry_for(url)
-    if entry is not None and entry.reserved and tdm_deny:
-        return Judgement(Kind.TDM_RESERVED, url, token, robots, rule, usage, tdm, entry,
-                         category=", ".join(tdm_deny), tdm_known=True)
-    return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay, tdm_known=True)
-
-
-def allowing(robots: OriginState, agent: str | bytes, enforced: Enforced) -> Callable[[str], bool] | None:
-    """:func:`judge` specialised to one robots.txt state and one agent, for the
-    common request: one of ``enforced``'s own product tokens (no ``purposes`` of its
-    own), judged without ``explain`` and without a tdmrep.json. A function of the URL,
-    True where :func:`judge` gives a bare ``Judgement(Kind.ALLOWED, url, token, robots)``
-    (nothing but the kind to act on or tell), False where :func:`judge` must be asked
-    (a refused request; its verdict names its rule); None when it must always be
-    asked: the state may hold requests, or an allowed verdict carries more (a usage
-    preference, a Crawl-delay, a tdmrep.json rule). With purpose tokens, True where
-    the group of each of them allows the URL too (see
-    :meth:`~scrapy_rfc9309.RobotsTxt.purpose_groups`: only the groups other than the
-    agent's are asked, however many tokens select them)."""
-    if robots.access is Access.UNREACHABLE or enforced.tdmrep:
-        return None
-    parsed = robots.robots
-    if parsed is None:
-        return _everything
-    if parsed.has_usage(agent) or (enforced.crawl_delay and parsed.crawl_delay(agent) is not None):
-        return None
-    test = parsed.allower(agent)
-    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced.purpose_tokens else ()
-    if not groups:
-        return test
-    tests = (test, *(matcher.allowed for _purpose, matcher in groups))
-    return lambda url: all(allows(url) for allows in tests)
-
-
-def _everything(url: str) -> bool:
-    """What :func:`allowing` gives for a state without rules: every URL allowed."""
-    return True
-
-
-def explaining(robots: OriginState, agent: str | bytes,
-               enforced: Enforced | None = None) -> Callable[[str], Rule | None] | None:
-    """The rule that decides a URL (None: no rule matched, it is allowed): for a URL
-    that :func:`allowing` says True for, the rule :func:`judge` names with
-    ``explain``, and a Disallow rule for one it says False for (with ``enforced``'s
-    purpose tokens, the rule of a purpose token's group that refuses it). None when
-    the group has no Allow rule: a URL it allows is allowed by no rule, and there is
-    nothing to name."""
-    parsed = robots.robots
-    if parsed is None or not any(rule.allow for rule in parsed.rules(agent)):
-        return None
-    decider = parsed.decider(agent)
-    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced and enforced.purpose_tokens else ()
-    if not groups:
-        return decider
-    refusers = tuple(matcher.url_rule for _purpose, matcher in groups)
-
-    def rule_of(url: str) -> Rule | None:
-        rule = decider(url)
-        if rule is None or rule.allow:
-            for refuser in refusers:
-                refused = refuser(url)
-                if refused is not None and not refused.allow:
-                    return refused
-        return rule
-
-    return rule_of
+    return Ruling(robots, tdm, agent, token, enforced, purposes, explain).judge(url, now)
 
 
 def not_judged(url: str, token: str) -> Judgement:

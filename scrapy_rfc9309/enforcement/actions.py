@@ -15,7 +15,7 @@ from scrapy import signals
 from .. import signals as rfc_signals
 from ..core.caches import BoundedDict
 from ..core.documents import ROBOTS_TXT
-from ..core.verdict import Enforced, Judgement, Kind, allowed, allowing, explaining
+from ..core.verdict import Enforced, Judgement, Kind, Ruling
 from ..core.verdict_kinds import log_words, row_of
 from ..exceptions import (
     RobotsTxtForbidden,
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from ..config import Config
-    from ..core.matcher import Rule
     from ..core.origins import Origin
     from ..core.state import OriginState
 
@@ -45,8 +44,8 @@ __all__ = ["Actions", "Enforcement"]
 
 logger = logging.getLogger(__name__)
 
-#: Origins whose :func:`~.judgement.allowing` function is remembered at most (a BoundedDict: the oldest go first).
-_MAX_ALLOWING = 1024
+#: Origins whose ruling is remembered at most (a BoundedDict: the oldest go first).
+_MAX_RULINGS = 1024
 
 _BY_CRAWLER: weakref.WeakKeyDictionary[Crawler, Enforcement] = weakref.WeakKeyDictionary()
 
@@ -152,10 +151,8 @@ class Enforcement:
         self.tally = self.tellers.tally
         self.actions = Actions(crawler, self.tellers, self.crawl_delay)
         self.close_summary = CloseSummary(self.tally, self.actions._log_extra)
-        #: Per origin: the robots.txt state and agent its :func:`~.judgement.allowing` function is for.
-        #: With the function naming the rule that allowed a URL, where a teller needs it (``explain``).
-        self._allowing: BoundedDict[Origin, tuple[OriginState, str | bytes, Callable[[str], bool] | None,
-                                                  Callable[[str], Rule | None] | None]] = BoundedDict(_MAX_ALLOWING)
+        #: Per origin: the ruling of its robots.txt state for the agent of its last plain request.
+        self._rulings: BoundedDict[Origin, Ruling] = BoundedDict(_MAX_RULINGS)
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
 
     def _opened(self, spider: Any = None) -> None:
@@ -189,32 +186,20 @@ class Enforcement:
                robots: OriginState) -> Callable[[str], bool] | None:
         """Whether ``request`` (by ``agent``, none named in its meta) gets a bare
         ``ALLOWED`` verdict, one with nothing to act on: counted here, and told to the
-        tellers of allowed verdicts (with the rule that allowed it, where one needs it:
-        :func:`~.judgement.explaining`), the same value :func:`~.judgement.judge` would
-        give. Returns the test that said so (:func:`~.judgement.allowing`, remembered per
-        origin), or None: :meth:`act` on :func:`~.judgement.judge`'s verdict."""
+        tellers of allowed verdicts (:meth:`.Ruling.allowed`). Returns the test that said so
+        (the ``passes`` of the origin's :class:`~.verdict.Ruling`, remembered per origin), or
+        None: :meth:`act` on the ruling's verdict."""
         url = request.url
-        known = self._allowing.get(origin)
-        if known is None or known[0] is not robots or known[1] != agent:
-            test = allowing(robots, agent, self.enforced)
-            rule_of = explaining(robots, agent, self.enforced) if test is not None and self.explain else None
-            known = self._allowing[origin] = (robots, agent, test, rule_of)
-        test = known[2]
-        if test is None:
+        ruling = self._rulings.get(origin)
+        if ruling is None or ruling.robots is not robots or ruling.agent != agent or ruling.explain != self.explain:
+            ruling = self._rulings[origin] = Ruling(robots, None, agent, self.agents.token(agent), self.enforced,
+                                                    None, self.explain)
+        if not ruling.plain or not ruling.passes(url):
             return None
-        rule_of = known[3]
-        if rule_of is None:
-            if not test(url):
-                return None
-            rule = None
-        else:  # the rule that decides, which says whether it allows: one look-up
-            rule = rule_of(url)
-            if rule is not None and not rule.allow:
-                return None
         self.tally.allowed += 1
         if self.tellers.of_allowed:
-            self.tellers.judged(request, origin, allowed(url, self.agents.token(agent), robots, rule))
-        return test
+            self.tellers.judged(request, origin, ruling.allowed(url))
+        return ruling.passes
 
     def telling(self, origin: Origin) -> Callable[[Request], None] | None:
         """For the shortcut of ``origin`` (see :mod:`.release_memo`), made after :meth:`allows`
@@ -223,13 +208,11 @@ class Enforcement:
         reads allowed verdicts)."""
         if not self.tellers.of_allowed:
             return None
-        robots, agent, _test, rule_of = self._allowing[origin]  # what allows() judged its request by
-        token = self.agents.token(agent)
+        ruling = self._rulings[origin]  # what allows() judged its request by
         tellers = self.tellers
 
         def tell(request: Request) -> None:
-            url = request.url
-            tellers.judged(request, origin, allowed(url, token, robots, None if rule_of is None else rule_of(url)))
+            tellers.judged(request, origin, ruling.allowed(request.url))
 
         return tell
 
