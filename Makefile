@@ -50,7 +50,7 @@ test: venv
 # Mutation testing (cosmic-ray) of one module of the decision code against the tests that guard it, in a
 # copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/lifecycle/waiting.py MUTATE_TESTS="tests/..."
 MUTATE ?= scrapy_rfc9309/enforcement/release_memo.py
-MUTATE_TESTS ?= tests/test_shortcuts.py
+MUTATE_TESTS ?= tests/test_release_memo.py
 mutate: venv
 	$(BIN)/python tests/mutate.py $(MUTATE) $(MUTATE_TESTS)
 

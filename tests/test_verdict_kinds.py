@@ -15,11 +15,11 @@ from scrapy import Request
 from scrapy.utils.test import get_crawler
 from test_judgement import TDM, TDMREP_URL, parsed, run
 
+from scrapy_rfc9309.components.wiring import VerdictParts
 from scrapy_rfc9309.config import Config
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.core.origins import Origin
 from scrapy_rfc9309.core.verdict import Judgement, Kind, invalid_meta, not_judged
-from scrapy_rfc9309.enforcement.actions import Enforcement
 
 URL = "https://example.com/p"
 ORIGIN = Origin("https", "example.com", 443)
@@ -38,14 +38,17 @@ def _told(judgement: Judgement) -> tuple[dict[str, Any], list[str], str | None, 
     """What acting on ``judgement`` tells: the stats, the log lines, the exception raised
     (its class name), and the close summary's line of verdicts."""
     crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True})
-    enforcement = Enforcement(crawler, Config.from_settings(crawler.settings))
+    parts = VerdictParts(crawler, Config.from_settings(crawler.settings))
     lines = _Lines()
     logger = logging.getLogger("scrapy_rfc9309")
     level = logger.level
     logger.addHandler(lines)
     logger.setLevel(logging.DEBUG)
     try:
-        enforcement.act(Request(judgement.url), ORIGIN, judgement)
+        if judgement.kind is Kind.HELD:  # not final: told and counted as the request waits
+            parts.actions.hold(Request(judgement.url), ORIGIN, judgement)
+        else:
+            parts.actions.act(Request(judgement.url), ORIGIN, judgement)
         raised = None
     except Exception as exc:
         raised = type(exc).__name__
@@ -53,7 +56,7 @@ def _told(judgement: Judgement) -> tuple[dict[str, Any], list[str], str | None, 
         logger.removeHandler(lines)
         logger.setLevel(level)
     assert crawler.stats is not None
-    return crawler.stats.get_stats(), lines.lines, raised, enforcement.close_summary.verdicts()
+    return crawler.stats.get_stats(), lines.lines, raised, parts.close_summary.verdicts()
 
 
 #: (kind, reason, detail, stat, log line, close summary) of a request waiting for its robots.txt.

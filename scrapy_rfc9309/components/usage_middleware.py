@@ -21,7 +21,6 @@ from .. import signals as rfc_signals
 from ..config import Config
 from ..core.caches import BoundedDict
 from ..core.origins import OriginOf
-from ..enforcement.actions import Enforcement
 from ..exceptions import RobotsTxtUsageDeniedByResponse
 from ..meta import FETCH_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
 from ..runtime import compat as _compat
@@ -40,6 +39,7 @@ from ..usage.response_sources import (
     tdm_statement,
     tdmrep_statement,
 )
+from .wiring import VerdictParts
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -289,7 +289,7 @@ class UsageMiddleware(Reporting):
         if not (config.usage_headers or config.usage_meta):
             raise NotConfigured
         self.crawler = crawler
-        self.enforcement = Enforcement.of(crawler, config)
+        self.parts = VerdictParts.of(crawler, config)
         self.reader = ResponseUsage(crawler, config)
         self.usage_deny = config.usage_deny
         #: Whether only the headers are read (``ROBOTSTXT_USAGE_META`` off, the default).
@@ -313,7 +313,7 @@ class UsageMiddleware(Reporting):
                 return response
         elif FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
-        preferences = self.reader.read(request, response, lambda: self.enforcement.agents.token_of(request),
+        preferences = self.reader.read(request, response, lambda: self.parts.agents.token_of(request),
                                        lambda: self._robots_url(request.url))
         if preferences is None:
             return response
@@ -329,7 +329,7 @@ class UsageMiddleware(Reporting):
                 message = (f"Usage preference denies {category}: {response} not passed to the spider "
                            f"({'; '.join(sources)})")
                 logger.debug(message, extra=self._log_extra)
-                self.enforcement.responded(request, response.status, "usage_denied")
+                self.parts.tellers.responded(request, response.status, "usage_denied")
                 raise RobotsTxtUsageDeniedByResponse(message, preferences, robots_url, category, sources)
         return response
 

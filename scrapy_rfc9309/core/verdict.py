@@ -321,9 +321,10 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     return Ruling(robots, tdm, agent, token, enforced, purposes, explain).judge(url, now)
 
 
-def not_judged(url: str, token: str) -> Judgement:
-    """The verdict on a request that asks not to be judged (``dont_obey_robotstxt``)."""
-    return Judgement(Kind.NOT_JUDGED, url, token, reason="dont_obey_robotstxt")
+def not_judged(url: str, token: str, reason: str = "dont_obey_robotstxt") -> Judgement:
+    """The verdict on a request that is not judged: it asks not to be (``dont_obey_robotstxt``),
+    or its URL is not http(s) (``not_http``: no robots.txt applies to it)."""
+    return Judgement(Kind.NOT_JUDGED, url, token, reason=reason)
 
 
 def invalid_meta(url: str, token: str, detail: str) -> Judgement:

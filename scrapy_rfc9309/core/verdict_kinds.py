@@ -94,6 +94,8 @@ ROWS: dict[tuple[Kind, str | None], Row] = {
                                         "with an invalid robotstxt_user_agent meta key", "", "dropped"),
     (Kind.NOT_JUDGED, "dont_obey_robotstxt"): Row("not judged", None, "not judged (dont_obey_robotstxt)", "",
                                                   "not_judged"),
+    # Released, counted and sent with robotstxt_verdict; the ledger records http(s) requests only.
+    (Kind.NOT_JUDGED, "not_http"): Row("not judged", None, "not judged (not http(s))", "", None),
 }
 
 #: The log words of a request given up at close or at idle whose document was never known.

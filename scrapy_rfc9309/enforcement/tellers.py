@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..core.origins import Origin
     from ..core.verdict import Judgement
 
-__all__ = ["SignalTeller", "Tally", "Teller", "Tellers"]
+__all__ = ["AnyUrlTeller", "SignalTeller", "Tally", "Teller", "Tellers"]
 
 
 class Teller(Protocol):
@@ -37,6 +37,14 @@ class Teller(Protocol):
 
     async def close(self) -> None:
         """The spider closed: every verdict has been told."""
+
+
+class AnyUrlTeller(Teller, Protocol):
+    """A teller told of the verdicts on requests whose URL is not http(s) too (``origin`` None:
+    a ``not_judged`` verdict, reason ``not_http``). The ledger is not one: its records are of
+    http(s) requests."""
+
+    def judged(self, request: Request, origin: Origin | None, judgement: Judgement) -> None: ...
 
 
 class SignalTeller:
@@ -104,11 +112,13 @@ class Tellers:
     allowed verdicts (see :class:`Tally`). ``generation`` counts the :meth:`add` calls: what
     was made for the tellers of an older generation (the release memo) is made again."""
 
-    __slots__ = ("all", "by_kind", "by_outcome", "explain", "generation", "tally")
+    __slots__ = ("all", "any_url", "by_kind", "by_outcome", "explain", "generation", "tally")
 
     def __init__(self, tally: Tally | None = None) -> None:
         self.tally = tally if tally is not None else Tally()
         self.all: tuple[Teller, ...] = (self.tally,)
+        #: The tellers of the verdicts on requests whose URL is not http(s).
+        self.any_url: tuple[AnyUrlTeller, ...] = (self.tally,)
         self.by_kind: dict[Kind, tuple[Teller, ...]] = {kind: () if kind is Kind.ALLOWED else (self.tally,)
                                                         for kind in Kind}
         #: By whether the response was passed to the spider: its tellers (those kept from it: the tally's too).
@@ -116,6 +126,11 @@ class Tellers:
         #: Whether an allowed request's rule is resolved (a teller needs it).
         self.explain = False
         self.generation = 0
+
+    def add_any_url(self, teller: AnyUrlTeller, *, responses: bool = True) -> None:
+        """:meth:`add` a teller that is told of the verdicts on requests whose URL is not http(s) too."""
+        self.add(teller, responses=responses)
+        self.any_url += (teller,)
 
     def add(self, teller: Teller, *, responses: bool = True) -> None:
         """Tell ``teller`` of every verdict and, with ``responses``, of every response it asks
@@ -144,6 +159,11 @@ class Tellers:
         """Tell the tellers of its kind of ``judgement``."""
         for teller in self.by_kind[judgement.kind]:
             teller.judged(request, origin, judgement)
+
+    def not_http(self, request: Request, judgement: Judgement) -> None:
+        """Tell the tellers of every URL of the verdict on a request whose URL is not http(s)."""
+        for teller in self.any_url:
+            teller.judged(request, None, judgement)
 
     def responded(self, request: Request, status: int, outcome: str) -> None:
         """Tell the response tellers of a judged request's response: ``"passed"`` to the
