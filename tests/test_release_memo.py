@@ -238,3 +238,4 @@ def test_an_origin_answered_by_its_release_stays_recently_used_in_the_cache():
         assert _judged(mw, f"https://first.example/p/{n}") == "allowed"
     _put(mw, ROBOTS, host="third.example")  # evicts the least recently used
     assert first in mw.states.cache and second not in mw.states.cache
+

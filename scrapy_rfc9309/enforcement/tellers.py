@@ -109,10 +109,10 @@ class Tellers:
     """The tellers of one crawl, by what they are told: :meth:`judged` is the one loop that
     tells a verdict (over :attr:`by_kind` of its kind), :meth:`responded` the one that
     tells a response (over :attr:`by_outcome`). The :class:`Tally` is among them, except for
-    allowed verdicts (see :class:`Tally`). ``generation`` counts the :meth:`add` calls: what
-    was made for the tellers of an older generation (the release memo) is made again."""
+    allowed verdicts (see :class:`Tally`). The tellers are all added before the spider opens (the
+    ledger at start-up, the ``robotstxt_verdict`` teller then), before any verdict."""
 
-    __slots__ = ("all", "any_url", "by_kind", "by_outcome", "explain", "generation", "tally")
+    __slots__ = ("all", "any_url", "by_kind", "by_outcome", "explain", "tally")
 
     def __init__(self, tally: Tally | None = None) -> None:
         self.tally = tally if tally is not None else Tally()
@@ -125,7 +125,6 @@ class Tellers:
         self.by_outcome: dict[bool, tuple[Teller, ...]] = {True: (), False: (self.tally,)}
         #: Whether an allowed request's rule is resolved (a teller needs it).
         self.explain = False
-        self.generation = 0
 
     def add_any_url(self, teller: AnyUrlTeller, *, responses: bool = True) -> None:
         """:meth:`add` a teller that is told of the verdicts on requests whose URL is not http(s) too."""
@@ -143,7 +142,6 @@ class Tellers:
             self.by_outcome = {True: (*passed, teller) if teller.passed_responses else passed,
                                False: (*kept[:-1], teller, kept[-1])}
         self.explain = self.explain or teller.explains
-        self.generation += 1
 
     @property
     def of_allowed(self) -> tuple[Teller, ...]:
