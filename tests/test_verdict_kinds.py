@@ -206,3 +206,18 @@ def test_the_table_names_every_kind_and_the_audit_reads_the_same_names():
     # The audit's own names (evidence/ is pure and keeps its list): the same as the table's.
     assert set(audit._DECIDED) == DECIDED
     assert audit._VERDICTS == LEDGER_VERDICTS
+
+
+def test_the_drop_reasons_and_the_kinds_that_pass_come_from_the_table():
+    from scrapy_rfc9309.core.verdict_kinds import DROP_REASONS, reason_words
+
+    assert DROP_REASONS == {
+        "max_wait": "held too long", "no_host": "for a host name that does not resolve",
+        "cannot_request": "that Scrapy cannot make", "closing": "held when the spider closed",
+        "idle": "held when nothing else was left to crawl",
+        "invalid_meta": "with an invalid robotstxt_user_agent meta key"}
+    assert reason_words("a reason of its own") == "a reason of its own"  # not in the table: its own words
+    assert reason_words(None) == ""
+    assert [kind for kind in Kind if kind.passes] == [Kind.ALLOWED, Kind.HELD, Kind.REQUEUED, Kind.NOT_JUDGED]
+    assert [kind for kind in Kind if kind.decided] == [Kind.ALLOWED, Kind.FORBIDDEN, Kind.USAGE_DENIED,
+                                                       Kind.TDM_RESERVED]
