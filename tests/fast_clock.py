@@ -4,7 +4,8 @@ seconds.
 
 :func:`fast_clock` makes the modules that decide how long an origin has been unreachable,
 when it is fetched again and when its held requests are given up (``lifecycle.waiting``,
-``lifecycle.states``, ``components.robotstxt_middleware``) read a wall clock that runs ``speed`` times faster than
+``lifecycle.states``, ``components.robotstxt_middleware``, ``components.verdict_path``: their ``time``,
+and the ``_now`` the last two bind) read a wall clock that runs ``speed`` times faster than
 time, and makes ``waiting``'s timers (retries, give-up deadlines) fire ``speed`` times
 sooner. They all read the same clock, so every state, deadline and verdict is as at the
 default settings, compressed. What it leaves on real time: Scrapy (downloads, its
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from scrapy_rfc9309.components import robotstxt_middleware as middleware
+from scrapy_rfc9309.components import verdict_path
 from scrapy_rfc9309.lifecycle import states as state_cache
 from scrapy_rfc9309.lifecycle import waiting
 from scrapy_rfc9309.runtime import loop
@@ -49,6 +51,8 @@ def fast_clock(monkeypatch: pytest.MonkeyPatch, speed: float) -> _FastTime:
     clock = _FastTime(speed)
     for module in (waiting, state_cache, middleware):
         monkeypatch.setattr(module, "time", clock)
+    for module in (middleware, verdict_path):  # the clock they bind once, for speed
+        monkeypatch.setattr(module, "_now", clock.time)
 
     def call_later(delay: float, func: Callable[..., Any], *args: Any) -> loop.Timer:
         return loop.call_later(delay / speed, func, *args)

@@ -239,3 +239,22 @@ def test_an_origin_answered_by_its_release_stays_recently_used_in_the_cache():
     _put(mw, ROBOTS, host="third.example")  # evicts the least recently used
     assert first in mw.states.cache and second not in mw.states.cache
 
+
+
+def test_a_release_is_kept_only_for_a_plain_ruling_and_a_text_that_names_one_origin():
+    from scrapy_rfc9309.core.verdict import Enforced, Ruling
+
+    mw = _middleware()
+    origin = _put(mw, ROBOTS)
+    robots = mw.states.cache.get(origin)
+    plain = Ruling(robots, None, "Scrapy", "scrapy", Enforced(mw.policy))
+    assert plain.plain
+    mw.releases.remember("https://example.com?q=/a", origin, plain, False)  # its text runs into the query
+    assert list(mw.releases) == []
+    not_plain = Ruling(robots, None, "Scrapy", "scrapy", Enforced(mw.policy, tdmrep=True))
+    assert not not_plain.plain
+    mw.releases.remember("https://example.com/a", origin, not_plain, False)
+    assert list(mw.releases) == []
+    mw.releases.remember("https://example.com/a", origin, plain, False)
+    assert list(mw.releases) == ["https://example.com"]
+    assert mw.releases["https://example.com"].test is plain.passes
