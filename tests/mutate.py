@@ -1,6 +1,6 @@
 """``make mutate``: mutation testing of one module of the decision code with cosmic-ray.
 
-    python tests/mutate.py scrapy_rfc9309/enforcement/release_memo.py tests/test_shortcuts.py [more test files]
+    python tests/mutate.py scrapy_rfc9309/enforcement/release_memo.py tests/test_release_memo.py [more test files]
 
 cosmic-ray changes the module one mutation at a time (an operator swapped, a constant changed, a
 condition negated, ...) and runs the given tests on each mutant: a mutant the tests fail on is killed,

@@ -152,8 +152,8 @@ _ALLOWED = Kind.ALLOWED
 
 def allowed(url: str, token: str, robots: OriginState, rule: Rule | None) -> Judgement:
     """``Judgement(Kind.ALLOWED, url, token, robots, rule)``, the most frequent verdict,
-    built without the generated constructor's Python call (what :meth:`.Enforcement.allows`
-    and the shortcuts tell for every allowed request)."""
+    built without the generated constructor's Python call (what :meth:`Ruling.allowed` and the
+    release memo tell for every allowed request)."""
     return _new_tuple(Judgement, (_ALLOWED, url, token, robots, rule) + _ALLOWED_TAIL)  # noqa: RUF005 (faster)
 
 
