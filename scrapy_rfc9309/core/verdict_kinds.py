@@ -27,6 +27,10 @@ class Kind(enum.Enum):
     REQUEUED = "requeued"  # still held when the spider closed; handed back to a scheduler that keeps it
     NOT_JUDGED = "not_judged"  # ``dont_obey_robotstxt``, or a URL that is not http(s)
 
+    #: Members are singletons compared by identity: their identity hash, in C (Enum's own is a Python
+    #: call), for the dicts keyed by kind that every verdict reads (the tellers', the table's).
+    __hash__ = object.__hash__
+
     @property
     def passes(self) -> bool:
         """Whether the request goes on to the downloader (or back to the scheduler)."""

@@ -112,7 +112,7 @@ class Tellers:
     allowed verdicts (see :class:`Tally`). The tellers are all added before the spider opens (the
     ledger at start-up, the ``robotstxt_verdict`` teller then), before any verdict."""
 
-    __slots__ = ("all", "any_url", "by_kind", "by_outcome", "explain", "tally")
+    __slots__ = ("all", "any_url", "by_kind", "by_outcome", "explain", "of_allowed", "tally")
 
     def __init__(self, tally: Tally | None = None) -> None:
         self.tally = tally if tally is not None else Tally()
@@ -121,6 +121,8 @@ class Tellers:
         self.any_url: tuple[AnyUrlTeller, ...] = (self.tally,)
         self.by_kind: dict[Kind, tuple[Teller, ...]] = {kind: () if kind is Kind.ALLOWED else (self.tally,)
                                                         for kind in Kind}
+        #: The tellers of allowed verdicts (``by_kind[ALLOWED]``; the tally counts those apart): none, most crawls.
+        self.of_allowed: tuple[Teller, ...] = ()
         #: By whether the response was passed to the spider: its tellers (those kept from it: the tally's too).
         self.by_outcome: dict[bool, tuple[Teller, ...]] = {True: (), False: (self.tally,)}
         #: Whether an allowed request's rule is resolved (a teller needs it).
@@ -136,17 +138,13 @@ class Tellers:
         for, from now on (after the tellers added before it)."""
         self.all += (teller,)
         self.by_kind = {kind: (*tellers, teller) for kind, tellers in self.by_kind.items()}
+        self.of_allowed = self.by_kind[Kind.ALLOWED]
         if responses:
             passed, kept = self.by_outcome[True], self.by_outcome[False]
             # The tally counts the responses kept from the spider after the others are told.
             self.by_outcome = {True: (*passed, teller) if teller.passed_responses else passed,
                                False: (*kept[:-1], teller, kept[-1])}
         self.explain = self.explain or teller.explains
-
-    @property
-    def of_allowed(self) -> tuple[Teller, ...]:
-        """The tellers of allowed verdicts (the tally counts those apart): none, most crawls."""
-        return self.by_kind[Kind.ALLOWED]
 
     @property
     def of_passed(self) -> tuple[Teller, ...]:
