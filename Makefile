@@ -50,7 +50,7 @@ test: venv
 # Mutation testing (cosmic-ray) of one module of the decision code against the tests that guard it, in a
 # copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/core/verdict.py MUTATE_TESTS="tests/..."
 MUTATE ?= scrapy_rfc9309/enforcement/release_memo.py
-MUTATE_TESTS ?= tests/test_shortcuts.py tests/test_mutants_release_memo.py
+MUTATE_TESTS ?= tests/test_release_memo.py tests/test_mutants_release_memo.py
 # Options of tests/mutate.py: --sample N (N mutants drawn at random), --lines A-B,C-D, --timeout S.
 MUTATE_OPTIONS ?=
 mutate: venv

@@ -8,8 +8,9 @@ decisions per second of each, side by side in one run, several runs with their s
 The first question about a token builds its groups (as a crawl's first request does); the
 figures are of warm files, as a crawl asks each file many times. Then the same with 70,
 1,000 and 3,000 tokens that no file names beside those three (issue 38: the group memo of a
-file holds 64 agents), and the per-origin shortcut (:func:`~scrapy_rfc9309.judgement.allowing`,
-what the middleware asks for a request of an origin it has judged): its test's decisions per
+file holds 64 agents), and the per-origin shortcut (the ``passes`` of a plain
+:class:`~scrapy_rfc9309.core.verdict.Ruling`, what the middleware asks for a request of an origin
+it has judged): its test's decisions per
 second where it is given, and how many of the files' tests it gives.
 
 Run it on an earlier commit with ``PYTHONPATH`` naming a checkout of that commit (``previous.Checkout``) and
@@ -37,7 +38,8 @@ package_root_first()
 
 # The public paths: the previous release (RFC9309_BENCH_PREVIOUS) has them too.
 from scrapy_rfc9309.access import Access, FetchOutcome, OriginState, Policy  # noqa: E402
-from scrapy_rfc9309.judgement import Enforced, allowing, judge  # noqa: E402
+from scrapy_rfc9309.core.verdict import Ruling  # noqa: E402
+from scrapy_rfc9309.judgement import Enforced, judge  # noqa: E402
 
 PATHS = ["/", "/index.html", "/search?q=x", "/admin/", "/wp-admin/admin-ajax.php", "/products/123", "/cart",
          "/blog/2024/01/post.html", "/api/v1/items", "/images/logo.png", "/articles/a-long-title-1234",
@@ -75,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             judge(urls[0], agent, token, state, now, enforced[name])
     rates: dict[str, list[float]] = {name: [] for name in CONFIGS}
     shortcut_rates: dict[str, list[float]] = {name: [] for name in CONFIGS}
-    tests = {name: [(state, allowing(state, agent, enforced[name])) for state in states] for name in CONFIGS}
+    rulings = {name: [Ruling(state, None, agent, token, enforced[name]) for state in states] for name in CONFIGS}
+    tests = {name: [(ruling.robots, ruling.passes if ruling.plain else None) for ruling in rulings[name]]
+             for name in CONFIGS}
     for _ in range(args.runs):
         for name in CONFIGS:  # side by side in each run
             settings = enforced[name]
@@ -92,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             if given:
                 shortcut_rates[name].append(len(given) * len(urls) / (time.perf_counter() - started))
     print(f"{len(states)} files, {len(urls)} URLs each, {args.runs} runs (decisions per second: median [min, max], "
-          "ratio of medians to no purpose token; the shortcut's test where allowing() gives one)")
+          "ratio of medians to no purpose token; the release memo's test where the ruling is plain)")
     print("| purpose tokens | judge() | ratio to none | shortcut tests given | shortcut test | ratio to none |")
     print("|---|---|---|---|---|---|")
     base = statistics.median(rates["none"])

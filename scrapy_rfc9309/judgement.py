@@ -8,9 +8,7 @@ from .core.verdict import (
     Judgement,
     Kind,
     allowed,
-    allowing,
     at_close,
-    explaining,
     holding,
     invalid_meta,
     judge,
@@ -19,6 +17,6 @@ from .core.verdict import (
 )
 
 __all__ = [
-    "DROP_REASONS", "Enforced", "Judgement", "Kind", "allowed", "allowing", "at_close", "explaining", "holding",
+    "DROP_REASONS", "Enforced", "Judgement", "Kind", "allowed", "at_close", "holding",
     "invalid_meta", "judge", "not_judged", "unreachable_reason",
 ]

@@ -5,7 +5,8 @@ seconds.
 :func:`fast_clock` makes the modules that decide how long an origin has been unreachable,
 when it is fetched again and when its held requests are given up (``lifecycle.waiting``,
 ``lifecycle.retries``, ``lifecycle.states``, ``lifecycle.fetches``, ``lifecycle.fetch_report``,
-``components.robotstxt_middleware``) read a wall clock that runs ``speed`` times faster than
+``components.robotstxt_middleware``, ``components.verdict_path``: their ``time``, and the ``_now``
+the last two bind) read a wall clock that runs ``speed`` times faster than
 time, and makes ``waiting``'s and ``retries``' timers (retries, give-up deadlines) fire ``speed`` times
 sooner. They all read the same clock, so every state, deadline and verdict is as at the
 default settings, compressed. What it leaves on real time: Scrapy (downloads, its
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from scrapy_rfc9309.components import robotstxt_middleware as middleware
+from scrapy_rfc9309.components import verdict_path
 from scrapy_rfc9309.lifecycle import fetch_report, fetches, retries, states, waiting
 from scrapy_rfc9309.runtime import loop
 
@@ -49,6 +51,8 @@ def fast_clock(monkeypatch: pytest.MonkeyPatch, speed: float) -> _FastTime:
     clock = _FastTime(speed)
     for module in (waiting, retries, states, fetches, fetch_report, middleware):
         monkeypatch.setattr(module, "time", clock)
+    for module in (middleware, verdict_path):  # the clock they bind once, for speed
+        monkeypatch.setattr(module, "_now", clock.time)
 
     def call_later(delay: float, func: Callable[..., Any], *args: Any) -> loop.Timer:
         return loop.call_later(delay / speed, func, *args)

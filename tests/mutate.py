@@ -73,7 +73,7 @@ CAMPAIGNS: list[tuple[str, list[str], str | None]] = [
     ("scrapy_rfc9309/lifecycle/idle_watch.py", ["tests/test_idle_progress.py", "tests/test_held_idle.py"], None),
     ("scrapy_rfc9309/lifecycle/waiting.py", ["tests/test_middleware_hold.py", "tests/test_failure_paths.py"], None),
     ("scrapy_rfc9309/lifecycle/parking.py", ["tests/test_middleware_hold.py", "tests/test_held_idle.py"], None),
-    ("scrapy_rfc9309/enforcement/release_memo.py", ["tests/test_mutants_release_memo.py", "tests/test_shortcuts.py"],
+    ("scrapy_rfc9309/enforcement/release_memo.py", ["tests/test_mutants_release_memo.py", "tests/test_release_memo.py"],
      None),
 ]
 

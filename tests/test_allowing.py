@@ -1,9 +1,11 @@
-"""The middleware's shortcut for the most frequent verdict: :func:`~scrapy_rfc9309.judgement.allowing`
-is :func:`~scrapy_rfc9309.judgement.judge` specialised to one robots.txt state and agent. Over the
-robots.txt files of ``benchmarks/corpus`` and hand-written ones (usage records, Crawl-delay, purpose
-tokens' groups), many URLs, agents and settings, it says True exactly where ``judge`` gives a bare
-allowed verdict (one that carries nothing to act on or tell), so that acting on it without building the
-verdict does what acting on ``judge``'s verdict does."""
+"""The one function of a verdict, :class:`~scrapy_rfc9309.core.verdict.Ruling` (``judge`` is made of it),
+against an oracle: ``judge``, ``allowing`` and ``explaining`` as the package had them before
+(``tests/reference_verdict.py``). Over the robots.txt files of ``benchmarks/corpus`` and hand-written ones
+(usage records, Crawl-delay, purpose tokens' groups), many URLs, agents and settings, the Ruling gives the
+reference's verdict, with and without ``explain``; a plain ruling is one where the reference's ``allowing``
+gave a test, its ``passes`` says True exactly where that test did (a bare allowed verdict, one that
+carries nothing to act on or tell), and what it tells of an allowed URL is the reference's verdict with
+``explain``. A regression net: that the release memo answers as the Ruling does holds by construction."""
 
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from reference_verdict import allowing, explaining
+from reference_verdict import judge as reference_judge
 
 from scrapy_rfc9309.core.product_tokens import product_token
 from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome, OriginState, Policy
-from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, allowed, allowing, explaining, judge
+from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, Ruling, judge
 
 NOW = 1_000_000.0
 POLICY = Policy(max_wait=60.0, max_wait_refused=10.0)
@@ -90,16 +94,38 @@ def shortcut_cases(enforced: Enforced) -> Iterator[tuple[tuple[str, str | bytes]
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
-def test_allowing_says_true_exactly_where_judge_gives_a_bare_allowed_verdict(setting):
+def test_the_ruling_gives_the_reference_verdict_everywhere(setting):
+    enforced = SETTINGS[setting]
+    outcomes = 0
+    for name, body in [*files().items(), ("404", None)]:
+        state = state_of(body)
+        urls = [f"https://example.com{path}" for path in paths_of(body or b"")]
+        for agent in AGENTS:
+            token = product_token(agent)
+            for explain in (False, True):
+                ruling = Ruling(state, None, agent, token, enforced, None, explain)
+                assert ruling.plain is (allowing(state, agent, enforced) is not None), (name, agent)
+                for url in urls:
+                    want = reference_judge(url, agent, token, state, NOW, enforced, explain=explain)
+                    assert ruling.judge(url, NOW)._asdict() == want._asdict(), (name, agent, url, explain)
+                    outcomes += 1
+    assert outcomes > 10000
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_a_plain_ruling_passes_exactly_where_the_reference_gives_a_bare_allowed_verdict(setting):
     enforced = SETTINGS[setting]
     shortcuts = outcomes = 0
     seen = set()
     for case, state, agent, token, test, urls in shortcut_cases(enforced):
         shortcuts += 1
+        ruling = Ruling(state, None, agent, token, enforced)
+        assert ruling.plain, case
         for url in urls:
-            verdict = judge(url, agent, token, state, NOW, enforced)
+            verdict = reference_judge(url, agent, token, state, NOW, enforced)
             bare = verdict == Judgement(Kind.ALLOWED, url, token, state)
             assert test(url) is bare, (case, url, verdict)
+            assert ruling.passes(url) is bare, (case, url, verdict)
             seen.add(bare)
             outcomes += 1
     if setting == "tdmrep":  # an allowed verdict may carry more: judge() decides
@@ -110,7 +136,7 @@ def test_allowing_says_true_exactly_where_judge_gives_a_bare_allowed_verdict(set
 
 
 @pytest.mark.parametrize("setting", ["defaults", "purpose tokens", "many purpose tokens"])
-def test_explaining_names_the_rule_judge_names_for_a_bare_allowed_verdict(setting):
+def test_a_plain_ruling_tells_the_rule_the_reference_names_for_a_bare_allowed_verdict(setting):
     # What a teller of allowed verdicts (the ledger, a robotstxt_verdict receiver) is told for a request
     # the shortcut allows is the value judge() gives with explain: the Allow rule that allowed it, or none.
     # Its function decides by itself where a teller needs the rule: a Disallow rule where the test says False
@@ -129,9 +155,11 @@ def test_explaining_names_the_rule_judge_names_for_a_bare_allowed_verdict(settin
                 refused += 1
                 continue
             assert rule is None or rule.allow, (case, url)
-            verdict = allowed(url, token, state, rule)  # what a teller is told
+            verdict = Ruling(state, None, agent, token, enforced, None, True).allowed(url)  # what a teller is told
+            assert verdict.rule == rule, (case, url)
             assert type(verdict) is Judgement and verdict._asdict() == Judgement(
                 Kind.ALLOWED, url, token, state, rule)._asdict() == judge(
+                url, agent, token, state, NOW, enforced, explain=True)._asdict() == reference_judge(
                 url, agent, token, state, NOW, enforced, explain=True)._asdict(), (case, url)
             named += rule is not None
             none += rule is None
@@ -148,6 +176,7 @@ def test_no_shortcut_where_an_allowed_verdict_carries_more(name, agent, setting,
     state = state_of(WRITTEN[name])
     enforced = SETTINGS[setting]
     assert allowing(state, agent, enforced) is None
+    assert not Ruling(state, None, agent, product_token(agent), enforced).plain
     verdict = judge(f"https://example.com{path}", agent, product_token(agent), state, NOW, enforced)
     assert verdict.kind is Kind.ALLOWED
     assert verdict != Judgement(Kind.ALLOWED, verdict.url, verdict.token, state)
@@ -156,16 +185,17 @@ def test_no_shortcut_where_an_allowed_verdict_carries_more(name, agent, setting,
 def test_where_an_allowed_verdict_carries_nothing_more_the_shortcut_applies():
     # Crawl-delay not enforced: the group's Crawl-delay is not part of the verdict; the googlebot group
     # has no usage records, the '*' group's do not apply to it.
-    assert allowing(state_of(WRITTEN["crawl-delay"]), "Unlisted/3", SETTINGS["defaults"]) is not None
-    assert allowing(state_of(WRITTEN["usage-star-only"]), b"Googlebot/2.1", SETTINGS["defaults"]) is not None
+    assert Ruling(state_of(WRITTEN["crawl-delay"]), None, "Unlisted/3", "unlisted", SETTINGS["defaults"]).plain
+    assert Ruling(state_of(WRITTEN["usage-star-only"]), None, b"Googlebot/2.1", "googlebot",
+                  SETTINGS["defaults"]).plain
     # Without rules every URL is allowed.
-    everything = allowing(state_of(None), "MyBot/1.0", SETTINGS["crawl delay"])
-    assert everything is not None and everything("https://example.com/anything")
+    everything = Ruling(state_of(None), None, "MyBot/1.0", "mybot", SETTINGS["crawl delay"])
+    assert everything.plain and everything.passes("https://example.com/anything")
 
 
 def test_no_shortcut_for_a_state_that_may_hold_requests():
     state = OriginState.initial(FetchOutcome(Access.UNREACHABLE, ROBOTS_URL, 503, cause=Cause.TRANSIENT), NOW,
                                 POLICY)
-    assert allowing(state, "MyBot/1.0", SETTINGS["defaults"]) is None
+    assert not Ruling(state, None, "MyBot/1.0", "mybot", SETTINGS["defaults"]).plain
     assert judge("https://example.com/page", "MyBot/1.0", "mybot", state, NOW, SETTINGS["defaults"]).kind \
         is Kind.HELD

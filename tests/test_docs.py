@@ -295,3 +295,17 @@ def test_a_broken_relative_link_is_found():
         "../outside.md: no ../outside.md in the checkout",
         "#nowhere: no heading #nowhere in ",
     ]
+
+
+#: What is outside the ledger, in the same words on the three pages that promise what it records.
+NOT_HTTP = ("The ledger records the verdicts on http(s) requests. A request whose URL is not http(s) (`ftp:`, "
+            "`s3:`, `file:`, `data:`) is released with a `not_judged` verdict (reason `not_http`): counted in the "
+            "close summary and sent with `robotstxt_verdict`, not written to the ledger. The plugin's own requests "
+            "have no verdict: its robots.txt and tdmrep.json fetches (the ledger records their results as `state` "
+            "records with the versions) and the parking's keeper (`data:,`, never downloaded).")
+
+
+def test_the_pages_that_promise_the_ledger_say_what_is_outside_it():
+    for page in ("README.md", "docs/compliance.md", "docs/ledger-format.md"):
+        text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+        assert NOT_HTTP in text, page

@@ -1,6 +1,6 @@
 """The verdict (scrapy_rfc9309/core/verdict.py) where the judgement tests left mutants alive: the fast
 ``allowed`` constructor is ``Judgement(Kind.ALLOWED, ...)``, ``judge`` leaves an allowing rule unresolved
-unless asked, and the verdict at close of a request whose document is unreachable carries its last
+unless asked, a ruling's test and rule agree with ``judge``, and the verdict at close of a request whose document is unreachable carries its last
 fetch and how long it waited (docs/development.md, "Mutation testing")."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from test_judgement import AGENT, ENFORCED, NOW, POLICY, PURPOSE_ROBOTS, TOKEN, 
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.core.matcher import Rule
 from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome
-from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, allowed, allowing, at_close, explaining, judge
+from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, Ruling, allowed, at_close, judge
 
 
 def test_the_fast_allowed_verdict_is_the_allowed_judgement() -> None:
@@ -52,12 +52,13 @@ def test_an_allowed_verdict_no_rule_matched_says_so() -> None:
 
 
 @pytest.mark.parametrize("purpose_tokens", [(), ("gptbot",), ("gptbot", "ccbot")])
-def test_allowing_agrees_with_judge(purpose_tokens: tuple[str, ...]) -> None:
-    """The specialised test says True exactly where judge gives the bare allowed verdict."""
+def test_a_plain_rulings_test_agrees_with_judge(purpose_tokens: tuple[str, ...]) -> None:
+    """A plain ruling's ``passes`` says True exactly where judge gives the bare allowed verdict."""
     robots = parsed(PURPOSE_ROBOTS)
     enforced = Enforced(POLICY, purpose_tokens=purpose_tokens)
-    test = allowing(robots, AGENT, enforced)
-    assert test is not None
+    ruling = Ruling(robots, None, AGENT, TOKEN, enforced)
+    assert ruling.plain
+    test = ruling.passes
     for path in ("/", "/articles/1", "/public/x", "/other", "/robots.txt"):
         url = f"https://example.com{path}"
         verdict = judge(url, AGENT, TOKEN, robots, NOW, enforced)
@@ -66,18 +67,18 @@ def test_allowing_agrees_with_judge(purpose_tokens: tuple[str, ...]) -> None:
 
 @pytest.mark.parametrize("body", [PURPOSE_ROBOTS, b"User-agent: *\nDisallow: /private\nAllow: /private/open\n",
                                   b"User-agent: *\nDisallow: /private\n"])
-def test_explaining_names_the_rule_judge_names(body: bytes) -> None:
+def test_a_rulings_rule_of_names_the_rule_judge_names(body: bytes) -> None:
     """None for a group without an Allow rule (an allowed URL is allowed by no rule); else, for each
-    URL allowing() lets through, the rule judge() names with explain."""
+    URL the ruling passes, the rule judge() names with explain."""
     robots = parsed(body)
     enforced = Enforced(POLICY)
-    rule_of = explaining(robots, AGENT, enforced)
+    ruling = Ruling(robots, None, AGENT, TOKEN, enforced, explain=True)
+    rule_of = ruling.rule_of
     if b"Allow:" not in body.split(b"User-agent: GPTBot")[0]:
         assert rule_of is None
         return
     assert rule_of is not None
-    test = allowing(robots, AGENT, enforced)
-    assert test is not None
+    test = ruling.passes
     for path in ("/", "/articles/1", "/private/x", "/private/open/1", "/other"):
         url = f"https://example.com{path}"
         if test(url):
@@ -85,10 +86,11 @@ def test_explaining_names_the_rule_judge_names(body: bytes) -> None:
 
 
 @pytest.mark.parametrize("purpose_tokens", [None, (), ("gptbot", "ccbot")])
-def test_explaining_with_purpose_tokens_names_the_refusing_groups_rule(purpose_tokens: tuple[str, ...] | None) -> None:
+def test_a_rulings_rule_of_with_purpose_tokens_names_the_refusing_groups_rule(
+        purpose_tokens: tuple[str, ...] | None) -> None:
     robots = parsed(PURPOSE_ROBOTS)
     enforced = Enforced(POLICY, purpose_tokens=purpose_tokens or ())
-    rule_of = explaining(robots, AGENT, None if purpose_tokens is None else enforced)
+    rule_of = Ruling(robots, None, AGENT, TOKEN, enforced, explain=True).rule_of
     assert rule_of is not None
     for path in ("/", "/articles/1", "/public/x", "/other"):
         url = f"https://example.com{path}"

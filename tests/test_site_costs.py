@@ -28,6 +28,7 @@ from scrapy_rfc9309.core import changes
 from scrapy_rfc9309.core import usage_rules as robotstxt_records
 from scrapy_rfc9309.core.changes import MAX_AGENTS, MAX_LISTED, MAX_TEXT, AgentChange, RobotsChange, diff
 from scrapy_rfc9309.core.robotstxt import RobotsTxt
+from scrapy_rfc9309.core.verdict import Ruling
 from scrapy_rfc9309.enforcement import request_agents as user_agents
 from scrapy_rfc9309.evidence.audit import audit, format_text
 from scrapy_rfc9309.exceptions import RobotsTxtUsageDenied
@@ -180,7 +181,7 @@ def test_purpose_tokens_cost_the_groups_they_select_and_keep_the_shortcut(origin
     a = origins()
     a["/robots.txt"] = text("User-agent: *\nDisallow: /private\n\nUser-agent: gptbot\nDisallow: /articles/\n")
     counted: dict[str, int] = {}
-    judge, merged_for = middleware.judge, RobotsTxt._merged_for
+    judge, merged_for = Ruling.judge, RobotsTxt._merged_for
 
     def counted_judge(*args: Any, **kwargs: Any) -> Any:
         counted["judged"] += 1
@@ -190,7 +191,7 @@ def test_purpose_tokens_cost_the_groups_they_select_and_keep_the_shortcut(origin
         counted["groups"] += 1
         return merged_for(self, agent)
 
-    monkeypatch.setattr(middleware, "judge", counted_judge)
+    monkeypatch.setattr(Ruling, "judge", counted_judge)
     monkeypatch.setattr(RobotsTxt, "_merged_for", counted_groups)
     # One page first (its request waits for the robots.txt and is judged in full), then the others.
     first = [a.url("/news/0")]
@@ -204,9 +205,9 @@ def test_purpose_tokens_cost_the_groups_they_select_and_keep_the_shortcut(origin
         assert stat(result, "forbidden") == 2
         seen.append(dict(counted))
     # The same work for 1,000 tokens as for 3: '*''s group and gptbot's, built once. The allowed pages of
-    # the second round go through the per-origin shortcut: only the first page and the two refused ones
-    # are judged in full, not each of the 42.
-    assert seen[0] == seen[1] == {"groups": 2, "judged": 3}, seen
+    # the second round go through the per-origin release memo: only the first page, the first page of the
+    # second round (which makes the release) and the two refused ones are judged in full, not each of the 42.
+    assert seen[0] == seen[1] == {"groups": 2, "judged": 4}, seen
 
 
 @pytest_twisted.inlineCallbacks

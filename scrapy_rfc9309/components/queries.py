@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from ..core.origins import HttpOrigins, Origin
+from ..core.origins import Origin, OriginOf
 from ..lifecycle.states import Closing
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class StateQueries:
     states: WaitingRequests
     tdm: WaitingRequests | None
     agents: UserAgents
-    _origin_of: HttpOrigins
+    _origin_of: OriginOf
 
     @property
     def cache(self) -> Any:

@@ -6,11 +6,12 @@ origin's states are a :class:`~scrapy_rfc9309.lifecycle.states.DocumentStates` (
 fetched by a :class:`~scrapy_rfc9309.lifecycle.fetches.Fetches` (store, single flight), and its
 requests wait in a :class:`~scrapy_rfc9309.lifecycle.waiting.WaitingRequests` (parked or in the downloader, retries,
 deadlines), one pair per document (robots.txt, and tdmrep.json with
-``ROBOTSTXT_TDMREP``); :func:`~scrapy_rfc9309.judgement.judge`
-makes the verdict, a :class:`~scrapy_rfc9309.judgement.Judgement`; the
-:class:`~scrapy_rfc9309.enforcement.actions.Enforcement` acts on it and tells its tellers.
-This class only gets the states and judges; the most frequent verdict, a bare
-allowed one, it answers per origin (:mod:`~scrapy_rfc9309.enforcement.release_memo`).
+``ROBOTSTXT_TDMREP``); the origin's :class:`~scrapy_rfc9309.core.verdict.Ruling` makes the
+verdict, a :class:`~scrapy_rfc9309.judgement.Judgement`; the
+:class:`~scrapy_rfc9309.enforcement.actions.Actions` act on it and tell the tellers.
+``process_request`` dispatches: the most frequent verdict, a bare allowed one, is answered
+per origin by the release memo (:mod:`~scrapy_rfc9309.enforcement.release_memo`), every
+other request takes the :class:`~.verdict_path.VerdictPath`.
 """
 
 from __future__ import annotations
@@ -24,21 +25,17 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http.headers import Headers
 
-from ..config import Config, purpose_tokens, refuse_builtin_beside, usage_line
+from ..config import Config, refuse_builtin_beside, usage_line
 from ..core.accelerator import ACCELERATED, matcher_in_use
-from ..core.origins import HttpOrigins, Origin
-from ..core.verdict import Judgement, Kind, at_close, holding, invalid_meta, judge, not_judged
-from ..enforcement.actions import Enforcement
-from ..enforcement.release_memo import Shortcuts, has_header
-from ..enforcement.request_agents import InvalidAgentMeta
-from ..exceptions import RobotsTxtConfigError
+from ..core.origins import Origin, OriginOf
+from ..core.urls import origin_text
+from ..enforcement.release_memo import Releases, has_header
 from ..ledger.writer import Ledger
 from ..lifecycle.change_signal import ChangeNews
 from ..lifecycle.dns_warmup import DnsWarmup
 from ..lifecycle.fetch import RobotsFetcher
 from ..lifecycle.idle_watch import HeldWatch
-from ..lifecycle.states import Closing
-from ..lifecycle.waiting import WaitingRequests, for_crawl
+from ..lifecycle.waiting import for_crawl
 from ..meta import (
     AGENT_META,
     FETCH_META,
@@ -49,11 +46,12 @@ from ..meta import (
     TDMREP_META,
     USAGE_META,
 )
-from ..runtime import compat as _compat
 from ..runtime.reporting import Reporting
 from ..stores import store_class
 from ..stores.client import StoreClient
 from .queries import StateQueries
+from .verdict_path import VerdictPath
+from .wiring import VerdictParts
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -61,7 +59,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from ..core.documents import Document
-    from ..core.state import OriginState
 
 __all__ = ["AGENT_META", "PREFERENCES_META", "TDMREP_META", "USAGE_META", "RobotsTxtMiddleware"]
 
@@ -72,6 +69,7 @@ _KEYS = frozenset({KEEPER_META, FETCH_META, "dont_obey_robotstxt", USAGE_META, P
                    GIVEN_UP_META, AGENT_META, PURPOSE_META})
 #: This middleware's path in ``DOWNLOADER_MIDDLEWARES``.
 MIDDLEWARE_PATH = "scrapy_rfc9309.RobotsTxtMiddleware"
+_now = time.time
 
 
 class RobotsTxtMiddleware(Reporting, StateQueries):
@@ -87,10 +85,13 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         refuse_builtin_beside(crawler.settings, MIDDLEWARE_PATH)
         config = self.config = Config.from_settings(crawler.settings)
         #: The http(s) origin of a URL, or None.
-        self._origin_of = HttpOrigins()
+        self._origin_of = OriginOf()
         self.policy = config.policy
-        self.enforcement = Enforcement.of(crawler, config)
-        self.agents = self.enforcement.agents
+        #: The verdicts' side of the crawl, shared with the usage middleware.
+        parts = self.parts = VerdictParts.of(crawler, config)
+        self.agents = parts.agents
+        self.enforced = parts.enforced
+        self.tellers = parts.tellers
         logger.info("%s", usage_line(config))
         logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
         store = warmup = None
@@ -102,12 +103,12 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
         self.ledger = Ledger(crawler, config, self.agents.token(self.agents.default)) if config.ledger else None
         settled = None
         if self.ledger is not None:
-            self.enforcement.add(self.ledger)
+            self.tellers.add(self.ledger)
             settled = self.ledger.settled
         self.fetcher = RobotsFetcher(crawler, self.policy, config.max_size,
                                      warmup.route_seen if warmup is not None else None)
         #: The usage categories listed in ROBOTSTXT_USAGE_DENY that a TDM reservation denies.
-        self.tdm_deny = self.enforcement.enforced.tdm_deny
+        self.tdm_deny = self.enforced.tdm_deny
         #: The requests waiting for their robots.txt (its states: ``states.states``) and, with
         #: ROBOTSTXT_TDMREP, for their tdmrep.json (held while it is unreachable only when reservations
         #: are enforced, as an unreachable robots.txt holds them; otherwise they go on, nothing known).
@@ -115,12 +116,16 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
                                           on_settled=settled, on_held=self._parked_held, tdm_holds=bool(self.tdm_deny),
                                           news=ChangeNews(crawler, self.agents.seen, self.agents.default),
                                           on_requeued=self._parked_requeued)
-        #: The per-origin shortcuts of the most frequent verdict (see shortcuts).
-        self.shortcuts = Shortcuts(self.states.states, self.enforcement, self.agents)
+        #: The per-origin memo of the most frequent verdict (see release_memo).
+        self.releases = Releases(self.states.states, self.tellers)
+        self._release_of = self.releases.get
+        self._path = VerdictPath(crawler, parts, self.states, self.tdm, self._origin_of, self.releases)
+        self._plain = self._path.plain
+        self._special = self._path.special
         #: Says what held requests wait for, and gives them up once they are all that is left.
         self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
                                     self.policy, config.max_wait_idle, own_receivers=(self._spider_idle,))
-        if self.enforcement.passed_tellers:  # without any, Scrapy has no process_response to call
+        if self.tellers.of_passed:  # without any, Scrapy has no process_response to call
             self.process_response = self._responded
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -132,204 +137,41 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
     # -- the downloader hooks -------------------------------------------------------------
     def process_request(self, request: Request,
                         spider: Any = None) -> Request | Coroutine[Any, Any, Request | None] | None:
-        """Judge ``request``. A request of an origin whose documents are cached and
-        fresh is judged at once; otherwise a coroutine waits for their fetch (Scrapy
-        awaits what ``process_request`` returns)."""
-        meta = request.meta
-        url = request.url
-        special = not _KEYS.isdisjoint(meta)  # most requests carry none of the plugin's meta keys
-        if not special:  # the shortcut of the origin, if it has one (see shortcuts): inline, for speed
-            end = url.find("/", 8)  # the end of scheme://authority (key_of)
-            shortcut = self.shortcuts.get(url if end < 0 else url[:end])
-            if (shortcut is not None and shortcut[0] and time.time() < shortcut[1]
-                    and shortcut[2] == shortcut[5].version
-                    and (shortcut[3] or (type(headers := request.headers) is Headers
-                                         and not has_header(headers, b"User-Agent")))
-                    and shortcut[4](url)):
-                shortcut[0] -= 1  # counted when it is refreshed
-                if shortcut[6] is not None:  # the tellers of allowed verdicts (the ledger) are told
-                    shortcut[6](request)
+        """Judge ``request``: by its origin's release when it has one that applies (see
+        release_memo), else on the verdict path. A request of an origin whose documents are
+        cached and fresh is judged at once; otherwise a coroutine waits for their fetch
+        (Scrapy awaits what ``process_request`` returns)."""
+        if _KEYS.isdisjoint(request.meta):  # most requests carry none of the plugin's meta keys
+            url = request.url
+            release = self._release_of(origin_text(url))
+            if (release is not None and release.remaining and release.version == release.cache.version
+                    and _now() < release.expires_at
+                    and (release.any_headers or (type(headers := request.headers) is Headers
+                                                 and not has_header(headers, b"User-Agent")))
+                    and release.test(url)):
+                release.remaining -= 1  # counted when it is refreshed
+                if release.tell is not None:  # the tellers of allowed verdicts (the ledger) are told
+                    release.tell(request)
                 return None
-        else:
-            if KEEPER_META in meta:
-                return self.states.parking.keeper.wait()
-            if FETCH_META in meta:
-                return None
-        if url.startswith(("data:", "file:")):
-            return None
-        origin = self._origin_of(url)
-        if origin is None:
-            return None
-        tdm = self.tdm
-        if not special:
-            agent = self.agents.unnamed(request)
-        else:
-            if meta.get("dont_obey_robotstxt"):
-                return self.enforcement.act(request, origin, not_judged(url, self.agents.token_of(request)))
-            # A redirect copies meta: what was found for the URL before it is stale.
-            meta.pop(USAGE_META, None)
-            meta.pop(PREFERENCES_META, None)
-            if tdm is not None:
-                meta.pop(TDMREP_META, None)
-            try:
-                agent = self.agents.of(request)
-                self._purposes(meta)
-            except (InvalidAgentMeta, RobotsTxtConfigError) as exc:
-                return self.enforcement.act(request, origin, invalid_meta(url, self.agents.token_of(request),
-                                                                          str(exc)))
-            given_up_as = meta.pop(GIVEN_UP_META, False)
-            if given_up_as == "idle":  # held, back from parking: given up as nothing else was left
-                self.enforcement.act(request, origin, self._at_close(request, origin, self._holder(origin), False,
-                                                                     "idle"))
-            if given_up_as:  # held, back from parking: its origin was given up
-                for states in (self.states, tdm):
-                    if states is not None and (given_up := states.given_up(origin)) is not None:
-                        states.give_up(origin)
-                        dropped = holding(url, self.agents.token(agent), given_up, states.document, time.time(),
-                                          self.policy, self.states.cache.get(origin))
-                        if dropped is not None:  # not held again
-                            self.enforcement.act(request, origin, dropped)
-        now = time.time()
-        robots = self.states.cached(origin, now)
-        if robots is not None:
-            enforcement = self.enforcement
-            if tdm is None and not special and (test := enforcement.allows(request, origin, agent, robots)):
-                self.shortcuts.remember(url, agent, robots, test, enforcement.telling(origin))
-                return None  # a bare allowed verdict, the most frequent: nothing else to do
-            tdm_state = None
-            if tdm is not None:
-                tdm_state = tdm.cached(origin, now)
-                if tdm_state is None:
-                    self._judge_robots(request, origin, agent, robots)
-                    return tdm.park(origin, request) or self._waiting(request, origin, agent, robots)
-            return enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, now))
-        if tdm is not None:
-            tdm.prefetch(origin, request)  # fetched beside the robots.txt, not after it
-        # Scrapy schedules a returned request: it is parked on the way (see parking).
-        return self.states.park(origin, request) or self._waiting(request, origin, agent, None)
-
-    def _verdict(self, request: Request, agent: str | bytes, robots: OriginState, tdm: OriginState | None,
-                 now: float) -> Judgement:
-        """The verdict on ``request`` by the states at hand."""
-        enforcement = self.enforcement
-        return judge(request.url, agent, self.agents.token(agent), robots, now, enforcement.enforced, tdm,
-                     explain=enforcement.explain, purposes=self._purposes(request.meta))
-
-    def _purposes(self, meta: dict[str, Any]) -> tuple[str, ...] | None:
-        """The request's ``robotstxt_purpose_tokens`` (None: ``ROBOTSTXT_PURPOSE_TOKENS``)."""
-        value = meta.get(PURPOSE_META)
-        return None if value is None else purpose_tokens(value, f"request meta {PURPOSE_META!r}")
-
-    def _judge_robots(self, request: Request, origin: Origin, agent: str | bytes, robots: OriginState) -> None:
-        """Act on a request the robots.txt refuses before it waits for the tdmrep.json."""
-        judgement = self._verdict(request, agent, robots, None, time.time())
-        if not judgement.kind.passes:
-            self.enforcement.act(request, origin, judgement)
-
-    async def _waiting(self, request: Request, origin: Origin, agent: str | bytes,
-                       robots: OriginState | None) -> Request | None:
-        """Judge ``request`` once its origin's documents are known: wait for their
-        fetch, and while a document holds the request (unreachable), until a retry
-        succeeds or waiting no longer helps."""
-        tdm = self.tdm
-        waiting: WaitingRequests = self.states
-        try:
-            if robots is None:
-                robots = await self._known(self.states, request, origin, agent, None)
-                if tdm is not None:
-                    self._judge_robots(request, origin, agent, robots)
-            tdm_state = None
-            if tdm is not None:
-                waiting = tdm
-                tdm_state = await self._known(tdm, request, origin, agent, robots)
-        except Closing as closing:
-            persists = _compat.scheduler_persists(self.crawler.engine)
-            return self.enforcement.act(request, origin, self._at_close(request, origin, waiting, persists,
-                                                                        closing.reason))
-        return self.enforcement.act(request, origin, self._verdict(request, agent, robots, tdm_state, time.time()))
-
-    async def _known(self, states: WaitingRequests, request: Request, origin: Origin, agent: str | bytes,
-                     robots: OriginState | None) -> OriginState:
-        """The state of ``states``' document once it no longer holds ``request``. A
-        request it holds is told once (``held``); one that waiting no longer helps is
-        dropped (acting on it raises). ``robots``: the robots.txt state, when
-        ``states`` is another document's. Raises :class:`Closing`."""
-        held = False
-        state = await states.current(origin, request)
-        token = self.agents.token(agent)
-        while True:
-            now = time.time()
-            if not states.holding(state, now):
-                break
-            judgement = holding(request.url, token, state, states.document, now, self.policy, robots or state)
-            assert judgement is not None
-            if judgement.kind is Kind.DROPPED:
-                states.give_up(origin)
-                self.enforcement.act(request, origin, judgement)  # raises
-            if not held:
-                held = True
-                self.enforcement.act(request, origin, judgement)
-            fetched = await states.wait(origin, request, state.give_up_at(self.policy) - now)
-            # Woken by a fetch's state, or at the deadline (a retry still running then serves nobody).
-            state = fetched or states.cache.get(origin) or await states.current(origin, request)
-        if held:
-            self._inc(f"{states.document.stat}released")
-        return state
+            return self._plain(request)
+        return self._special(request)
 
     def _responded(self, request: Request, response: Response, spider: Any = None) -> Response:
         """``process_response`` with a teller of passed responses (the ledger with
         ``ROBOTSTXT_LEDGER_RESPONSES``): tell it of the response of a judged request,
         before it goes to the spider."""
-        enforcement = self.enforcement
         meta = request.meta
         if FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
         if self._origin_of(request.url) is not None:
-            enforcement.responded(request, response.status, "passed")
+            self.tellers.responded(request, response.status, "passed")
         return response
 
     def _parked_held(self, request: Request, origin: Origin, document: Document) -> None:
-        """A request parked while its origin's ``document`` holds it: told as held (its verdict
-        follows when it comes back from parking). A ``dont_obey_robotstxt`` request, parked with
-        the others of its origin, is not held by the document: it is judged when it comes back."""
-        if request.meta.get("dont_obey_robotstxt"):
-            return
-        token = self.agents.token_of(request)
-        waiting = self._waiting_for(document)
-        state = waiting.cache.get(origin)
-        robots = self.states.cache.get(origin)
-        judgement = None if state is None else holding(request.url, token, state, document, time.time(),
-                                                       self.policy, robots or state)
-        if judgement is None or judgement.kind is not Kind.HELD:
-            judgement = Judgement(Kind.HELD, request.url, token, robots, document=document)
-        self.enforcement.tell(request, origin, judgement)
-
-    def _at_close(self, request: Request, origin: Origin, waiting: WaitingRequests, persists: bool,
-                  reason: str) -> Judgement:
-        """The verdict on a request given up at close or at idle (``reason``) while
-        ``waiting``'s document held it: handed back (``persists``) or dropped, with the
-        document's state then (what it answered, how long it was unreachable)."""
-        return at_close(request.url, self.agents.token_of(request), waiting.document, persists, reason,
-                        waiting.cache.get(origin), time.time())
-
-    def _holder(self, origin: Origin) -> WaitingRequests:
-        """The document that holds the origin's requests: its robots.txt, else its tdmrep.json."""
-        tdm = self.tdm
-        if tdm is not None and not self.states.states.holds_now(origin):
-            return tdm
-        return self.states
+        self._path.parked_held(request, origin, document)
 
     def _parked_requeued(self, request: Request, origin: Origin, reason: str, document: Document) -> None:
-        """A parked request handed back to the scheduler at close (``reason``) while it waited
-        for the origin's ``document``: its ``requeued`` verdict, counted and told as that of a
-        request that waited in the downloader (the parking schedules it)."""
-        self.enforcement.act(request, origin, self._at_close(request, origin, self._waiting_for(document), True,
-                                                             reason))
-
-    def _waiting_for(self, document: Document) -> WaitingRequests:
-        """The requests waiting for ``document`` (robots.txt's, or tdmrep.json's)."""
-        tdm = self.tdm
-        return tdm if tdm is not None and document is tdm.document else self.states
+        self._path.parked_requeued(request, origin, reason, document)
 
     # -- what the crawl waits for ----------------------------------------------------------
     @property
@@ -340,7 +182,7 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
     @property
     def held_count(self) -> int:
         """Requests held now (their origin's document unreachable, waiting for a retry), of all documents."""
-        now = time.time()
+        now = _now()
         return sum(count for waiting in (self.states, self.tdm) if waiting is not None
                    for _, count, _ in waiting.held(now))
 
@@ -350,11 +192,11 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             raise DontCloseSpider
 
     async def _spider_closed(self, spider: Any = None) -> None:
-        self.shortcuts.flush()
+        self.releases.flush()
         self.states.close()
         if self.tdm is not None:
             self.tdm.close()
         if self.states.fetches.store is not None:
             await self.states.fetches.store.close()  # after the saves still running
-        self.enforcement.summarize([states for states in (self.states, self.tdm) if states is not None])
-        await self.enforcement.close()
+        self.parts.close_summary.log([states for states in (self.states, self.tdm) if states is not None])
+        await self.tellers.close()

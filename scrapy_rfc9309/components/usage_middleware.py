@@ -20,8 +20,7 @@ from w3lib.encoding import http_content_type_encoding
 from .. import signals as rfc_signals
 from ..config import Config
 from ..core.caches import BoundedDict
-from ..core.origins import HttpOrigins
-from ..enforcement.actions import Enforcement
+from ..core.origins import OriginOf
 from ..exceptions import RobotsTxtUsageDeniedByResponse
 from ..meta import FETCH_META, KEEPER_META, PREFERENCES_META, TDMREP_META, USAGE_META
 from ..runtime import compat as _compat
@@ -40,6 +39,7 @@ from ..usage.response_sources import (
     tdm_statement,
     tdmrep_statement,
 )
+from .wiring import VerdictParts
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -289,14 +289,14 @@ class UsageMiddleware(Reporting):
         if not (config.usage_headers or config.usage_meta):
             raise NotConfigured
         self.crawler = crawler
-        self.enforcement = Enforcement.of(crawler, config)
+        self.parts = VerdictParts.of(crawler, config)
         self.reader = ResponseUsage(crawler, config)
         self.usage_deny = config.usage_deny
         #: Whether only the headers are read (``ROBOTSTXT_USAGE_META`` off, the default).
         self.headers_only = not config.usage_meta
         #: The names of the usage headers, as Scrapy's ``Headers`` stores them.
         self.usage_headers = self.reader.keys[Headers][1]
-        self._origin_of = HttpOrigins()
+        self._origin_of = OriginOf()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UsageMiddleware:
@@ -313,7 +313,7 @@ class UsageMiddleware(Reporting):
                 return response
         elif FETCH_META in meta or KEEPER_META in meta or meta.get("dont_obey_robotstxt"):
             return response
-        preferences = self.reader.read(request, response, lambda: self.enforcement.agents.token_of(request),
+        preferences = self.reader.read(request, response, lambda: self.parts.agents.token_of(request),
                                        lambda: self._robots_url(request.url))
         if preferences is None:
             return response
@@ -329,7 +329,7 @@ class UsageMiddleware(Reporting):
                 message = (f"Usage preference denies {category}: {response} not passed to the spider "
                            f"({'; '.join(sources)})")
                 logger.debug(message, extra=self._log_extra)
-                self.enforcement.responded(request, response.status, "usage_denied")
+                self.parts.tellers.responded(request, response.status, "usage_denied")
                 raise RobotsTxtUsageDeniedByResponse(message, preferences, robots_url, category, sources)
         return response
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_PORTS", "HttpOrigins", "Origin"]
+from .caches import BoundedDict
+from .urls import one_origin, origin_text
+
+__all__ = ["DEFAULT_PORTS", "HttpOrigins", "Origin", "OriginOf"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 
@@ -80,29 +83,30 @@ def _idna(host: str) -> str:
         return ".".join(labels)
 
 
-class HttpOrigins:
+class OriginOf(BoundedDict[str, "Origin | None"]):
     """The http(s) origin of a URL (None for another scheme, or no origin), memoised
-    by its ``scheme://authority`` text: the per-request look-up of the middlewares."""
+    by its :func:`~.urls.origin_text`: the per-request look-up of the middlewares."""
 
-    __slots__ = ("_known",)
+    __slots__ = ()
 
-    #: Origins remembered at most (then forgotten all at once, as a crawl moves on).
+    #: Origins remembered at most (then the oldest quarter is forgotten, as a crawl moves on).
     MAX = 4096
 
-    def __init__(self) -> None:
-        self._known: dict[str, Origin | None] = {}
+    def __init__(self, max_entries: int = MAX) -> None:
+        super().__init__(max_entries)
 
     def __call__(self, url: str) -> Origin | None:
-        end = url.find("/", url.find("//") + 2) if "//" in url else -1
-        prefix = url if end < 0 else url[:end]
+        text = origin_text(url)
         try:
-            return self._known[prefix]
+            return self[text]
         except KeyError:
             origin = Origin.from_url(url)
             if origin is not None and origin.scheme not in ("http", "https"):
                 origin = None
-            if len(self._known) >= self.MAX:
-                self._known.clear()
-            if "?" not in prefix and "#" not in prefix and ";" not in prefix:
-                self._known[prefix] = origin
+            if one_origin(text):
+                self[text] = origin
             return origin
+
+
+#: The name users' code knew :class:`OriginOf` by.
+HttpOrigins = OriginOf

@@ -16,7 +16,7 @@ from .robotstxt import RobotsTxt
 from .syntax import DEFAULT_MAX_BYTES
 from .tdmrep import TdmRep
 
-__all__ = ["Access", "Cause", "Decision", "FetchOutcome", "OriginState", "Policy"]
+__all__ = ["Access", "Cause", "Decision", "FetchOutcome", "Hold", "OriginState", "Policy"]
 
 DAY = 86400.0
 
@@ -56,6 +56,14 @@ class Decision(enum.Enum):
     RULES = "rules"  # judge by the parsed file
     ALLOW_ALL = "allow_all"
     HOLD = "hold"  # complete disallow for now: wait for a successful retry
+
+
+class Hold(enum.Enum):
+    """Whether a document's state holds a request (:meth:`OriginState.hold`)."""
+
+    NO = "no"  # its rules decide, or it allows all
+    HOLD = "hold"  # unreachable without a good copy: complete disallow until a fetch succeeds
+    GIVE_UP = "give_up"  # held past give_up_at: waiting no longer helps, the request is dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +317,15 @@ class OriginState:
         """Whether the origin has been unreachable, with no good copy standing in,
         past :meth:`give_up_at`: its requests are dropped instead of held, until a
         fetch succeeds."""
-        return self.decision(now, policy) is Decision.HOLD and now >= self.give_up_at(policy)
+        return self.hold(now, policy) is Hold.GIVE_UP
+
+    def hold(self, now: float, policy: Policy) -> Hold:
+        """Whether the state holds its requests: THE definition of "is it held". ``NO``: its
+        rules decide (or it allows all); ``HOLD``: unreachable, with no good copy standing in;
+        ``GIVE_UP``: that, past :meth:`give_up_at` (waiting no longer helps)."""
+        if self.decision(now, policy) is not Decision.HOLD:
+            return Hold.NO
+        return Hold.GIVE_UP if now >= self.give_up_at(policy) else Hold.HOLD
 
     def keep_until(self, policy: Policy) -> float:
         """Until when the state is worth keeping: its lifetime, or longer while its

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["canonical", "canonical_path", "escape_undecodable", "path_of", "url_path"]
+__all__ = ["canonical", "canonical_path", "escape_undecodable", "one_origin", "origin_text", "path_of",
+           "url_path"]
 
 _HEX = "0123456789ABCDEFabcdef"
 # ASCII octets that stay percent-encoded everywhere: "%" itself and the reserved
@@ -158,3 +159,21 @@ def _first_of(text: str, chars: str, start: int) -> int:
         if pos >= 0 and (best < 0 or pos < best):
             best = pos
     return best
+
+
+def origin_text(url: str) -> str:
+    """The ``scheme://authority`` text of an http(s) URL: up to the first ``/`` after
+    ``http://`` and one character (a host has one at least) or after ``https://``; the whole
+    URL without one. The key of the per-origin memos (:class:`~.origins.OriginOf`, the
+    release memo): a text that holds a whole authority determines the origin of every URL
+    it begins, when :func:`one_origin` says it names one."""
+    end = url.find("/", 8)
+    return url if end < 0 else url[:end]
+
+
+def one_origin(text: str) -> bool:
+    """Whether an :func:`origin_text` names one http(s) origin, its authority whole: it
+    begins with ``http://`` or ``https://`` (so that the ``/`` it ends before follows the
+    authority) and does not run into a query, fragment or parameters (``?``, ``#``, ``;``).
+    Another text is not remembered: its URL's origin is worked out each time."""
+    return text.startswith(("http://", "https://")) and "?" not in text and "#" not in text and ";" not in text

@@ -10,16 +10,16 @@ Pure Python: no Scrapy, no I/O, the clock passed in.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .documents import ROBOTS_TXT, TDMREP, Document
 from .robotstxt import Verdict
-from .state import Access, Cause, Decision, OriginState, Policy
+from .state import Access, Cause, Hold, OriginState, Policy
 from .tdmrep import reserves
 from .urls import path_of
+from .verdict_kinds import DROP_REASONS, Kind, reason_words
 
 if TYPE_CHECKING:
     from .matcher import Rule
@@ -31,47 +31,15 @@ __all__ = [
     "Enforced",
     "Judgement",
     "Kind",
+    "Ruling",
     "allowed",
-    "allowing",
     "at_close",
-    "explaining",
     "holding",
     "invalid_meta",
     "judge",
     "not_judged",
     "unreachable_reason",
 ]
-
-
-class Kind(enum.Enum):
-    """What becomes of a request. The values are the ledger's verdict names."""
-
-    ALLOWED = "allowed"
-    FORBIDDEN = "disallowed"  # robots.txt disallows it
-    USAGE_DENIED = "usage_denied"  # robots.txt's Content-Usage / Content-Signal says n for an enforced category
-    TDM_RESERVED = "tdm_reserved"  # tdmrep.json reserves TDM rights, and ROBOTSTXT_USAGE_DENY enforces it
-    DROPPED = "dropped"  # nothing decides it, and waiting cannot help (``reason``)
-    HELD = "held"  # a document it needs is unreachable: complete disallow until a retry succeeds
-    REQUEUED = "requeued"  # still held when the spider closed; handed back to a scheduler that keeps it
-    NOT_JUDGED = "not_judged"  # ``dont_obey_robotstxt``
-
-    @property
-    def passes(self) -> bool:
-        """Whether the request goes on to the downloader (or back to the scheduler)."""
-        return self in _PASSING
-
-
-_PASSING = frozenset({Kind.ALLOWED, Kind.HELD, Kind.REQUEUED, Kind.NOT_JUDGED})
-
-#: Why a request is dropped (``Judgement.reason`` of a ``DROPPED`` one), in words.
-DROP_REASONS = {
-    "max_wait": "held too long",
-    "no_host": "for a host name that does not resolve",
-    "cannot_request": "that Scrapy cannot make",
-    "closing": "held when the spider closed",
-    "idle": "held when nothing else was left to crawl",
-    "invalid_meta": "with an invalid robotstxt_user_agent meta key",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +111,7 @@ class Judgement(NamedTuple):
 
     def __str__(self) -> str:
         """The verdict in words, as ``scrapy robotstxt URL`` prints it."""
-        return f"{_KIND_WORDS[self.kind]} ({self.why})"
+        return f"{self.kind.words} ({self.why})"
 
     @property
     def why(self) -> str:
@@ -153,7 +121,7 @@ class Judgement(NamedTuple):
             return self.reason or "not judged"
         if kind in (Kind.DROPPED, Kind.HELD, Kind.REQUEUED):
             document = (self.document or ROBOTS_TXT).name
-            reason = DROP_REASONS.get(self.reason or "", self.reason or "")
+            reason = reason_words(self.reason)
             if kind is Kind.HELD:
                 return f"{document} unreachable ({self.detail}): complete disallow until a fetch succeeds"
             if kind is Kind.REQUEUED:
@@ -184,21 +152,9 @@ _ALLOWED = Kind.ALLOWED
 
 def allowed(url: str, token: str, robots: OriginState, rule: Rule | None) -> Judgement:
     """``Judgement(Kind.ALLOWED, url, token, robots, rule)``, the most frequent verdict,
-    built without the generated constructor's Python call (what :meth:`.Enforcement.allows`
-    and the shortcuts tell for every allowed request)."""
+    built without the generated constructor's Python call (what :meth:`Ruling.allowed` and the
+    release memo tell for every allowed request)."""
     return _new_tuple(Judgement, (_ALLOWED, url, token, robots, rule) + _ALLOWED_TAIL)  # noqa: RUF005 (faster)
-
-
-_KIND_WORDS = {
-    Kind.ALLOWED: "allowed",
-    Kind.FORBIDDEN: "disallowed",
-    Kind.USAGE_DENIED: "usage denied",
-    Kind.TDM_RESERVED: "reserved",
-    Kind.DROPPED: "dropped",
-    Kind.HELD: "held",
-    Kind.REQUEUED: "requeued",
-    Kind.NOT_JUDGED: "not judged",
-}
 
 
 def unreachable_reason(cause: Cause) -> str:
@@ -217,14 +173,133 @@ def holding(url: str, token: str, state: OriginState, document: Document, now: f
     copy standing in (DROPPED once waiting cannot help: :meth:`OriginState.waited_too_long`);
     None when the state decides by its rules (or allows all). ``robots``: the
     robots.txt state the verdict rests on, when ``document`` is another one."""
-    if state.decision(now, policy) is not Decision.HOLD:
+    hold = state.hold(now, policy)
+    if hold is Hold.NO:
         return None
-    if state.waited_too_long(now, policy):
+    if hold is Hold.GIVE_UP:
         return Judgement(Kind.DROPPED, url, token, robots, document=document,
                          reason=unreachable_reason(state.cause), detail=state.detail,
                          tdm=state if document is TDMREP else None, waited=policy.max_wait_for(state.cause))
     return Judgement(Kind.HELD, url, token, robots, document=document, detail=state.detail,
                      tdm=state if document is TDMREP else None)
+
+
+class Ruling:
+    """The verdicts of one origin's documents for one agent: what depends on the states
+    and the agent is worked out once, here, and per URL only the rest.
+    ``judge(url, ...) == Ruling(...).judge(url, now)``: :func:`judge` is made of it.
+
+    ``passes`` is THE allow test of a URL: its agent's group allows it and so does the
+    group of each purpose token (``purposes``, else ``enforced.purpose_tokens``; see
+    :meth:`~scrapy_rfc9309.RobotsTxt.purpose_groups`). ``rule_of`` names the rule that
+    allowed an allowed URL, with ``explain`` (None: not asked, or the group has no Allow
+    rule and an allowed URL none to name). ``plain``: an allowed verdict carries nothing
+    but its kind (the state cannot hold, no tdmrep.json is consulted, the group has no
+    usage record, no Crawl-delay applies), so that :meth:`judge` is :meth:`allowed` exactly
+    where ``passes`` says True. ``expires_at``: when the states it rests on expire."""
+
+    __slots__ = ("_allows", "_groups", "agent", "delay", "enforced", "expires_at", "explain", "parsed", "passes",
+                 "plain", "purposes", "robots", "rule_of", "tdm", "token")
+
+    def __init__(self, robots: OriginState, tdm: OriginState | None, agent: str | bytes, token: str,
+                 enforced: Enforced, purposes: tuple[str, ...] | None = None, explain: bool = False) -> None:
+        self.robots = robots
+        self.tdm = tdm
+        self.agent = agent
+        self.token = token
+        self.enforced = enforced
+        self.purposes = enforced.purpose_tokens if purposes is None else purposes
+        self.explain = explain
+        parsed = self.parsed = robots.robots
+        self.rule_of: Callable[[str], Rule | None] | None = None
+        self.delay: float | None = None
+        self._groups: tuple[tuple[str, Any], ...] = ()
+        if parsed is None:
+            self._allows: Callable[[str], bool] = _everything
+            self.passes: Callable[[str], bool] = _everything
+            usage = False
+        else:
+            self._allows = self.passes = parsed.allower(agent)
+            if self.purposes:
+                self._groups = parsed.purpose_groups(agent, self.purposes)
+            if self._groups:
+                tests = (self._allows, *(matcher.allowed for _purpose, matcher in self._groups))
+                self.passes = lambda url: all(allows(url) for allows in tests)
+            if explain and any(rule.allow for rule in parsed.rules(agent)):
+                self.rule_of = parsed.decider(agent)
+            if enforced.crawl_delay:
+                self.delay = parsed.crawl_delay(agent)
+            usage = parsed.has_usage(agent)
+        self.plain = (robots.access is not Access.UNREACHABLE and not enforced.tdmrep and not usage
+                      and self.delay is None)
+        self.expires_at = robots.expires_at if tdm is None else min(robots.expires_at, tdm.expires_at)
+
+    def allowed(self, url: str) -> Judgement:
+        """The bare allowed verdict on ``url`` (for a plain ruling, one that ``passes``)."""
+        rule_of = self.rule_of
+        return allowed(url, self.token, self.robots, None if rule_of is None else rule_of(url))
+
+    def judge(self, url: str, now: float) -> Judgement:
+        """The verdict on a request for ``url`` at ``now`` (see :func:`judge`)."""
+        if self.plain:
+            return self.allowed(url) if self.passes(url) else self._forbidden(url)
+        return self._judge(url, now)
+
+    def _forbidden(self, url: str) -> Judgement:
+        """The verdict on a URL that ``passes`` refuses: the first group that disallows it names it."""
+        parsed = self.parsed
+        assert parsed is not None  # a state without rules refuses nothing
+        purpose = None
+        if self._allows(url):
+            purpose = next(purpose for purpose, matcher in self._groups if not matcher.allowed(url))
+        verdict = parsed.verdict(url, self.agent if purpose is None else purpose)
+        return Judgement(Kind.FORBIDDEN, url, self.token, self.robots, verdict.rule, group=verdict.token,
+                         path=verdict.path, purpose=purpose)
+
+    def _judge(self, url: str, now: float) -> Judgement:
+        robots, token, enforced = self.robots, self.token, self.enforced
+        policy = enforced.policy
+        if robots.access is Access.UNREACHABLE:  # only then can the robots.txt hold the request
+            held = holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
+            if held is not None:
+                return held
+        parsed = self.parsed
+        rule = None
+        usage = None
+        delay = self.delay
+        if parsed is not None:
+            if not self.passes(url):
+                return self._forbidden(url)
+            if self.rule_of is not None:
+                rule = self.rule_of(url)
+            if parsed.has_usage(self.agent):
+                usage = parsed.usage(url, self.agent) or None
+                if usage is not None:
+                    for category in enforced.usage_deny:
+                        if usage.denies(category):
+                            return Judgement(Kind.USAGE_DENIED, url, token, robots, rule, usage, category=category)
+        tdm = self.tdm
+        if not enforced.tdmrep or tdm is None:
+            return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, crawl_delay=delay)
+        tdm_deny = enforced.tdm_deny
+        if tdm_deny:
+            held = holding(url, token, tdm, TDMREP, now, policy, robots)
+            if held is not None:
+                return held
+        elif tdm.hold(now, policy) is not Hold.NO:  # not enforced: nothing known, the request goes on
+            return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, crawl_delay=delay)
+        tdmrep = tdm.tdmrep
+        entry = None if tdmrep is None else tdmrep.entry_for(url)
+        if entry is not None and entry.reserved and tdm_deny:
+            return Judgement(Kind.TDM_RESERVED, url, token, robots, rule, usage, tdm, entry,
+                             category=", ".join(tdm_deny), tdm_known=True)
+        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay,
+                         tdm_known=True)
+
+
+def _everything(url: str) -> bool:
+    """The allow test of a state without rules: every URL allowed."""
+    return True
 
 
 def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: float, enforced: Enforced,
@@ -233,7 +308,8 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     """The verdict on a request for ``url`` by ``agent`` (whose product token is
     ``token``), from its origin's robots.txt state and, with ``enforced.tdmrep``,
     its tdmrep.json state ``tdm`` (None: not known yet; the robots.txt is judged
-    alone, and a request it allows is not final).
+    alone, and a request it allows is not final). The :class:`Ruling` of these states
+    and agent, asked about one URL.
 
     An unreachable document without a good copy holds the request (robots.txt
     always; tdmrep.json when reservations are enforced), or drops it once waiting
@@ -242,117 +318,13 @@ def judge(url: str, agent: str | bytes, token: str, robots: OriginState, now: fl
     request always names its rule. A request its own token's group allows must be
     allowed by the group of each purpose token too (``purposes``, else
     ``enforced.purpose_tokens``): the first that disallows it decides (``purpose``)."""
-    policy = enforced.policy
-    if robots.access is Access.UNREACHABLE:  # only then can the robots.txt hold the request
-        held = holding(url, token, robots, ROBOTS_TXT, now, policy, robots)
-        if held is not None:
-            return held
-    parsed = robots.robots
-    rule = None
-    usage = None
-    delay = None
-    if parsed is not None:
-        if not parsed.allowed(url, agent):
-            verdict = parsed.verdict(url, agent)
-            return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
-                             path=verdict.path)
-        for purpose, matcher in parsed.purpose_groups(agent, enforced.purpose_tokens if purposes is None
-                                                      else purposes):
-            if not matcher.allowed(url):
-                verdict = parsed.verdict(url, purpose)
-                return Judgement(Kind.FORBIDDEN, url, token, robots, verdict.rule, group=verdict.token,
-                                 path=verdict.path, purpose=purpose)
-        if explain:
-            rule = parsed.deciding_rule(url, agent)
-        if enforced.crawl_delay:
-            delay = parsed.crawl_delay(agent)
-        if parsed.has_usage(agent):
-            usage = parsed.usage(url, agent) or None
-            if usage is not None:
-                for category in enforced.usage_deny:
-                    if usage.denies(category):
-                        return Judgement(Kind.USAGE_DENIED, url, token, robots, rule, usage, category=category)
-    if not enforced.tdmrep or tdm is None:
-        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, crawl_delay=delay)
-    tdm_deny = enforced.tdm_deny
-    if tdm_deny:
-        held = holding(url, token, tdm, TDMREP, now, policy, robots)
-        if held is not None:
-            return held
-    elif tdm.decision(now, policy) is Decision.HOLD:  # not enforced: nothing known, the request goes on
-        return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, crawl_delay=delay)
-    tdmrep = tdm.tdmrep
-    entry = None if tdmrep is None else tdmrep.entry_for(url)
-    if entry is not None and entry.reserved and tdm_deny:
-        return Judgement(Kind.TDM_RESERVED, url, token, robots, rule, usage, tdm, entry,
-                         category=", ".join(tdm_deny), tdm_known=True)
-    return Judgement(Kind.ALLOWED, url, token, robots, rule, usage, tdm, entry, crawl_delay=delay, tdm_known=True)
+    return Ruling(robots, tdm, agent, token, enforced, purposes, explain).judge(url, now)
 
 
-def allowing(robots: OriginState, agent: str | bytes, enforced: Enforced) -> Callable[[str], bool] | None:
-    """:func:`judge` specialised to one robots.txt state and one agent, for the
-    common request: one of ``enforced``'s own product tokens (no ``purposes`` of its
-    own), judged without ``explain`` and without a tdmrep.json. A function of the URL,
-    True where :func:`judge` gives a bare ``Judgement(Kind.ALLOWED, url, token, robots)``
-    (nothing but the kind to act on or tell), False where :func:`judge` must be asked
-    (a refused request; its verdict names its rule); None when it must always be
-    asked: the state may hold requests, or an allowed verdict carries more (a usage
-    preference, a Crawl-delay, a tdmrep.json rule). With purpose tokens, True where
-    the group of each of them allows the URL too (see
-    :meth:`~scrapy_rfc9309.RobotsTxt.purpose_groups`: only the groups other than the
-    agent's are asked, however many tokens select them)."""
-    if robots.access is Access.UNREACHABLE or enforced.tdmrep:
-        return None
-    parsed = robots.robots
-    if parsed is None:
-        return _everything
-    if parsed.has_usage(agent) or (enforced.crawl_delay and parsed.crawl_delay(agent) is not None):
-        return None
-    test = parsed.allower(agent)
-    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced.purpose_tokens else ()
-    if not groups:
-        return test
-    tests = (test, *(matcher.allowed for _purpose, matcher in groups))
-    return lambda url: all(allows(url) for allows in tests)
-
-
-def _everything(url: str) -> bool:
-    """What :func:`allowing` gives for a state without rules: every URL allowed."""
-    return True
-
-
-def explaining(robots: OriginState, agent: str | bytes,
-               enforced: Enforced | None = None) -> Callable[[str], Rule | None] | None:
-    """The rule that decides a URL (None: no rule matched, it is allowed): for a URL
-    that :func:`allowing` says True for, the rule :func:`judge` names with
-    ``explain``, and a Disallow rule for one it says False for (with ``enforced``'s
-    purpose tokens, the rule of a purpose token's group that refuses it). None when
-    the group has no Allow rule: a URL it allows is allowed by no rule, and there is
-    nothing to name."""
-    parsed = robots.robots
-    if parsed is None or not any(rule.allow for rule in parsed.rules(agent)):
-        return None
-    decider = parsed.decider(agent)
-    groups = parsed.purpose_groups(agent, enforced.purpose_tokens) if enforced and enforced.purpose_tokens else ()
-    if not groups:
-        return decider
-    refusers = tuple(matcher.url_rule for _purpose, matcher in groups)
-
-    def rule_of(url: str) -> Rule | None:
-        rule = decider(url)
-        if rule is None or rule.allow:
-            for refuser in refusers:
-                refused = refuser(url)
-                if refused is not None and not refused.allow:
-                    return refused
-        return rule
-
-    return rule_of
-
-
-def not_judged(url: str, token: str) -> Judgement:
-    """The verdict on a request that asks not to be judged (``dont_obey_robotstxt``)."""
-    return Judgement(Kind.NOT_JUDGED, url, token, reason="dont_obey_robotstxt")
+def not_judged(url: str, token: str, reason: str = "dont_obey_robotstxt") -> Judgement:
+    """The verdict on a request that is not judged: it asks not to be (``dont_obey_robotstxt``),
+    or its URL is not http(s) (``not_http``: no robots.txt applies to it)."""
+    return Judgement(Kind.NOT_JUDGED, url, token, reason=reason)
 
 
 def invalid_meta(url: str, token: str, detail: str) -> Judgement:

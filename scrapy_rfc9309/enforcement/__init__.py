@@ -1,2 +1,3 @@
-"""Acting on verdicts: the action and its tellers (:mod:`.actions`), the per-origin shortcut of
-the most frequent verdict (:mod:`.release_memo`), the agents of requests, Crawl-delay."""
+"""Acting on verdicts: the actions (:mod:`.actions`), the tellers (:mod:`.tellers`), the close
+summary (:mod:`.close_summary`), the per-origin release memo of the most frequent verdict
+(:mod:`.release_memo`), the agents of requests, Crawl-delay."""

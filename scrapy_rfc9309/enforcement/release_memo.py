@@ -1,56 +1,55 @@
-"""The per-origin shortcut for the most frequent verdict: a request with none of the
-plugin's meta keys, for the crawl's own agent, that the robots.txt allows and whose
-verdict carries nothing else (see :func:`~.judgement.allowing`). Once
-:meth:`.Enforcement.allows` has judged such a request, the next ones of its origin are
-answered in ``RobotsTxtMiddleware.process_request`` by one look-up of the URL's
-``scheme://authority`` text, two comparisons and one call of the matcher (and, where a
-teller reads allowed verdicts, one call that tells it), while the
-origin's cached state is the one the shortcut was made from (the cache has not changed
-since, and the state is fresh); the path through the origin's states, the agent and
-:func:`~.judgement.judge` crosses ten Python functions, each of which a crawl's other
-work has pushed out of the CPU's caches between two requests.
+"""The per-origin memo of the most frequent verdict: a bare allowed one, for a request with
+none of the plugin's meta keys, of the crawl's own agent. Once the origin's
+:class:`~scrapy_rfc9309.core.verdict.Ruling` has judged such a request and is plain (an
+allowed verdict carries nothing but its kind), its :class:`Release` answers the next ones
+of the origin in ``RobotsTxtMiddleware.process_request``: one look-up of the URL's
+:func:`~scrapy_rfc9309.core.urls.origin_text`, a few comparisons and one call of the
+ruling's ``passes`` (and, where a teller reads allowed verdicts, one call that tells it
+``ruling.allowed(url)``), while the origin's cached state is the one the ruling was made
+from (the cache has not changed since, and the state is fresh).
 
-What the shortcut skips, it makes up every :data:`REFRESH` requests of an origin and at
-the spider's close (:meth:`Shortcuts.flush`): the allowed verdicts it answered are
-counted in the close summary (:meth:`.Enforcement.count_allowed`), as cache hits in
-``robotstxt/cache_hit`` (:meth:`.DocumentStates.hits`), and the origin is judged in full
-again, which marks its cached state as used for the cache's least-recently-used order.
+The memo cannot answer otherwise than the ruling: its test IS the ruling's ``passes`` (the
+same object), and a plain ruling's verdict is ``ruling.allowed(url)`` exactly where
+``passes(url)``; what it tells is that value. What it adds are the conditions of its
+validity only.
+
+What the memo skips, it makes up every :data:`REFRESH` requests of an origin, when it is
+forgotten and at the spider's close (:meth:`Releases.flush`): the allowed verdicts it
+answered are counted in the close summary (the tally's ``allowed``), as cache hits in
+``robotstxt/cache_hit`` (:meth:`States.hits`), and the origin is judged in full again, which
+marks its cached state as used for the cache's least-recently-used order.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from ..core.caches import BoundedDict
+from ..core.urls import one_origin, origin_text
 
 if TYPE_CHECKING:
-    from ..core.state import OriginState
+    from scrapy import Request
+
+    from ..core.origins import Origin
+    from ..core.verdict import Ruling
     from ..stores import MemoryStore
-    from .actions import Enforcement
-    from .request_agents import UserAgents
+    from .tellers import Tellers
 
-__all__ = ["REFRESH", "Shortcuts", "States", "has_header", "key_of"]
+__all__ = ["MAX_RELEASES", "REFRESH", "Release", "Releases", "States", "has_header"]
 
-#: Requests an origin's shortcut answers before the origin is judged in full again.
+#: Requests an origin's release answers before the origin is judged in full again.
 REFRESH = 64
-#: Origins with a shortcut at most (then all are flushed and forgotten, as a crawl moves on).
-MAX_SHORTCUTS = 1024
+#: Origins with a release at most (then the oldest quarter is counted and forgotten, as a crawl moves on).
+MAX_RELEASES = 1024
 #: Whether a Scrapy ``Headers`` has a header (spelled as ``Headers`` stores it), without a Python call.
 has_header = dict.__contains__
 
-#: The field of a shortcut counting down the requests it answers before a refresh.
-REMAINING = 0
-
-
-def key_of(url: str) -> str:
-    """The ``scheme://authority`` text of an http(s) ``url`` with a host, as ``process_request``
-    computes it: up to the first ``/`` after ``http://`` and one character (the host's first) or after
-    ``https://``. A shortcut is kept only for a text that names one origin (see :meth:`Shortcuts.remember`)."""
-    end = url.find("/", 8)
-    return url if end < 0 else url[:end]
-
 
 class States(Protocol):
-    """The states a shortcut is made from (a document's :class:`.DocumentStates`): their cache, and
-    where the requests the shortcuts answered are counted as cache hits."""
+    """The states a release is made from (the robots.txt's): their cache, and where the
+    requests the releases answered are counted as cache hits."""
 
     @property
     def cache(self) -> MemoryStore: ...
@@ -58,50 +57,73 @@ class States(Protocol):
     def hits(self, count: int) -> None: ...
 
 
-class Shortcuts(dict[str, list[Any]]):
-    """The shortcuts of one crawl, by the ``scheme://authority`` text of their origin
-    (only for a text that names one origin: see :class:`~.origin.HttpOrigins`).
-    A shortcut is ``[remaining, expires_at, cache_version, any_headers, test, cache, tell]``:
-    the requests it answers before a refresh, when its state expires, the
-    :attr:`.MemoryStore.version` of ``cache`` it was made at, whether it applies whatever
-    the request's headers (``ROBOTSTXT_USER_AGENT`` is set; else only to a request without
-    a ``User-Agent`` header, whose agent is ``USER_AGENT``), the matcher's test, and what
-    tells the tellers of allowed verdicts (the ledger, ``robotstxt_verdict``) of each
-    request it allows (:meth:`.Enforcement.telling`; None without any)."""
+@dataclass(slots=True, eq=False)
+class Release:
+    """One origin's memo of its ruling's answer "bare allowed" (see the module).
 
-    def __init__(self, states: States, enforcement: Enforcement, agents: UserAgents) -> None:
-        super().__init__()
+    ``test`` is ``ruling.passes``; ``version`` the :attr:`.MemoryStore.version` of ``cache``
+    when the ruling's state was read from it (any put ends the memo); ``expires_at`` the
+    ruling's; ``any_headers``: it applies whatever the request's headers
+    (``ROBOTSTXT_USER_AGENT`` is set; else only to a request without a ``User-Agent``
+    header, whose agent is ``USER_AGENT``); ``tell`` tells the tellers of allowed verdicts
+    (None: there are none); ``remaining``: the requests it answers before a refresh."""
+
+    ruling: Ruling
+    test: Callable[[str], bool]
+    cache: MemoryStore
+    version: int
+    expires_at: float
+    any_headers: bool
+    tell: Callable[[Request], None] | None
+    remaining: int = REFRESH
+
+
+class Releases(BoundedDict[str, Release]):
+    """The releases of one crawl, by the origin text of their origin (only a text that
+    names one origin: :func:`~scrapy_rfc9309.core.urls.one_origin`)."""
+
+    __slots__ = ("states", "tellers")
+
+    def __init__(self, states: States, tellers: Tellers, max_entries: int = MAX_RELEASES) -> None:
+        super().__init__(max_entries)
         self.states = states
-        self.enforcement = enforcement
-        self.agents = agents
+        self.tellers = tellers
 
-    def remember(self, url: str, agent: str | bytes, robots: OriginState, test: Any, tell: Any = None) -> None:
-        """After :meth:`.Enforcement.allows` allowed a request for ``url`` of the crawl's
-        own agent with ``test``: (re)make the shortcut of its origin, counting what the old one answered."""
-        key = key_of(url)
-        if "?" in key or "#" in key or ";" in key or not key.startswith(("http://", "https://")):
-            return  # not one origin's text (HttpOrigins does not memoise it either)
-        configured = self.agents.configured
-        if agent != (configured or self.agents.default):
+    def remember(self, url: str, origin: Origin, ruling: Ruling, any_headers: bool) -> None:
+        """After ``ruling`` (plain) allowed a plain request for ``url`` of the crawl's own agent:
+        (re)make the release of its origin, counting what the old one answered."""
+        key = origin_text(url)
+        if not ruling.plain or not one_origin(key):
             return
         old = self.get(key)
         if old is not None:
             self._flush(old)
-        elif len(self) >= MAX_SHORTCUTS:
-            self.flush()
-            self.clear()
+        elif len(self) >= self.max_entries:
+            self.flush()  # the oldest quarter is forgotten next: what they answered is counted first
         cache = self.states.cache
-        self[key] = [REFRESH, robots.expires_at, cache.version, bool(configured), test, cache, tell]
+        self[key] = Release(ruling, ruling.passes, cache, cache.version, ruling.expires_at, any_headers,
+                            self._telling(origin, ruling))
+
+    def _telling(self, origin: Origin, ruling: Ruling) -> Callable[[Request], None] | None:
+        tellers = self.tellers
+        if not tellers.of_allowed:
+            return None
+        allowed = ruling.allowed
+        judged = tellers.judged
+
+        def tell(request: Request) -> None:
+            judged(request, origin, allowed(request.url))
+
+        return tell
 
     def flush(self) -> None:
-        """Count what the shortcuts answered (before the close summary and the stats are written)."""
-        for shortcut in self.values():
-            self._flush(shortcut)
+        """Count what the releases answered (before the close summary and the stats are written)."""
+        for release in self.values():
+            self._flush(release)
 
-    def _flush(self, shortcut: list[Any]) -> None:
-        answered = REFRESH - shortcut[REMAINING]
+    def _flush(self, release: Release) -> None:
+        answered = REFRESH - release.remaining
         if answered:
-            shortcut[REMAINING] = REFRESH
-            self.enforcement.count_allowed(answered)
+            release.remaining = REFRESH
+            self.tellers.tally.allowed += answered
             self.states.hits(answered)
-

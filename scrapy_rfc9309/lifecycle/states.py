@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..core.documents import ROBOTS_TXT, Document
-from ..core.state import Access, Decision, OriginState
+from ..core.state import Access, Hold, OriginState
 from ..runtime.reporting import Reporting
 from ..stores import MemoryStore
 
@@ -65,17 +65,17 @@ class DocumentStates(Reporting):
     def holding(self, state: OriginState, now: float) -> bool:
         """Whether ``state`` holds its origin's requests now (see ``holds``): they are
         held, or given up once waiting has lasted too long (:meth:`gives_up`)."""
-        return self.holds and state.decision(now, self.policy) is Decision.HOLD
+        return self.holds and state.hold(now, self.policy) is not Hold.NO
 
     def held(self, state: OriginState, now: float) -> bool:
         """Whether ``state`` holds its origin's requests now and waiting can still help
         (not past the origin's maximum wait)."""
-        return self.holding(state, now) and not state.waited_too_long(now, self.policy)
+        return self.holds and state.hold(now, self.policy) is Hold.HOLD
 
     def gives_up(self, state: OriginState, now: float) -> bool:
         """Whether ``state`` would hold its origin's requests but they are given up:
         unreachable past the origin's maximum wait, no fetch succeeded since."""
-        return self.holding(state, now) and state.waited_too_long(now, self.policy)
+        return self.holds and state.hold(now, self.policy) is Hold.GIVE_UP
 
     def holds_now(self, origin: Origin) -> bool:
         """Whether the origin's cached state holds its requests now (:meth:`held`): a

@@ -1,9 +1,9 @@
-"""The shortcuts for a bare allowed verdict (``Enforcement.allows``, ``scrapy_rfc9309.enforcement.release_memo``).
+"""The release memo of a bare allowed verdict (``scrapy_rfc9309.enforcement.release_memo``).
 In real crawls with the add-on: taken where nothing reads more than the count (the close summary still
 counts every request, and a teller of every verdict, a ``robotstxt_verdict`` receiver or the ledger, is
 told each one, with the rule that allowed it), and bypassed for ``judge`` where an allowed verdict
 carries something (a usage preference set in the request's meta). On a middleware whose states are put in its
-cache: what ends a shortcut (another agent, a state put in the cache, its state's expiry), and what it
+cache: what ends a release (another agent, a state put in the cache, its state's expiry), and what it
 makes up (the count, the cache's least-recently-used order)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from scrapy import Request
 
 from scrapy_rfc9309.core.matcher import Rule
 from scrapy_rfc9309.core.verdict import Judgement, Kind
-from scrapy_rfc9309.enforcement.release_memo import MAX_SHORTCUTS, REFRESH, key_of
+from scrapy_rfc9309.enforcement.release_memo import MAX_RELEASES, REFRESH
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden
 from scrapy_rfc9309.meta import USAGE_META
 from scrapy_rfc9309.signals import robotstxt_verdict
@@ -79,7 +79,7 @@ def test_without_a_teller_every_verdict_is_counted_and_usage_is_still_set(origin
     assert sorted(result.responses) == sorted(o.url(p) for o in (plain, usage) for p in PAGES)
     assert sorted(e.url for e in result.errors) == sorted(o.url("/private/x") for o in (plain, usage))
     assert {type(e.exception) for e in result.errors} == {RobotsTxtForbidden}
-    # Allowed requests judged by the shortcut are counted as those judged in full.
+    # Allowed requests judged by the release are counted as those judged in full.
     assert result.logged("robots.txt verdicts: 12 allowed, 2 disallowed by robots.txt")
     # An allowed verdict that carries a usage preference is judged in full: the request carries it.
     assert all(MetaSpider.usage[plain.url(p)] is None for p in PAGES)
@@ -98,7 +98,7 @@ def test_a_verdict_receiver_gets_every_allowed_verdict_with_its_rule(origins):
     assert result.logged("robots.txt verdicts: 12 allowed, 2 disallowed by robots.txt")
 
 
-# ---- the shortcut's own checks, on a middleware of a crawler that does not crawl (its states put in
+# ---- the release's own checks, on a middleware of a crawler that does not crawl (its states put in
 # its cache, requests judged by process_request at once)
 
 ROBOTS = b"User-agent: *\nDisallow: /private\n\nUser-agent: otherbot\nDisallow: /\n"
@@ -135,21 +135,21 @@ def _judged(mw: Any, url: str, **kwargs: Any) -> str:
     return "allowed"
 
 
-def test_a_shortcut_is_made_by_a_bare_allowed_verdict_and_answers_the_next_requests():
+def test_a_release_is_made_by_a_bare_allowed_verdict_and_answers_the_next_requests():
     mw = _middleware()
     _put(mw, ROBOTS)
     assert _judged(mw, "https://example.com/a") == "allowed"
-    assert list(mw.shortcuts) == ["https://example.com"]
+    assert list(mw.releases) == ["https://example.com"]
     for n in range(300):
         assert _judged(mw, f"https://example.com/p/{n}") == "allowed"
     assert _judged(mw, "https://example.com/private/1") == "forbidden"
     # Refreshed every REFRESH requests: what it answered is counted then, and the rest at the close.
-    assert mw.enforcement.tally.allowed > 300 - REFRESH
-    mw.shortcuts.flush()
-    assert mw.enforcement.tally.allowed == 301
+    assert mw.tellers.tally.allowed > 300 - REFRESH
+    mw.releases.flush()
+    assert mw.tellers.tally.allowed == 301
 
 
-def test_a_shortcut_tells_the_tellers_of_allowed_verdicts_each_verdict_with_its_rule():
+def test_a_release_tells_the_tellers_of_allowed_verdicts_each_verdict_with_its_rule():
     from scrapy import signals
 
     mw = _middleware()
@@ -161,13 +161,13 @@ def test_a_shortcut_tells_the_tellers_of_allowed_verdicts_each_verdict_with_its_
     for url in urls:
         assert _judged(mw, url) == "allowed"
     assert _judged(mw, "https://example.com/private/1") == "forbidden"
-    assert list(mw.shortcuts) == ["https://example.com"]  # taken with a teller too
+    assert list(mw.releases) == ["https://example.com"]  # taken with a teller too
     # Each request told once, with the verdict judge() gives: the Allow rule that allowed it, or none.
     assert [(j.kind, j.url, j.rule) for j in told] == [
         *((Kind.ALLOWED, url, Rule(True, "/p/", 3) if "/p/" in url else None) for url in urls),
         (Kind.FORBIDDEN, "https://example.com/private/1", Rule(False, "/private", 2))]
-    mw.shortcuts.flush()
-    assert mw.enforcement.tally.allowed == len(urls)
+    mw.releases.flush()
+    assert mw.tellers.tally.allowed == len(urls)
 
 
 def test_a_request_with_a_user_agent_header_is_judged_for_its_own_agent():
@@ -178,66 +178,83 @@ def test_a_request_with_a_user_agent_header_is_judged_for_its_own_agent():
     assert _judged(mw, "https://example.com/c") == "allowed"
 
 
-def test_a_request_with_its_own_user_agent_header_makes_no_shortcut_for_the_crawl_s_agent():
-    """The opposite order: a request of another agent that its group allows does not make the shortcut
+def test_a_request_with_its_own_user_agent_header_makes_no_release_for_the_crawl_s_agent():
+    """The opposite order: a request of another agent that its group allows does not make the release
     that would answer the crawl's own agent's next requests with that agent's rules."""
     mw = _middleware()
     _put(mw, b"User-agent: *\nDisallow: /private\n\nUser-agent: otherbot\nAllow: /\n")
     assert _judged(mw, "https://example.com/private/1", headers={"User-Agent": "OtherBot/2"}) == "allowed"
     assert _judged(mw, "https://example.com/private/2") == "forbidden"
     assert _judged(mw, "https://example.com/a") == "allowed"  # the crawl's own agent makes it
-    assert list(mw.shortcuts) == ["https://example.com"]
+    assert list(mw.releases) == ["https://example.com"]
     assert _judged(mw, "https://example.com/private/3") == "forbidden"
     assert _judged(mw, "https://example.com/private/4", headers={"User-Agent": "OtherBot/2"}) == "allowed"
 
 
-def test_the_shortcuts_are_bounded_and_what_the_forgotten_ones_answered_is_counted():
-    mw = _middleware(ROBOTSTXT_CACHE_SIZE=MAX_SHORTCUTS + 10)
-    hosts = [f"site{n}.example" for n in range(MAX_SHORTCUTS + 1)]
+def test_the_releases_are_bounded_and_what_the_forgotten_ones_answered_is_counted():
+    mw = _middleware(ROBOTSTXT_CACHE_SIZE=MAX_RELEASES + 10)
+    hosts = [f"site{n}.example" for n in range(MAX_RELEASES + 1)]
     for host in hosts:
         _put(mw, ROBOTS, host=host)
     for index, host in enumerate(hosts):
-        for page in ("a", "b"):  # the first makes the origin's shortcut, the second is answered by it
+        for page in ("a", "b"):  # the first makes the origin's release, the second is answered by it
             assert _judged(mw, f"https://{host}/{page}") == "allowed"
-        assert len(mw.shortcuts) == index % MAX_SHORTCUTS + 1  # kept up to the bound
-    assert list(mw.shortcuts) == [f"https://{hosts[-1]}"]  # all flushed and forgotten at the bound, then one more
-    mw.shortcuts.flush()
-    assert mw.enforcement.tally.allowed == 2 * len(hosts)
+        # kept up to the bound, then the oldest quarter is forgotten (what it answered counted first)
+        assert len(mw.releases) == (index + 1 if index < MAX_RELEASES else MAX_RELEASES - MAX_RELEASES // 4 + 1)
+    assert list(mw.releases)[-1] == f"https://{hosts[-1]}"
+    assert next(iter(mw.releases)) == f"https://{hosts[MAX_RELEASES // 4]}"
+    mw.releases.flush()
+    assert mw.tellers.tally.allowed == 2 * len(hosts)
 
 
-def test_the_key_of_a_url_is_its_scheme_and_authority():
-    assert key_of("https://example.com/a/b?c") == "https://example.com"
-    assert key_of("http://a/") == "http://a"
-    assert key_of("https://example.com") == "https://example.com"  # no path at all
-
-
-def test_a_state_put_in_the_cache_replaces_the_shortcut_at_once():
+def test_a_state_put_in_the_cache_replaces_the_release_at_once():
     mw = _middleware()
     _put(mw, ROBOTS)
     assert _judged(mw, "https://example.com/later/1") == "allowed"
     _put(mw, b"User-agent: *\nDisallow: /later\n")  # a newer version (fetched, or told by another process)
     assert _judged(mw, "https://example.com/later/2") == "forbidden"
-    _put(mw, ROBOTS, host="other.example")  # another origin's state: the shortcut is made again
+    _put(mw, ROBOTS, host="other.example")  # another origin's state: the release is made again
     assert _judged(mw, "https://example.com/later/3") == "forbidden"
     assert _judged(mw, "https://example.com/now") == "allowed"
 
 
-def test_past_its_state_s_expiry_a_shortcut_answers_nothing():
+def test_past_its_state_s_expiry_a_release_answers_nothing():
     mw = _middleware()
     origin = _put(mw, ROBOTS)
     assert _judged(mw, "https://example.com/a") == "allowed"
-    shortcut = mw.shortcuts["https://example.com"]
-    shortcut[1] = time.time() - 1  # as if its state had expired meanwhile
+    release = mw.releases["https://example.com"]
+    release.expires_at = time.time() - 1  # as if its state had expired meanwhile
     assert _judged(mw, "https://example.com/b") == "allowed"  # judged in full (the state is fresh)
-    remade = mw.shortcuts["https://example.com"]
-    assert remade is not shortcut and remade[1] == mw.states.cache.get(origin).expires_at
+    remade = mw.releases["https://example.com"]
+    assert remade is not release and remade.expires_at == mw.states.cache.get(origin).expires_at
+    assert remade.test is remade.ruling.passes  # the memo's test IS its ruling's
 
 
-def test_an_origin_answered_by_its_shortcut_stays_recently_used_in_the_cache():
+def test_an_origin_answered_by_its_release_stays_recently_used_in_the_cache():
     mw = _middleware(ROBOTSTXT_CACHE_SIZE=2)
     first = _put(mw, ROBOTS, host="first.example")
     second = _put(mw, ROBOTS, host="second.example")
-    for n in range(REFRESH + 2):  # more than one shortcut's worth: refreshed (the state used) once at least
+    for n in range(REFRESH + 2):  # more than one release's worth: refreshed (the state used) once at least
         assert _judged(mw, f"https://first.example/p/{n}") == "allowed"
     _put(mw, ROBOTS, host="third.example")  # evicts the least recently used
     assert first in mw.states.cache and second not in mw.states.cache
+
+
+
+def test_a_release_is_kept_only_for_a_plain_ruling_and_a_text_that_names_one_origin():
+    from scrapy_rfc9309.core.verdict import Enforced, Ruling
+
+    mw = _middleware()
+    origin = _put(mw, ROBOTS)
+    robots = mw.states.cache.get(origin)
+    plain = Ruling(robots, None, "Scrapy", "scrapy", Enforced(mw.policy))
+    assert plain.plain
+    mw.releases.remember("https://example.com?q=/a", origin, plain, False)  # its text runs into the query
+    assert list(mw.releases) == []
+    not_plain = Ruling(robots, None, "Scrapy", "scrapy", Enforced(mw.policy, tdmrep=True))
+    assert not not_plain.plain
+    mw.releases.remember("https://example.com/a", origin, not_plain, False)
+    assert list(mw.releases) == []
+    mw.releases.remember("https://example.com/a", origin, plain, False)
+    assert list(mw.releases) == ["https://example.com"]
+    assert mw.releases["https://example.com"].test is plain.passes
