@@ -10,12 +10,11 @@ import json
 import zlib
 from typing import Any
 
-from ..core.origins import Origin
 from ..core.usage_vocabulary import REVISION
 from .audit_result import CORRUPT, MISMATCH, OriginReport, RunSettings
 from .files import MAX_LINE_BYTES, lines
 from .format import FORMATS_READ, GENESIS, chain, link
-from .verdict_check import Evidence, RunContext, VerdictCheck, record_time
+from .verdict_check import Evidence, RunContext, VerdictCheck, origin_of, record_time
 
 __all__ = ["SegmentCheck", "origin_base"]
 
@@ -25,7 +24,7 @@ def origin_base(value: object) -> str | None:
     the scheme's default): ``http://h:80`` and ``http://h`` are one origin."""
     if not isinstance(value, str):
         return None
-    origin = Origin.from_url(value)
+    origin = origin_of(value)
     return value if origin is None else origin.base
 
 
@@ -225,7 +224,7 @@ class SegmentCheck:
             return
         awaiting = self.context.awaiting.get(fp)
         if awaiting is None:
-            origin = Origin.from_url(url)
+            origin = origin_of(url)
             self.origin_report(origin.base if origin is not None else url).responses[str(record.get("d"))] += 1
             self.problem(number, MISMATCH, f"a response (status {record.get('s')!r}) for {url} without an earlier "
                          "allowed verdict of the same request that verified")
