@@ -37,6 +37,7 @@ from .audit_result import (
 from .files import MAX_VERSION_BYTES, VERSION_NAME, listing, read_version, same_records
 from .format import MANIFEST, RUNS_DIR, SEGMENT_RE, VERSIONS_DIR, file_hash, version_digest
 from .manifest_check import check_manifest
+from .observer import Observer
 from .segment_check import SegmentCheck
 from .verdict_check import RunContext
 
@@ -47,10 +48,12 @@ __all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "ORPHAN", "UNSEALED
 _PARSED_CACHE = 256
 
 
-def audit(directories: Sequence[str | os.PathLike[str]], anchors: Sequence[str] = ()) -> Audit:
+def audit(directories: Sequence[str | os.PathLike[str]], anchors: Sequence[str] = (),
+          observer: Observer | None = None) -> Audit:
     """Audit the ledger directories of one crawl or of a fleet together; each of
     ``anchors`` (a head kept outside, see :class:`~scrapy_rfc9309.ledger.writer.Ledger`) must be
-    the chain hash of a line of a directory's manifest.
+    the chain hash of a line of a directory's manifest. ``observer`` is told of each record
+    counted, as it is read (``scrapy robotstxt report``).
     Raises :class:`LedgerError` for a directory that is missing, unreadable or not a ledger,
     or an anchor that is not a SHA-256 in hex."""
     if not directories:
@@ -60,7 +63,7 @@ def audit(directories: Sequence[str | os.PathLike[str]], anchors: Sequence[str] 
             raise LedgerError(f"--anchor {anchor!r} is not a SHA-256 hash in hex (64 digits)")
     names = [os.fspath(directory) for directory in directories]
     listings = [listing(directory) for directory in names]
-    auditor = _Auditor(Audit(names))
+    auditor = _Auditor(Audit(names), observer)
     for directory, (_, versions) in zip(names, listings, strict=True):
         for name in versions:
             auditor.version_file(directory, name)
@@ -74,6 +77,8 @@ def audit(directories: Sequence[str | os.PathLike[str]], anchors: Sequence[str] 
                 continue
             runs.setdefault(match["run"], {}).setdefault(int(match["seg"]), []).append(
                 (directory, path, bool(match["gz"])))
+    if observer is not None:
+        observer.started(auditor, sum(len(segments) for segments in runs.values()))
     for run in sorted(runs):
         auditor.run(run, runs[run])
     lines: dict[str, str] = {}
@@ -95,8 +100,9 @@ def audit(directories: Sequence[str | os.PathLike[str]], anchors: Sequence[str] 
 class _Auditor:
     """The state of one audit: the version files known, the problems found (in :attr:`result`)."""
 
-    def __init__(self, result: Audit) -> None:
+    def __init__(self, result: Audit, observer: Observer | None = None) -> None:
         self.result = result
+        self.observer = observer
         #: Every version file's fields, by digest (the first copy that verified, else the first).
         self.versions: dict[str, VersionInfo] = {}
         self.missing_reported: set[str] = set()
@@ -223,6 +229,8 @@ class _Auditor:
                 if entry is not primary and not same_records(primary[1], primary[2], entry[1], entry[2]):
                     self.problem(entry[1], None, CORRUPT, f"its records differ from those of {primary[1]}")
                     ending = "incomplete"
+            if self.observer is not None:
+                self.observer.segment(run, number)
             segment = SegmentCheck(self, context, primary[1], primary[2], run, number, number == last, primary[0])
             segment.verify()
             if number == 1:

@@ -106,23 +106,30 @@ class SegmentCheck:
             self.seal(number, record, previous)
             return
         self.records += 1
+        observer = self.auditor.observer
         if kind == "head":
-            self.head(number, record)
+            if self.head(number, record) and observer is not None:
+                observer.record(kind, record, None, ())
             return
         origin = origin_base(record.get("o"))
         if kind == "state":
-            self.state(number, record)
+            counted = self.state(number, record)
         elif kind == "verdict":
-            self.verdicts.verdict(number, record, origin)
+            counted = self.verdicts.verdict(number, record, origin)
         elif kind == "response":
-            self.response(number, record)
+            origin = self.response(number, record)
+            counted = origin is not None
         else:
             self.problem(number, CORRUPT, f"unknown record kind {kind!r}")
+            return
+        if counted and observer is not None:
+            observer.record(kind, record, origin, self.verdicts.denied)
 
-    def head(self, number: int, record: dict[str, Any]) -> None:
+    def head(self, number: int, record: dict[str, Any]) -> bool:
+        """Check the segment's head; False for a head inside the segment (not read)."""
         if number != 1:
             self.problem(number, CORRUPT, "a head inside the segment")
-            return
+            return False
         version = record.get("v")
         if version not in FORMATS_READ:
             self.problem(number, CORRUPT, f"format version {version!r}: this audit reads versions "
@@ -146,6 +153,7 @@ class SegmentCheck:
                 self.head_man = man
             else:
                 self.problem(number, CORRUPT, "the run's first head names no manifest line (man)")
+        return True
 
     def head_settings(self, number: int, version: object, value: object) -> None:
         """The run's settings, from its first head (format 3); each later head names the same."""
@@ -185,11 +193,12 @@ class SegmentCheck:
             report = origins[origin] = OriginReport(origin)
         return report
 
-    def state(self, number: int, record: dict[str, Any]) -> None:
+    def state(self, number: int, record: dict[str, Any]) -> bool:
+        """Read a state record; False for one without an origin or a document (not read)."""
         origin, document, digest = origin_base(record.get("o")), record.get("doc"), record.get("ver")
         if origin is None or document not in ("robots.txt", "tdmrep.json"):
             self.problem(number, CORRUPT, "a state without an origin o or a document doc")
-            return
+            return False
         self.context.in_force[(origin, document)] = digest
         if document == "robots.txt":
             if digest is None and record.get("access") == "unavailable":
@@ -200,6 +209,7 @@ class SegmentCheck:
             info = self.auditor.version(digest, self.path, number, document)
             self.origin_report(origin).used(str(digest), record_time(record), info)
             self.file_named(number, str(digest), record.get("vh"))
+        return True
 
     def file_named(self, number: int, digest: str, named: object) -> None:
         """The version file's bytes against the SHA-256 the state record names (``vh``): the
@@ -217,18 +227,20 @@ class SegmentCheck:
                          f"(SHA-256 {found[:16]}..., vh {named[:16]}...): the file was edited (its HTTP headers, "
                          "WARC-Date, lifetime or another field outside the digest) or replaced")
 
-    def response(self, number: int, record: dict[str, Any]) -> None:
+    def response(self, number: int, record: dict[str, Any]) -> str | None:
+        """Check a response record; the origin it is counted for (None: not counted)."""
         fp, url = record.get("fp"), record.get("u")
         if not isinstance(fp, str) or not isinstance(url, str):
             self.problem(number, CORRUPT, "a response without its fp or u")
-            return
+            return None
         awaiting = self.context.awaiting.get(fp)
         if awaiting is None:
-            origin = origin_of(url)
-            self.origin_report(origin.base if origin is not None else url).responses[str(record.get("d"))] += 1
+            found = origin_of(url)
+            origin = found.base if found is not None else url
+            self.origin_report(origin).responses[str(record.get("d"))] += 1
             self.problem(number, MISMATCH, f"a response (status {record.get('s')!r}) for {url} without an earlier "
                          "allowed verdict of the same request that verified")
-            return
+            return origin
         self.origin_report(awaiting[1]).responses[str(record.get("d"))] += 1
         awaiting[0] -= 1
         if not awaiting[0]:
@@ -238,3 +250,4 @@ class SegmentCheck:
                 not settings.deny or not settings.read & {"headers", "meta"}):
             said = "denied no usage category" if not settings.deny else "read no response headers nor meta tags"
             self.problem(number, MISMATCH, f"a response usage_denied, but the run's head says it {said}")
+        return str(awaiting[1])

@@ -16,6 +16,7 @@ from ..core.robotstxt import RobotsTxt
 from ..core.tdmrep import TdmRep
 from ..core.usage_rules import UsagePreference
 from .audit_result import CORRUPT, DECIDED, MISMATCH, VERDICTS, Audit, OriginReport, RunSettings, VersionInfo, strings
+from .observer import Observer
 
 __all__ = ["Evidence", "RunContext", "VerdictCheck", "origin_of", "record_time"]
 
@@ -44,6 +45,10 @@ class Evidence(Protocol):
 
     result: Audit
     file_hashes: dict[tuple[str, str], str]
+    #: Every version file's fields, by digest.
+    versions: dict[str, VersionInfo]
+    #: Told of each record counted (``scrapy robotstxt report``), or None.
+    observer: Observer | None
 
     def problem(self, file: str, line: int | None, kind: str, message: str) -> None: ...
 
@@ -90,17 +95,29 @@ class VerdictCheck:
         self.path = path
         self.problem = problem
         self.origin_report = origin_report
+        #: For the last ``usage_denied`` verdict, the categories of the run's ``deny`` its robots.txt denies.
+        self.denied: tuple[str, ...] = ()
 
-    def verdict(self, number: int, record: dict[str, Any], origin: str | None) -> None:
+    def verdict(self, number: int, record: dict[str, Any], origin: str | None) -> bool:
+        """Count the verdict for its origin and check it; False for a record that is no verdict
+        (not counted). :attr:`denied` is then the categories of the run's ``deny`` the archived
+        robots.txt denies, for a ``usage_denied`` verdict recomputed under the run's settings."""
+        self.denied = ()
         d, url, agent, fp = record.get("d"), record.get("u"), record.get("a"), record.get("fp")
         if d not in VERDICTS or origin is None or not isinstance(url, str) \
                 or not isinstance(fp, str) or not isinstance(agent, str):
             self.problem(number, CORRUPT, "a verdict without a known d, or without its o, u, a or fp")
-            return
+            return False
         report = self.origin_report(origin)
         report.requests[d] += 1
         if d == "dropped":
             report.dropped[str(record.get("why"))] += 1
+        self.check(number, record, origin, report, d, url, agent, fp)  # type: ignore[arg-type]
+        return True
+
+    def check(self, number: int, record: dict[str, Any], origin: str, report: OriginReport, d: str, url: str,
+              agent: str, fp: str) -> None:
+        """The checks of a verdict counted (docs/ledger-format.md, "What a checker does", 4)."""
         url_origin = origin_of(url)
         if url_origin is None or url_origin.base != origin:
             self.problem(number, MISMATCH, f"the URL {url!r} is not of the origin {origin!r}")
@@ -249,6 +266,8 @@ class VerdictCheck:
             self.problem(number, MISMATCH, f"rule {record.get('r')!r}, but version {digest} decides by {said}")
             return False
         settings = self.context.settings
+        if d == "usage_denied" and settings is not None:
+            self.denied = tuple(category for category in settings.deny if usage.denies(category))
         if d == "usage_denied" and (
                 not any(usage.denies(category) for category in settings.deny) if settings is not None
                 else "n" not in {v for values in usage.values.values() for v in values.values()}):
