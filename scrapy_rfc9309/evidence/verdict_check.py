@@ -208,8 +208,8 @@ class VerdictCheck:
                 return False
         if d != "allowed":
             return True
-        usage = robots.usage(url, agent)
-        denied = [category for category in settings.deny if usage.denies(category)]
+        usage = robots.usage(url, agent) if settings.deny else None  # nothing to deny: not computed
+        denied = [category for category in settings.deny if usage is not None and usage.denies(category)]
         if denied:
             self.problem(number, MISMATCH, f"allowed, but version {digest} denies {', '.join(denied)} for {url} "
                          f"({usage}), which the run's head says it denied (ROBOTSTXT_USAGE_DENY): usage_denied")
