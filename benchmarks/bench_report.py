@@ -25,7 +25,6 @@ import gzip
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -126,22 +125,32 @@ def generate(directory: Path, verdicts: int, hosts: int) -> int:
 
 def report(directory: Path, out: Path) -> tuple[float, float, float, dict[str, Any], str]:
     """Run the command in a fresh process: wall seconds, its CPU seconds (user + sys: what it
-    takes on a CPU of its own, whatever else loads the machine), its peak RSS in MiB, the JSON,
-    stderr."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    before, cpu_before = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+    takes on a CPU of its own, whatever else loads the machine), its peak RSS in MiB (``wait4``'s,
+    of that process alone), the JSON, stderr."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "scrapy", "robotstxt", "report", str(directory),
-                           "-o", str(out / "report.html"), "--json", str(out / "report.json")],
-                          cwd=out, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - started
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu_before
-    if done.returncode != 0:
-        raise SystemExit(f"the report failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr[-4000:]}")
-    if peak <= before:
-        peak = before  # ru_maxrss of children is the largest of any child waited for
-    return elapsed, cpu, peak / 1024, json.loads((out / "report.json").read_text()), done.stderr
+    with tempfile.TemporaryFile("w+") as stderr, tempfile.TemporaryFile("w+") as stdout:
+        process = subprocess.Popen([sys.executable, "-m", "scrapy", "robotstxt", "report", str(directory),
+                                    "-o", str(out / "report.html"), "--json", str(out / "report.json")],
+                                   cwd=out, stdout=stdout, stderr=stderr, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - started
+        stderr.seek(0)
+        stdout.seek(0)
+        errors, output = stderr.read(), stdout.read()
+    if process.returncode != 0:
+        raise SystemExit(f"the report failed (exit {process.returncode}):\n{output}\n{errors[-4000:]}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return elapsed, cpu, usage.ru_maxrss / 1024, json.loads((out / "report.json").read_text()), errors
+
+
+def generated(directory: Path, verdicts: int, hosts: int) -> tuple[int, float]:
+    """Write the ledger in a process of its own (so that the memory it takes is not counted as the
+    report's: a child forked from a large process starts large); its records and seconds."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, __file__, "--generate", str(directory), "--verdicts", str(verdicts),
+                           "--hosts", str(hosts)], capture_output=True, text=True, check=True)
+    return int(done.stdout), time.perf_counter() - started
 
 
 def main() -> int:
@@ -149,7 +158,11 @@ def main() -> int:
     parser.add_argument("--verdicts", type=int, default=1_000_000)
     parser.add_argument("--hosts", type=int, default=250)
     parser.add_argument("--keep", default=None, help="write the ledgers here and keep them")
+    parser.add_argument("--generate", default=None, metavar="DIRECTORY", help="only write a ledger there")
     args = parser.parse_args()
+    if args.generate:
+        print(generate(Path(args.generate), args.verdicts, args.hosts))
+        return 0
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench_report-"))
     rows = []
     try:
@@ -157,9 +170,7 @@ def main() -> int:
             directory, out = base / f"ledger-{verdicts}", base / f"out-{verdicts}"
             shutil.rmtree(directory, ignore_errors=True)
             out.mkdir(parents=True, exist_ok=True)
-            started = time.perf_counter()
-            records = generate(directory, verdicts, args.hosts)
-            written = time.perf_counter() - started
+            records, written = generated(directory, verdicts, args.hosts)
             size = sum(path.stat().st_size for path in (directory / "runs").iterdir())
             elapsed, cpu, peak, data, stderr = report(directory, out)
             if not data["audit"]["ok"] or sum(data["totals"]["verdicts"].values()) != verdicts:
