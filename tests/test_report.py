@@ -11,10 +11,11 @@ import math
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_writer import Run, write_version
-from test_audit import ROBOTS_C, A, B, C, Fleet, build
+from test_audit import ROBOTS_C, A, B, C, Fleet, build, tdm_ledger
 from test_command import scrapy
 
 from scrapy_rfc9309.commands.report import progress_line
@@ -239,3 +240,49 @@ def test_the_command_writes_the_page_and_the_json(tmp_path: Path) -> None:
     done = scrapy(cwd, "robotstxt", "report", str(fleet.one), str(fleet.two))
     assert done.returncode == 1 and (cwd / "robotstxt-report.html").exists()
     assert "FAILED" in (cwd / "robotstxt-report.html").read_text()
+
+
+# -- what each protocol said, and the bounds of a host's lists -----------------------------------
+def test_each_protocol_says_what_its_verdicts_say(tmp_path: Path) -> None:
+    directory, _ = tdm_ledger(tmp_path)
+    result, data = report_figures([directory])
+    assert result.exit_status() == 0, result.problems
+    [host] = data["hosts"]
+    robots, usage, tdmrep, responses = host["protocols"]
+    assert robots["said"] == {"allowed": 2, "disallowed": 0}  # allowed and tdm_reserved: robots.txt allowed both
+    assert (robots["versions"], robots["states"]) == (1, {"parsed": 1})
+    assert (tdmrep["versions"], tdmrep["states"], tdmrep["said"]) == (1, {"parsed": 1}, {"tdm_reserved": 1})
+    assert tdmrep["read"] and tdmrep["rules"]["not_listed"] == 0 and len(tdmrep["rules"]["top"]) == 1
+    assert host["usage"]["tdm_reserved"] == 1 and host["usage"]["denied"] == {}
+    assert usage["said"] == {"usage_denied": 0} and responses["said"] == {"usage_denied": 0}
+
+
+def test_a_hosts_lists_keep_the_first_and_last_states_and_cut_long_texts(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import scrapy_rfc9309.evidence.report_figures as module
+
+    monkeypatch.setattr(module, "MAX_DELAYS", 1)
+    directory = tmp_path / "ledger"
+    run = Run(directory)
+    for number in range(module.MAX_EVENTS + 5):
+        run.write("state", o=A, doc="robots.txt", src="fetch", access="unreachable", ver=None, status=None,
+                  err=f"error {number} " + "x" * 400, exp=0)
+    first = write_version(directory, f"{A}/robots.txt", b"User-agent: *\nCrawl-delay: 1\n")
+    second = write_version(directory, f"{A}/robots.txt", b"User-agent: *\nCrawl-delay: 2\n")
+    for number, version in enumerate((first, second)):
+        run.state(A, version)
+        run.verdict(f"{A}/{number}", f"f{number}", "allowed", version)
+    run.close()
+    result, data = report_figures([directory])
+    assert result.exit_status() == 0, result.problems
+    [host] = data["hosts"]
+    events = host["documents"]["events"]
+    assert host["documents"]["events_total"] == module.MAX_EVENTS + 7
+    errors = [event["error"] for event in events]
+    half = module.MAX_EVENTS // 2
+    assert len(events) == module.MAX_EVENTS
+    assert [error.split()[1] for error in errors[:half]] == [str(n) for n in range(half)]
+    assert [error and error.split()[1] for error in errors[half:]] == [
+        *(str(n) for n in range(half + 7, module.MAX_EVENTS + 5)), None, None]
+    assert all(len(error) == module.MAX_TEXT + 3 and error.endswith("x...") for error in errors[:half])
+    assert host["crawl_delay"] == [{"version": first, "agent": "testbot", "delay": 1.0}]  # MAX_DELAYS: 1
