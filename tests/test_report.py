@@ -105,6 +105,7 @@ def test_the_figures_are_the_audits_counts_and_what_the_records_say(tmp_path: Pa
     assert c["usage"]["responses_denied"] == 1
     assert c["protocols"][1]["statements"]["top"] == [["content-usage: train-ai=n (line 2)", 2]]
     assert data["totals"]["verdicts"]["allowed"] == 7 and data["totals"]["hosts"] == 3
+    assert data["totals"]["records"] == sum(run["records"] for run in data["runs"]) == 31
     assert [run["format"] for run in data["runs"]] == [2, 3]
     assert data["runs"][1]["settings"]["read"] == ["robots.txt", "headers"]
     assert data["enforced"]["same_in_every_run"] is False
@@ -255,6 +256,7 @@ def test_each_protocol_says_what_its_verdicts_say(tmp_path: Path) -> None:
     assert tdmrep["read"] and tdmrep["rules"]["not_listed"] == 0 and len(tdmrep["rules"]["top"]) == 1
     assert host["usage"]["tdm_reserved"] == 1 and host["usage"]["denied"] == {}
     assert usage["said"] == {"usage_denied": 0} and responses["said"] == {"usage_denied": 0}
+    assert responses["read"] and usage["read"]  # the run read headers (TDM_SETTINGS), and robots.txt
 
 
 def test_a_hosts_lists_keep_the_first_and_last_states_and_cut_long_texts(tmp_path: Path,
