@@ -266,7 +266,6 @@ class Figures(Observer):
         self.responses: Counter[str] = Counter()
         #: The first head of each run listed: run -> its fields.
         self.heads: dict[str, dict[str, Any]] = {}
-        self.runs_seen = 0
         self.agent = ""
         self.read: set[str] = set()
         self.records = 0
@@ -334,7 +333,6 @@ class Figures(Observer):
             self.read.update(("robots.txt", "headers", "meta", "tdmrep.json"))  # format 2: not recorded
         if run in self.heads or record.get("seg") != 1:
             return
-        self.runs_seen += 1
         if len(self.heads) < MAX_RUNS:
             self.heads[run] = {"format": record.get("v"), "package": cut(record.get("pkg")), "agent": self.agent,
                                "responses": cut(record.get("resp", "all")),
