@@ -97,6 +97,25 @@ def test_the_ledger_benchmark_runs_from_a_checkout() -> None:
                      run.stdout, re.M), run.stdout
 
 
+def test_the_report_benchmark_runs_on_a_small_generated_ledger(tmp_path: Path) -> None:
+    """``bench_report.py`` on 3,000 verdicts of 5 hosts: its generated ledger verifies (the
+    benchmark fails otherwise), and its table has a row per size with the report's time and memory."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_report.py"), "--verdicts", "3000", "--hosts", "5",
+         "--keep", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = re.findall(r"^\| ([\d,]+) \| ([\d,]+) \| .* \| ([\d.]+) MiB \| [\d.]+ MiB \| (\d+) \+ (\d+) \|", run.stdout,
+                      re.M)
+    assert [(verdicts, records, listed, folded) for verdicts, records, _, listed, folded in rows] == [
+        ("300", "507", "5", "0"), ("3,000", "5,007", "5", "0")]
+    data = json.loads((tmp_path / "out-3000" / "report.json").read_text())
+    assert data["totals"]["verdicts"]["allowed"] == 2000 and data["totals"]["verdicts"]["disallowed"] == 1000
+    assert data["totals"]["responses"]["received"] == 2000 and data["audit"]["problem_count"] == {}
+
+
 def _script(name: str) -> Path:
     script = ROOT / "benchmarks" / name
     if not script.is_file():  # an unpacked sdist ships no benchmarks

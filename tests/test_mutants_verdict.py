@@ -1,7 +1,7 @@
 """The verdict (scrapy_rfc9309/core/verdict.py) where the judgement tests left mutants alive: the fast
 ``allowed`` constructor is ``Judgement(Kind.ALLOWED, ...)``, ``judge`` leaves an allowing rule unresolved
-unless asked, a ruling's test and rule agree with ``judge``, and the verdict at close of a request whose document is unreachable carries its last
-fetch and how long it waited (docs/development.md, "Mutation testing")."""
+unless asked, a ruling's test and rule agree with ``judge``, and the verdict at close of a request whose
+document is unreachable carries its last fetch and how long it waited (docs/development.md, "Mutation testing")."""
 
 from __future__ import annotations
 

@@ -47,6 +47,9 @@ from .spiders.demo import DemoSpider
 #: project directory, or ``DEMO_LEDGER``; ``scrapy robotstxt audit`` checks it afterwards.
 LEDGER_DIR = os.environ.get("DEMO_LEDGER") or "demo-ledger"
 
+#: The report of the ledger (``scrapy robotstxt report``), written beside it: its page and its JSON.
+REPORT_PAGE, REPORT_JSON = f"{LEDGER_DIR}-report.html", f"{LEDGER_DIR}-report.json"
+
 #: The summary needs no log below warnings.
 RUN_SETTINGS: dict[str, Any] = {**DEMO_SETTINGS, "LOG_LEVEL": "WARNING", "ROBOTSTXT_LEDGER": LEDGER_DIR}
 
@@ -279,6 +282,17 @@ def audit_ledger() -> int:
     return subprocess.run(command, check=False).returncode
 
 
+def report_ledger() -> int:
+    """Run ``scrapy robotstxt report`` on the demo's ledger: the page (:data:`REPORT_PAGE`) and its
+    figures as JSON beside the ledger; its exit status (the audit's)."""
+    command = [sys.executable, "-m", "scrapy", "robotstxt", "report", LEDGER_DIR, "-o", REPORT_PAGE,
+               "--json", REPORT_JSON]
+    print(f"\n$ scrapy robotstxt report {LEDGER_DIR} -o {REPORT_PAGE} --json {REPORT_JSON}", flush=True)
+    done = subprocess.run(command, check=False).returncode
+    print(f"The report: {Path(REPORT_PAGE).resolve().as_uri()} (open it in a browser; it loads nothing)")
+    return done
+
+
 def main() -> int:
     shutil.rmtree(LEDGER_DIR, ignore_errors=True)  # one run per demo: the audit reads only this one
     settings = project_settings()
@@ -305,7 +319,9 @@ def main() -> int:
     print(summary(site, crawler.spider, observer, stats, agent, elapsed))
     sys.stdout.flush()
     audited = audit_ledger()
-    return 0 if stats.get("finish_reason") == "finished" and not crawler.spider.failed and audited == 0 else 1
+    reported = report_ledger()
+    return 0 if (stats.get("finish_reason") == "finished" and not crawler.spider.failed and audited == 0
+                 and reported == 0) else 1
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ enforces), 2 a usage error (no URL, a URL that cannot be
 parsed, an unreadable ``--file``), 3 no verdict (the check itself failed; see the
 log).
 
+``scrapy robotstxt report LEDGER... [-o FILE.html] [--json FILE.json]``: the report of the
+ledgers for people, and its figures as JSON (see :mod:`.report`).
+
 ``scrapy robotstxt audit DIRECTORY... [--json] [--allow-unsealed]``: audit the ledgers
 (``ROBOTSTXT_LEDGER``) of a crawl or of a fleet, read together (see :mod:`.audit`). Exit
 status: 0 everything verifies, 1 a problem (listed), 2 a usage error (no directory, a
@@ -52,6 +55,7 @@ from ..core.verdict import Enforced, Judgement, Kind, judge
 from ..evidence.audit import LedgerError, audit, format_text
 from ..exceptions import RobotsTxtConfigError
 from ..runtime import compat as _compat
+from .report import run_report
 from .settings import addon_listed
 
 if TYPE_CHECKING:
@@ -306,7 +310,8 @@ class RobotstxtCommand(ScrapyCommand):
     default_settings = {"LOG_LEVEL": "WARNING"}
 
     def syntax(self) -> str:
-        return "[options] URL | audit [--json] [--allow-unsealed] [--anchor HASH]... DIRECTORY..."
+        return ("[options] URL | audit [--json] [--allow-unsealed] [--anchor HASH]... DIRECTORY... | "
+                "report [-o FILE.html] [--json FILE.json] LEDGER...")
 
     def short_desc(self) -> str:
         return "Explain what robots.txt says about a URL (RFC 9309)"
@@ -323,8 +328,10 @@ class RobotstxtCommand(ScrapyCommand):
         parser.add_argument("--ledger", dest="ledger", action="store_true",
                             help="record the robots.txt this check fetches (its version and state) in the ledger "
                                  "ROBOTSTXT_LEDGER names, as a run of its own (by default the command writes none)")
-        parser.add_argument("--json", dest="json", action="store_true",
-                            help="audit: print the report as JSON")
+        parser.add_argument("--json", dest="json", nargs="?", const=True, default=False, metavar="FILE",
+                            help="audit: print the report as JSON; report: write its figures to FILE")
+        parser.add_argument("--output", "-o", dest="output", default=None, metavar="FILE",
+                            help="report: the HTML page to write (default robotstxt-report.html)")
         parser.add_argument("--allow-unsealed", dest="allow_unsealed", action="store_true",
                             help="audit: exit 0 for a run that did not end cleanly when what it wrote verifies")
         parser.add_argument("--anchor", dest="anchors", action="append", default=[], metavar="HASH",
@@ -353,10 +360,24 @@ class RobotstxtCommand(ScrapyCommand):
             "together): every record chain and seal, every archived robots.txt version, every verdict "
             "recomputed, every response tied to an allowed verdict. Exit status: 0 everything verifies, 1 "
             "problems (listed; a run that did not end cleanly is one unless --allow-unsealed), 2 usage error. "
-            "A URL whose host is 'audit' needs its scheme (http://audit/)."
+            "A URL whose host is 'audit' needs its scheme (http://audit/).\n\n"
+            "robotstxt report LEDGER... [-o FILE.html] [--json FILE.json] audits the ledgers and writes the report "
+            "for people: one self-contained HTML page (the whole run, then per host the documents fetched, the "
+            "protocols checked, the verdicts over time, the rules that blocked most, usage categories denied, "
+            "Crawl-delay, held and dropped requests) and the same figures as JSON. Exit status: the audit's."
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if isinstance(opts.json, str) and args[:1] != ["report"]:
+            # Only report's --json takes a file: elsewhere the word after it is an argument (a directory, or
+            # the word audit itself).
+            at = 1 if args[:1] == ["audit"] else 0
+            args, opts.json = [*args[:at], opts.json, *args[at:]], True
+        if args[:1] == ["report"]:
+            self.exitcode = run_report(args[1:], opts)
+            return
+        if opts.output:
+            raise UsageError("--output goes with 'report LEDGER...'")
         if args[:1] == ["audit"]:
             self.exitcode = run_audit(args[1:], opts)
             return
