@@ -27,7 +27,7 @@ from ..core.robotstxt import RobotsTxt, parse
 from ..core.syntax import DEFAULT_MAX_BYTES
 from ..core.tdmrep import TdmRep
 from ..core.usage_rules import UsagePreference
-from ..core.usage_vocabulary import REVISION
+from ..core.usage_vocabulary import REVISION, REVISIONS_READ
 from .format import (
     FORMAT,
     FORMATS_READ,
@@ -705,7 +705,7 @@ class _Segment:
                 self.problem(number, CORRUPT, f"head's cfg {value!r} is not the settings of the run (purpose, deny, "
                              "read, tdm, crawl_delay, vocab)")
                 return
-            if value["vocab"] != REVISION and not context.headed:  # type: ignore[index]
+            if value["vocab"] not in REVISIONS_READ and not context.headed:  # type: ignore[index]
                 self.problem(number, MISMATCH, f"written under the usage vocabulary revision {value['vocab']!r}, "  # type: ignore[index]
                              f"this audit reads {REVISION!r}: its usage verdicts cannot be checked")
         if not context.headed:

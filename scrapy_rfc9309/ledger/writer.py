@@ -60,7 +60,7 @@ from ..evidence.format import (
     version_name,
 )
 from ..exceptions import RobotsTxtConfigError, RobotsTxtLedgerError
-from ..meta import FINGERPRINT_META, PURPOSE_META
+from ..meta import FINGERPRINT_META, PURPOSE_META, RECORD_META
 from ..runtime import compat as _compat
 from ..runtime.loop import call_from_thread, call_later, running_loop
 from ..runtime.reporting import Reporting
@@ -157,6 +157,8 @@ class Ledger(Reporting):
         self.rotate_bytes = config.ledger_rotate_bytes
         #: Whether a response passed to the spider has a record (``ROBOTSTXT_LEDGER_RESPONSES``).
         self.passed_responses = config.ledger_responses
+        #: Whether a verdict's record is named in its request's meta (``ROBOTSTXT_PROVENANCE``).
+        self.records_named = config.provenance is not None
         self._policy = config.policy
         prepare_directory(self.directory)
         self._runs = os.path.join(self.directory, RUNS_DIR)
@@ -174,6 +176,7 @@ class Ledger(Reporting):
         self._size = 0
         self._count = 0
         self._hash = GENESIS
+        self._recorded = GENESIS
         #: Records handed to the OS (read by the worker, which syncs when it changed).
         self.written = 0
         #: Per document: origin -> (the parsed file, or the state, whose version it is; its digest).
@@ -242,10 +245,14 @@ class Ledger(Reporting):
         # The fields that repeat first, then the URL, the fingerprint, the time and the link: what changes from one
         # record to the next is one run, and a response record's URL and fingerprint one back-reference to its
         # verdict's, in the gzip of the segment (about 2.5 B per verdict less than with the time and link first).
+        segment, line = self._segment, self._count + 1
         self._record(f'{{"k":"verdict","m":{_string(request.method)},'
                      f'"o":{self._origins.get(origin) or self._origin_json(origin)},'
                      f'"a":{self._agents.get(agent) or self._agent_json(agent)},"ver":{version},'
                      f'"d":"{kind._value_}","r":{rule}{more},"u":', url, fingerprint)
+        if self.records_named:  # read by the provenance of the response's items
+            request.meta[RECORD_META] = (url, self.run, segment, line, self._recorded,
+                                         None if version == "null" else version[1:-1])
 
     def _tdm_fields(self, origin: Origin, judgement: Judgement, kind: Kind) -> str:
         """The verdict record's ``tv`` and ``tr`` (with ``ROBOTSTXT_TDMREP``)."""
@@ -350,7 +357,8 @@ class Ledger(Reporting):
 
     def _record(self, head: str, url: str, fingerprint: bytes) -> None:
         """Hand a ``verdict`` or ``response`` record to the OS (:func:`write_record`:
-        one call, in C where the accelerator is built), and chain it."""
+        one call, in C where the accelerator is built), and chain it (its chain hash kept
+        in ``_recorded``)."""
         fd = self._fd
         if fd < 0 or self.failure is not None:
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
@@ -358,6 +366,7 @@ class Ledger(Reporting):
             self._hash, size = _write_record(fd, self._hash, head, url, fingerprint, time.time())
         except OSError as exc:
             raise self._cannot_write(exc) from None
+        self._recorded = self._hash
         self._count += 1
         self.written += 1
         self._size += size
