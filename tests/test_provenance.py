@@ -298,3 +298,23 @@ def test_items_that_are_not_objects_and_bad_provenance_versions(tmp_path):
         (1, "item"), (3, "provenance.v"), (4, "provenance.ledger"), (5, "provenance.ledger.seg")]
     assert (check.items, check.with_provenance, check.verified) == (5, 3, 0)
 
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_tdmrep_rule_and_its_check(origins, tmp_path):
+    a = _site(origins)
+    a.tdmrep([{"location": "/", "tdm-reservation": 1, "tdm-policy": "https://h/policy.json"}])
+    ledger = tmp_path / "ledger"
+
+    result = yield run_crawl([a.url("/")], {**ON, "ROBOTSTXT_TDMREP": True, "ROBOTSTXT_LEDGER": str(ledger)})
+
+    (item,) = result.items
+    assert item["provenance"]["tdmrep"] == {"rule": {"reserved": True, "location": "/", "index": 0,
+                                                     "policy": "https://h/policy.json"}}
+    assert item["provenance"]["usage"]["categories"]["train-ai"]["value"] == "n"
+    assert "tdmrep.json" in {s["source"] for s in item["provenance"]["usage"]["sources"]}
+    items = _export(tmp_path, [item])
+    assert check_items([ledger], items).verified == 1
+    item["provenance"]["tdmrep"]["rule"]["location"] = "/other"
+    check = check_items([ledger], _export(tmp_path, [item]))
+    assert [(p.line, p.field) for p in check.problems] == [(1, "provenance.tdmrep")], format_items(check)

@@ -181,9 +181,10 @@ def provenance(response: Response, request: Request, judgement: Judgement, recei
         "rule": None if rule is None else shown_rule(rule.directive, rule.pattern, rule.line),
         "robots": robots_part,
         "usage": _usage(meta, origin),
-        "tdmrep": None if entry is None or judgement.kind is Kind.NOT_JUDGED else {
-            "reserved": bool(entry.reserved), "policy": None if entry.policy is None else cut(entry.policy),
-            "location": cut(entry.location), "index": entry.index},
+        "tdmrep": None if TDMREP_META not in meta or judgement.kind is Kind.NOT_JUDGED else {"rule": None if
+                  entry is None else {"reserved": bool(entry.reserved), "location": cut(entry.location),
+                                      "index": entry.index,
+                                      "policy": None if entry.policy is None else cut(entry.policy)}},
         "ledger": None if record is None else {"run": record[1], "seg": record[2], "seq": record[3],
                                                "hash": record[4].hex()},
     }

@@ -6,10 +6,11 @@ The draft defines three categories (section 4): ``train-ai`` (AI Training),
 ``ai-use`` (AI Use) and ``search`` (Search). None nests inside another, so a
 category's preference never follows from another's (the hierarchy of earlier drafts,
 ``bots`` > ``train-ai`` > ``train-genai``, was removed); a category without a stated
-preference is *unknown* (section 5). What relates them is Search's override (section
-4.3): a use that is Search is governed by the ``search`` preference alone, even where
-it also trains or runs a generative model inside the search application
-(:func:`governing`). Labels outside the vocabulary (``ai-input``, ``bots``, an
+preference is *unknown* (section 5). What relates them is which category a use falls
+in (:func:`governing`): Search overrides the others (section 4.3), so a use that is
+Search is governed by the ``search`` preference alone, even where it also trains or
+runs a generative model inside the search application; and AI Use leaves out what AI
+Training includes (section 4.2). Labels outside the vocabulary (``ai-input``, ``bots``, an
 extension) are kept as stated, so that a project can act on them
 (``ROBOTSTXT_USAGE_DENY``); Content-Signal's ``ai-train`` is read as ``train-ai``.
 
@@ -59,9 +60,10 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
                "select assets and direct users to the location of those assets (section 4.3; it overrides any "
                "usage that falls into other categories, including AI Training and AI Use)."),
 }
-#: Per category, the categories it overrides (section 4.3): a use in several of them is governed by
-#: the overriding one alone.
-OVERRIDES: dict[str, tuple[str, ...]] = {"search": ("train-ai", "ai-use")}
+#: Per category, the categories it overrides: a use in several of them is governed by the overriding
+#: one alone. Search overrides AI Training and AI Use (section 4.3); AI Use does not include a use
+#: included in AI Training (section 4.2), which so governs it.
+OVERRIDES: dict[str, tuple[str, ...]] = {"search": ("train-ai", "ai-use"), "train-ai": ("ai-use",)}
 ALLOW = "y"
 DISALLOW = "n"
 #: The category a TDMRep reservation speaks for (``tdm-reservation: 1`` is ``n``, ``0``
@@ -102,7 +104,7 @@ def labels_for(category: str) -> tuple[str, ...]:
 def governing(categories: Iterable[str]) -> tuple[str, ...]:
     """The categories whose preference governs one use that falls into every one of
     ``categories`` (labels as :func:`canonical` reads them), in the order given: those
-    another of them overrides are left out (Search, section 4.3: model training inside a
+    another of them overrides are left out (:data:`OVERRIDES`: model training inside a
     search application is governed by ``search``). Labels outside the vocabulary are kept."""
     named = tuple(dict.fromkeys(canonical(category) for category in categories))
     overridden = {other for category in named for other in OVERRIDES.get(category, ())}

@@ -281,8 +281,9 @@ def _compare(check: ItemCheck, name: str, want: _Wanted, record: dict[str, Any] 
         fields.append(("purpose_tokens", provenance.get("purpose_tokens"), record.get("pt", settings["purpose"])))
     if "tr" in record:
         tdm = provenance.get("tdmrep")
-        said: object = None if not isinstance(tdm, dict) else [int(bool(tdm.get("reserved"))), tdm.get("location"),
-                                                                tdm.get("index")]
+        rule = tdm.get("rule") if isinstance(tdm, dict) else None
+        said: object = None if not isinstance(rule, dict) else [int(bool(rule.get("reserved"))), rule.get("location"),
+                                                                 rule.get("index")]
         recorded_tdm = record.get("tr")
         if isinstance(recorded_tdm, list) and len(recorded_tdm) == 3 and isinstance(recorded_tdm[1], str):
             recorded_tdm = [recorded_tdm[0], cut(recorded_tdm[1]), recorded_tdm[2]]
@@ -317,6 +318,6 @@ def format_items(check: ItemCheck) -> str:
     lines.extend(f"  {problem}" for problem in check.problems)
     if check.more:
         lines.append(f"  ... and {check.more} more problems")
-    lines.append("Items: OK" if not check.problems and not check.more else
-                 f"Items: {len(check.problems) + check.more} problems")
+    count = len(check.problems) + check.more
+    lines.append("Items: OK" if not count else f"Items: {count} problem{'' if count == 1 else 's'}")
     return "\n".join(lines)
