@@ -337,8 +337,8 @@ class RobotstxtCommand(ScrapyCommand):
                             help="audit: also check the provenance of the items of FILE (JSON Lines, as scrapy crawl "
                                  "-O items.jsonl writes) against the ledger")
         parser.add_argument("--item-field", dest="item_field", default=None, metavar="FIELD",
-                            help="audit --item: the items' provenance field (default: the project's "
-                                 "ROBOTSTXT_PROVENANCE, else 'provenance')")
+                            help="audit --item: the items' provenance field, by default the project's "
+                                 "ROBOTSTXT_PROVENANCE, else 'provenance'")
 
     _file_status = NO_VERDICT
 
