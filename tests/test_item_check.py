@@ -24,9 +24,10 @@ ORIGIN = "http://h.test"
 class Ledger:
     """A run of verdicts, each with the provenance its item carries."""
 
-    def __init__(self, directory: Path, purpose: list[str] | None = None, robots: bytes = ROBOTS) -> None:
+    def __init__(self, directory: Path, purpose: list[str] | None = None, robots: bytes = ROBOTS,
+                 read: list[str] | None = None) -> None:
         self.directory = directory
-        self.run = Run(directory, settings={"purpose": purpose or []})
+        self.run = Run(directory, settings={"purpose": purpose or [], **({"read": read} if read else {})})
         self.digest = write_version(directory, f"{ORIGIN}/robots.txt", robots)
         self.run.state(ORIGIN, self.digest)
         self.items: list[dict[str, Any]] = []
@@ -215,7 +216,7 @@ def test_items_that_are_no_provenance(ledger: Ledger, tmp_path: Path, monkeypatc
         (1, "item"), (2, "item"), (3, "provenance"), (4, "provenance.v"), (5, "provenance.ledger"),
         (6, "provenance.ledger.seg"), (7, "provenance.ledger.run"), (8, "provenance.ledger.seq"),
         (9, "provenance.ledger.hash"), (10, "item")]
-    assert "a line over" in check.problems[-1].message
+    assert check.problems[-1].message == "a line over 2,000 bytes (not read)"
     assert (check.items, check.with_provenance, check.verified) == (10, 8, 1)
 
 
@@ -266,3 +267,74 @@ def test_a_long_pattern_and_url_compare_cut(tmp_path: Path) -> None:
     check = check_items([made.directory], made.export(tmp_path / "i.jsonl", [item]))
     assert check.problems == [] and check.verified == 1
 
+
+
+def test_a_line_of_the_limit_is_read(ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = json.dumps(ledger.items[0])
+    monkeypatch.setattr(item_check, "MAX_ITEM_BYTES", len(text) + 1)  # the line and its line break
+    assert check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl", [text])).verified == 1
+    monkeypatch.setattr(item_check, "MAX_ITEM_BYTES", len(text))
+    assert problems(check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl", [text]))) == [(1, "item")]
+
+
+@pytest.mark.parametrize("garbage", [b"not json", b"[" * 100_000 + b"]" * 100_000], ids=["not-json", "deep"])
+def test_a_line_that_is_no_record_before_the_items(ledger: Ledger, tmp_path: Path, garbage: bytes) -> None:
+    path = segment(ledger.directory, ledger.run, 1)
+    lines = read_lines(path)
+    lines[1] = garbage + b"\n"
+    path.write_bytes(gzip.compress(b"".join(lines)))
+    check = check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl"))
+    assert problems(check)[:2] == [(1, "provenance.ledger.hash"), (2, "provenance.ledger.hash")]
+
+
+def test_a_segment_in_both_forms_is_read_once(ledger: Ledger, tmp_path: Path) -> None:
+    """A process killed as it compressed leaves a segment's plain form beside its gzip one."""
+    closed = segment(ledger.directory, ledger.run, 1)
+    segment(ledger.directory, ledger.run, 1, closed=False).write_bytes(gzip.decompress(closed.read_bytes()))
+    check = check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl"))
+    assert check.verified == 3 and check.problems == []
+
+
+def test_an_empty_segment_and_one_that_cannot_be_read(ledger: Ledger, tmp_path: Path) -> None:
+    closed = segment(ledger.directory, ledger.run, 2)
+    whole = closed.read_bytes()
+    closed.write_bytes(b"")
+    check = check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl"))
+    assert problems(check) == [(3, "provenance.ledger.seq")]
+    assert check.problems[0].message.endswith("has no line 2 (0 lines)")
+    closed.write_bytes(whole[:len(whole) // 2])  # cut short: gzip cannot read it to its end
+    check = check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl"))
+    assert problems(check) == [(3, "provenance.ledger")]
+    assert "cannot be read to line 2" in check.problems[0].message
+
+
+def test_the_tdmrep_rule_is_compared(tmp_path: Path) -> None:
+    made = Ledger(tmp_path / "ledger", read=["robots.txt", "tdmrep.json"])
+    tdm = write_version(made.directory, f"{ORIGIN}/.well-known/tdmrep.json",
+                        b'[{"location": "/", "tdm-reservation": 0}]', document="tdmrep.json")
+    made.run.state(ORIGIN, tdm, document="tdmrep.json")
+    item = made.verdict("/a", tv=tdm, tr=[0, "/", 0])
+    item["provenance"]["tdmrep"] = {"rule": {"reserved": False, "location": "/", "index": 0, "policy": None}}
+    made.run.close()
+    assert check_items([made.directory], made.export(tmp_path / "i.jsonl")).problems == []
+    for changed in ({"rule": None}, None, {"rule": {"reserved": True, "location": "/", "index": 0}}):
+        item["provenance"]["tdmrep"] = changed
+        assert problems(check_items([made.directory], made.export(tmp_path / "i.jsonl"))) == [
+            (1, "provenance.tdmrep")]
+
+
+
+def test_a_segment_cut_short_after_an_items_record(tmp_path: Path) -> None:
+    """The records read before the cut are checked; those after it cannot be read."""
+    made = Ledger(tmp_path / "ledger")
+    first, _, third = made.verdict("/a"), made.verdict("/b"), made.verdict("/c")  # lines 3, 4 and 5
+    made.run.close()
+    closed = segment(made.directory, made.run, 1)
+    lines = read_lines(closed)
+    # The gzip of the segment's first four lines, then a second gzip member cut short.
+    closed.write_bytes(gzip.compress(b"".join(lines[:4])) + gzip.compress(b"".join(lines[4:]))[:20])
+    check = check_items([made.directory], made.export(tmp_path / "i.jsonl", [first, third]))
+    assert problems(check) == [(1, "provenance.ledger"), (2, "provenance.ledger")]
+    assert "its segment does not verify" in check.problems[0].message  # read, chained; the audit fails the file
+    assert check.problems[1].message.endswith("cannot be read to line 5: Compressed file ended before the "
+                                              "end-of-stream marker was reached")

@@ -148,7 +148,7 @@ def _items(check: ItemCheck, path: str) -> Iterator[tuple[int, dict[str, Any]]]:
         while raw := handle.readline(MAX_ITEM_BYTES + 1):
             number += 1
             if len(raw) > MAX_ITEM_BYTES:
-                check.add(number, "item", f"a line over {MAX_ITEM_BYTES >> 20} MiB (not read)")
+                check.add(number, "item", f"a line over {MAX_ITEM_BYTES:,} bytes (not read)")
                 while raw and not raw.endswith(b"\n"):
                     raw = handle.readline(MAX_ITEM_BYTES + 1)
                 continue
