@@ -318,3 +318,18 @@ def test_the_tdmrep_rule_and_its_check(origins, tmp_path):
     item["provenance"]["tdmrep"]["rule"]["location"] = "/other"
     check = check_items([ledger], _export(tmp_path, [item]))
     assert [(p.line, p.field) for p in check.problems] == [(1, "provenance.tdmrep")], format_items(check)
+
+
+@pytest_twisted.inlineCallbacks
+def test_without_the_response_sources_robotstxt_preferences_are_told(origins):
+    """ROBOTSTXT_USAGE_HEADERS off (and meta tags not read): no robotstxt_preferences, the request's
+    robots.txt preference (robotstxt_usage) is what the provenance tells."""
+    a = _site(origins)
+
+    result = yield run_crawl([a.url("/")], {**ON, "ROBOTSTXT_USAGE_HEADERS": False})
+
+    (item,) = result.items
+    usage = item["provenance"]["usage"]
+    assert usage["categories"] == {"train-ai": {"value": "n", "sources": [f"{a.url('/robots.txt')} line 2 "
+                                                                         "(Content-Usage)"]}}
+    assert [s["source"] for s in usage["sources"]] == ["robots.txt"]  # the page's header not read

@@ -91,8 +91,9 @@ class ProvenanceMiddleware(Reporting, BaseSpiderMiddleware):
         self._verdicts: weakref.WeakKeyDictionary[Request, Judgement] = weakref.WeakKeyDictionary()
         #: When each response still alive was received.
         self._received: weakref.WeakKeyDictionary[Response, float] = weakref.WeakKeyDictionary()
-        #: The provenance of the response whose items are being processed (made at its first item).
-        self._last: tuple[Response | None, dict[str, Any] | None] = (None, None)
+        #: The provenance of the response whose items are being processed (made at its first item; the
+        #: response not kept alive by it).
+        self._last: tuple[weakref.ref[Response] | None, dict[str, Any] | None] = (None, None)
         Enforcement.of(crawler, config).add(self)
         crawler.signals.connect(self._response_received, signal=signals.response_received)
 
@@ -114,9 +115,9 @@ class ProvenanceMiddleware(Reporting, BaseSpiderMiddleware):
         if response is None or not ItemAdapter.is_item(item):
             return item  # not derived from a response (start(), a component's own)
         last, provenance = self._last
-        if last is not response:
+        if last is None or last() is not response:
             provenance = self._made(response)
-            self._last = (response, provenance)
+            self._last = (weakref.ref(response), provenance)
         if provenance is None:
             self._inc("provenance/unjudged")
             return item
