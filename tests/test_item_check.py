@@ -247,6 +247,11 @@ def test_a_ledger_that_is_not_one_and_items_that_cannot_be_read(ledger: Ledger, 
         check_items([ledger.directory], tmp_path / "missing.jsonl")
 
 
+def test_the_bounds_are_those_documented() -> None:
+    # docs/provenance.md, "Bounds": a URL 4,096 characters, other texts 200, lists 10 entries.
+    assert (item_check.MAX_URL, item_check.MAX_TEXT, item_check.MAX_LIST) == (4096, 200, 10)
+
+
 def test_texts_are_cut_the_same_on_both_sides() -> None:
     assert cut("x" * 10, 10) == "x" * 10
     assert cut("x" * 11, 10) == "x" * 7 + "..."
@@ -315,6 +320,9 @@ def test_the_tdmrep_rule_is_compared(tmp_path: Path) -> None:
     made.run.state(ORIGIN, tdm, document="tdmrep.json")
     item = made.verdict("/a", tv=tdm, tr=[0, "/", 0])
     item["provenance"]["tdmrep"] = {"rule": {"reserved": False, "location": "/", "index": 0, "policy": None}}
+    long = "/" + "l" * 500  # a location the provenance keeps cut: compared cut
+    made.verdict("/b", tv=tdm, tr=[0, long, 1])["provenance"]["tdmrep"] = {
+        "rule": {"reserved": False, "location": cut(long), "index": 1, "policy": None}}
     made.run.close()
     assert check_items([made.directory], made.export(tmp_path / "i.jsonl")).problems == []
     for changed in ({"rule": None}, None, {"rule": {"reserved": True, "location": "/", "index": 0}}):
