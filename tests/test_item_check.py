@@ -223,11 +223,11 @@ def test_items_that_are_no_provenance(ledger: Ledger, tmp_path: Path, monkeypatc
 def test_problems_past_the_limit_are_counted(ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(item_check, "MAX_PROBLEMS", 1)
     for item in ledger.items:
-        item["provenance"]["verdict"] = "held"
+        item["provenance"].update(verdict="held", token="otherbot")
     check = check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl"))
-    assert len(check.problems) == 1 and check.more == 2
-    assert check.exit_status() == 1 and check.as_dict()["problem_count"] == 3
-    assert format_items(check).splitlines()[-2:] == ["  ... and 2 more problems", "Items: 3 problems"]
+    assert len(check.problems) == 1 and check.more == 5
+    assert check.exit_status() == 1 and check.as_dict()["problem_count"] == 6
+    assert format_items(check).splitlines()[-2:] == ["  ... and 5 more problems", "Items: 6 problems"]
 
 
 def test_the_ledgers_own_problems_fail_the_check(ledger: Ledger, tmp_path: Path) -> None:
@@ -346,3 +346,10 @@ def test_a_segment_cut_short_after_an_items_record(tmp_path: Path) -> None:
     assert "its segment does not verify" in check.problems[0].message  # read, chained; the audit fails the file
     assert check.problems[1].message.endswith("cannot be read to line 5: Compressed file ended before the "
                                               "end-of-stream marker was reached")
+
+
+def test_a_file_of_runs_that_is_no_segment(ledger: Ledger, tmp_path: Path) -> None:
+    (ledger.directory / "runs" / "0-notes.txt").write_text("not a segment")  # listed first
+    check = check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl"))
+    assert check.verified == 3 and check.problems == []
+    assert check.exit_status() == 1  # the audit reports the file
