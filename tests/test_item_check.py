@@ -353,3 +353,17 @@ def test_a_file_of_runs_that_is_no_segment(ledger: Ledger, tmp_path: Path) -> No
     check = check_items([ledger.directory], ledger.export(tmp_path / "i.jsonl"))
     assert check.verified == 3 and check.problems == []
     assert check.exit_status() == 1  # the audit reports the file
+
+
+def test_a_verdict_no_rule_decided(tmp_path: Path) -> None:
+    made = Ledger(tmp_path / "ledger", robots=b"User-agent: *\nDisallow: /private\n")
+    made.run.verdict(f"{ORIGIN}/x", "fp", "allowed", made.digest, None)  # no rule matched: r is null
+    item = {"provenance": {"v": 1, "request_url": f"{ORIGIN}/x", "verdict": "allowed", "token": "testbot",
+                           "rule": None, "robots": {"digest": made.digest},
+                           "ledger": {"run": made.run.run, "seg": 1, "seq": made.run.count,
+                                      "hash": made.run.hash.hex()}}}
+    made.run.close()
+    assert check_items([made.directory], made.export(tmp_path / "i.jsonl", [item])).verified == 1
+    item["provenance"]["rule"] = shown_rule("Disallow", "/private", 2)
+    assert problems(check_items([made.directory], made.export(tmp_path / "i.jsonl", [item]))) == [
+        (1, "provenance.rule")]
