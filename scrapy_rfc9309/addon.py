@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
+from .components.provenance_middleware import ProvenanceMiddleware
 from .components.robotstxt_middleware import RobotsTxtMiddleware
 from .components.usage_middleware import UsageMiddleware
 from .config import DEFAULTS
@@ -30,6 +31,8 @@ class Addon:
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, 100)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", UsageMiddleware, 101)
         settings.set("ROBOTSTXT_OBEY", True, "addon")
+        if settings.get("ROBOTSTXT_PROVENANCE"):  # nearest the spider: its callbacks' items, before other components
+            settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", ProvenanceMiddleware, 990)
         for name, value in DEFAULTS.items():
             if value is not None:
                 settings.set(name, copy.copy(value), "default")

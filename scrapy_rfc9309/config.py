@@ -137,6 +137,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the spider gets it); by default the ledger records the responses a usage preference kept from the "
             "spider, the decisions it made on responses, and a passed response is implied by its request's "
             "`allowed` verdict", example=True),
+    Setting("ROBOTSTXT_PROVENANCE", None, "str",
+            "the item field in which every item a spider callback yields from a judged response gets its provenance: "
+            "the verdict and the rule that allowed its request, the usage preferences of every source, and its "
+            "ledger record (see the provenance page); off when unset", example="provenance"),
     Setting("ROBOTSTXT_MAX_WAITING", 100_000, "int",
             "requests that may wait for a robots.txt without taking a `CONCURRENT_REQUESTS` place (most of them "
             "parked outside the downloader, about 1 KB each); beyond, waiting requests take places again, so the "
@@ -250,6 +254,21 @@ def _text(settings: BaseSettings, name: str) -> str | None:
     return value or None
 
 
+#: An item field name: a Python identifier, which dataclass and attrs items need too.
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _field_name(settings: BaseSettings, name: str) -> str | None:
+    """An item field name, None or empty (or False) for none."""
+    value = settings.get(name, DEFAULTS[name])
+    if value is None or value == "" or value is False:
+        return None
+    if not isinstance(value, str) or not _FIELD.fullmatch(value):
+        raise RobotsTxtConfigError(f"{name} must be an item field name (letters, digits and '_', not starting with "
+                                   f"a digit), or unset for none, got {value!r}")
+    return value
+
+
 def _path(settings: BaseSettings, name: str) -> str | None:
     """A directory setting: a string or an ``os.PathLike``, None or empty for none."""
     value = settings.get(name, DEFAULTS[name])
@@ -357,6 +376,8 @@ class Config:
     ledger_rotate_bytes: int = 64 * 1024 * 1024
     ledger_responses: bool = False
     max_wait_idle: float = 120.0
+    #: ``ROBOTSTXT_PROVENANCE``: the item field of the provenance, or None (off).
+    provenance: str | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -407,6 +428,7 @@ class Config:
             ledger_rotate_bytes=_number(settings, "ROBOTSTXT_LEDGER_ROTATE_BYTES"),
             ledger_responses=flag(settings, "ROBOTSTXT_LEDGER_RESPONSES"),
             max_wait_idle=_number(settings, "ROBOTSTXT_MAX_WAIT_IDLE"),
+            provenance=_field_name(settings, "ROBOTSTXT_PROVENANCE"),
         )
 
 

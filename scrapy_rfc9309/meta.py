@@ -10,6 +10,7 @@ __all__ = [
     "KEEPER_META",
     "PREFERENCES_META",
     "PURPOSE_META",
+    "RECORD_META",
     "SIZE_META",
     "TDMREP_META",
     "USAGE_META",
@@ -46,3 +47,7 @@ KEEPER_META = "_robotstxt_rfc9309_keeper"
 GIVEN_UP_META = "_robotstxt_rfc9309_given_up"
 #: The URL and fingerprint of a request the ledger recorded (its response record names them).
 FINGERPRINT_META = "_robotstxt_ledger_fp"
+#: With ``ROBOTSTXT_PROVENANCE``: the URL of a request the ledger recorded, and its verdict record's run,
+#: segment, line, chain hash (bytes) and robots.txt version digest (or None), which the provenance of its
+#: response's items names.
+RECORD_META = "_robotstxt_ledger_record"

@@ -178,6 +178,7 @@ def test_config_defaults_are_the_table_defaults():
         "ROBOTSTXT_LEDGER": config.ledger,
         "ROBOTSTXT_LEDGER_ROTATE_BYTES": config.ledger_rotate_bytes,
         "ROBOTSTXT_LEDGER_RESPONSES": config.ledger_responses,
+        "ROBOTSTXT_PROVENANCE": config.provenance,
     }
     for name, value in read.items():
         assert value == DEFAULTS[name], name

@@ -39,7 +39,7 @@ from scrapy_rfc9309.usage.response_sources import (
 
 
 def test_the_vocabulary_is_the_latest_drafts():
-    assert CATEGORIES == ("train-ai", "search")
+    assert CATEGORIES == ("train-ai", "ai-use", "search")
     assert canonical("ai-train") == "train-ai"
     assert canonical("bots") == "bots"
 

@@ -22,7 +22,9 @@ ledgers for people, and its figures as JSON (see :mod:`.report`).
 (``ROBOTSTXT_LEDGER``) of a crawl or of a fleet, read together (see :mod:`.audit`). Exit
 status: 0 everything verifies, 1 a problem (listed), 2 a usage error (no directory, a
 directory that is missing, unreadable or not a ledger). A run that did not end cleanly
-(its last segment not sealed) is a problem unless ``--allow-unsealed``. The first
+(its last segment not sealed) is a problem unless ``--allow-unsealed``. With ``--item FILE``,
+the provenance of exported items is checked against the ledger too
+(:mod:`~scrapy_rfc9309.evidence.item_check`). The first
 argument ``audit`` selects the audit: a URL whose host is ``audit`` needs its scheme
 (``http://audit/``).
 """
@@ -53,6 +55,7 @@ from ..core.product_tokens import product_token
 from ..core.state import Access, Cause, FetchOutcome, OriginState, Policy
 from ..core.verdict import Enforced, Judgement, Kind, judge
 from ..evidence.audit import LedgerError, audit, format_text
+from ..evidence.item_check import check_items, format_items
 from ..exceptions import RobotsTxtConfigError
 from ..runtime import compat as _compat
 from .report import run_report
@@ -310,8 +313,8 @@ class RobotstxtCommand(ScrapyCommand):
     default_settings = {"LOG_LEVEL": "WARNING"}
 
     def syntax(self) -> str:
-        return ("[options] URL | audit [--json] [--allow-unsealed] [--anchor HASH]... DIRECTORY... | "
-                "report [-o FILE.html] [--json FILE.json] LEDGER...")
+        return ("[options] URL | audit [--json] [--allow-unsealed] [--anchor HASH]... [--item FILE [--item-field "
+                "FIELD]] DIRECTORY... | report [-o FILE.html] [--json FILE.json] LEDGER...")
 
     def short_desc(self) -> str:
         return "Explain what robots.txt says about a URL (RFC 9309)"
@@ -336,6 +339,12 @@ class RobotstxtCommand(ScrapyCommand):
                             help="audit: exit 0 for a run that did not end cleanly when what it wrote verifies")
         parser.add_argument("--anchor", dest="anchors", action="append", default=[], metavar="HASH",
                             help="audit: a head the crawl logged at its end, kept outside: it must be in the manifest")
+        parser.add_argument("--item", dest="item", default=None, metavar="FILE",
+                            help="audit: also check the provenance of the items of FILE (JSON Lines, as scrapy crawl "
+                                 "-O items.jsonl writes) against the ledger")
+        parser.add_argument("--item-field", dest="item_field", default=None, metavar="FIELD",
+                            help="audit --item: the items' provenance field, by default the project's "
+                                 "ROBOTSTXT_PROVENANCE, else 'provenance'")
 
     _file_status = NO_VERDICT
 
@@ -360,6 +369,9 @@ class RobotstxtCommand(ScrapyCommand):
             "together): every record chain and seal, every archived robots.txt version, every verdict "
             "recomputed, every response tied to an allowed verdict. Exit status: 0 everything verifies, 1 "
             "problems (listed; a run that did not end cleanly is one unless --allow-unsealed), 2 usage error. "
+            "With --item FILE, each exported item's provenance (ROBOTSTXT_PROVENANCE) is checked too: its "
+            "verdict record exists, is chained and says what the item says (every mismatch named by item line "
+            "and field). "
             "A URL whose host is 'audit' needs its scheme (http://audit/).\n\n"
             "robotstxt report LEDGER... [-o FILE.html] [--json FILE.json] audits the ledgers and writes the report "
             "for people: one self-contained HTML page (the whole run, then per host the documents fetched, the "
@@ -379,10 +391,13 @@ class RobotstxtCommand(ScrapyCommand):
         if opts.output:
             raise UsageError("--output goes with 'report LEDGER...'")
         if args[:1] == ["audit"]:
+            if opts.item is not None and opts.item_field is None:
+                field = self.settings.get("ROBOTSTXT_PROVENANCE") if self.settings is not None else None
+                opts.item_field = field or "provenance"
             self.exitcode = run_audit(args[1:], opts)
             return
-        if opts.json or opts.allow_unsealed or opts.anchors:
-            raise UsageError("--json, --allow-unsealed and --anchor go with 'audit DIRECTORY...'")
+        if opts.json or opts.allow_unsealed or opts.anchors or opts.item or opts.item_field:
+            raise UsageError("--json, --allow-unsealed, --anchor and --item go with 'audit DIRECTORY...'")
         if len(args) != 1:
             raise UsageError("give exactly one URL")
         url = _checked_url(args[0], fetch=not opts.file)
@@ -464,6 +479,19 @@ def run_audit(directories: list[str], opts: argparse.Namespace) -> int:
         result = audit(directories, opts.anchors)
     except LedgerError as exc:
         raise UsageError(str(exc)) from None
+    item = getattr(opts, "item", None)
+    if item is not None:
+        try:
+            check = check_items(directories, item, getattr(opts, "item_field", None) or "provenance", result)
+        except OSError as exc:
+            raise UsageError(f"--item {item}: {exc.strerror or exc}") from None
+        if opts.json:
+            print(json.dumps({**result.as_dict(opts.allow_unsealed), "items": check.as_dict(opts.allow_unsealed)},
+                             indent=2))
+        else:
+            print(format_text(result, opts.allow_unsealed))
+            print(format_items(check))
+        return check.exit_status(opts.allow_unsealed)
     if opts.json:
         print(json.dumps(result.as_dict(opts.allow_unsealed), indent=2))
     else:

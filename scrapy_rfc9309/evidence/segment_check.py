@@ -10,7 +10,7 @@ import json
 import zlib
 from typing import Any
 
-from ..core.usage_vocabulary import REVISION
+from ..core.usage_vocabulary import REVISION, REVISIONS_READ
 from .audit_result import CORRUPT, MISMATCH, OriginReport, RunSettings
 from .files import MAX_LINE_BYTES, lines
 from .format import FORMATS_READ, GENESIS, chain, link
@@ -166,7 +166,7 @@ class SegmentCheck:
                 self.problem(number, CORRUPT, f"head's cfg {value!r} is not the settings of the run (purpose, deny, "
                              "read, tdm, crawl_delay, vocab)")
                 return
-            if value["vocab"] != REVISION and not context.headed:  # type: ignore[index]
+            if value["vocab"] not in REVISIONS_READ and not context.headed:  # type: ignore[index]
                 self.problem(number, MISMATCH, f"written under the usage vocabulary revision {value['vocab']!r}, "  # type: ignore[index]
                              f"this audit reads {REVISION!r}: its usage verdicts cannot be checked")
         if not context.headed:

@@ -123,6 +123,8 @@ class Segments(Reporting):
         self.size = 0
         self.count = 0
         self.hash = GENESIS
+        #: The chain hash of the last verdict or response record written.
+        self.recorded = GENESIS
         #: Records handed to the OS (read by the worker, which syncs when it changed).
         self.written = 0
         self.manifest_line = ""
@@ -135,7 +137,8 @@ class Segments(Reporting):
 
     def record(self, head: str, url: str, fingerprint: bytes) -> None:
         """Hand a ``verdict`` or ``response`` record to the OS (:func:`write_record`:
-        one call, in C where the accelerator is built), and chain it."""
+        one call, in C where the accelerator is built), and chain it (its chain hash kept
+        in ``recorded``: a rotation after it starts the next segment's chain)."""
         fd = self.fd
         if fd < 0 or self.failure is not None:
             raise RobotsTxtLedgerError(f"the robots.txt ledger cannot be written ({self.failure or 'closed'})")
@@ -143,6 +146,7 @@ class Segments(Reporting):
             self.hash, size = _write_record(fd, self.hash, head, url, fingerprint, time.time())
         except OSError as exc:
             raise self._cannot_write(exc) from None
+        self.recorded = self.hash
         self.count += 1
         self.written += 1
         self.size += size

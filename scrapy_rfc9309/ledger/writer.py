@@ -31,7 +31,7 @@ from ..core.state import Access, OriginState
 from ..core.verdict import Judgement, Kind
 from ..evidence.format import MANIFEST, VERSIONS_DIR, new_run_id, version_name
 from ..exceptions import RobotsTxtConfigError, RobotsTxtLedgerError
-from ..meta import FINGERPRINT_META, PURPOSE_META
+from ..meta import FINGERPRINT_META, PURPOSE_META, RECORD_META
 from ..runtime import compat as _compat
 from ..runtime.loop import call_later
 from ..runtime.reporting import Reporting
@@ -88,6 +88,8 @@ class Ledger(Reporting):
         self.tdmrep = config.tdmrep
         #: Whether a response passed to the spider has a record (``ROBOTSTXT_LEDGER_RESPONSES``).
         self.passed_responses = config.ledger_responses
+        #: Whether a verdict's record is named in its request's meta (``ROBOTSTXT_PROVENANCE``).
+        self.records_named = config.provenance is not None
         self._policy = config.policy
         prepare_directory(self.directory)
         self._versions = os.path.join(self.directory, VERSIONS_DIR)
@@ -174,10 +176,15 @@ class Ledger(Reporting):
         # The fields that repeat first, then the URL, the fingerprint, the time and the link: what changes from one
         # record to the next is one run, and a response record's URL and fingerprint one back-reference to its
         # verdict's, in the gzip of the segment (about 2.5 B per verdict less than with the time and link first).
+        segments = self._segments
+        segment, line = segments.segment, segments.count + 1  # before the write: it may rotate
         self._record(f'{{"k":"verdict","m":{_string(request.method)},'
                      f'"o":{self._origins.get(origin) or self._origin_json(origin)},'
                      f'"a":{self._agents.get(agent) or self._agent_json(agent)},"ver":{version},'
                      f'"d":"{kind._value_}","r":{rule}{more},"u":', url, fingerprint)
+        if self.records_named:  # read by the provenance of the response's items
+            request.meta[RECORD_META] = (url, self.run, segment, line, segments.recorded,
+                                         None if version == "null" else version[1:-1])
 
     def _tdm_fields(self, origin: Origin, judgement: Judgement, kind: Kind) -> str:
         """The verdict record's ``tv`` and ``tr`` (with ``ROBOTSTXT_TDMREP``)."""

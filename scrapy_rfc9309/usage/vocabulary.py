@@ -5,17 +5,21 @@ and how statements combine). The package itself never imports this module."""
 from ..core.usage_vocabulary import (
     ALLOW,
     CATEGORIES,
+    DEFINITIONS,
     DISALLOW,
     OTHER_LABELS,
+    OVERRIDES,
     REVISION,
+    REVISIONS_READ,
     TDM_CATEGORY,
     canonical,
     combine,
+    governing,
     known_labels,
     labels_for,
 )
 
 __all__ = [
-    "ALLOW", "CATEGORIES", "DISALLOW", "OTHER_LABELS", "REVISION", "TDM_CATEGORY", "canonical", "combine",
-    "known_labels", "labels_for",
+    "ALLOW", "CATEGORIES", "DEFINITIONS", "DISALLOW", "OTHER_LABELS", "OVERRIDES", "REVISION", "REVISIONS_READ",
+    "TDM_CATEGORY", "canonical", "combine", "governing", "known_labels", "labels_for",
 ]
