@@ -47,7 +47,7 @@ def test_a_robots_txt_state_naming_a_tdmrep_json_version(tmp_path: Path) -> None
 def test_a_manifest_whose_last_line_is_over_the_line_bound_is_corrupt(fleet: Fleet, ended: bool) -> None:
     """Not a line cut short by a killed process (that is short): a last line over 1 MiB is corrupt,
     whether it ends the file with a line break or one byte past the bound without one."""
-    import scrapy_rfc9309.evidence.audit as module
+    import scrapy_rfc9309.evidence.files as module
 
     path = fleet.one / MANIFEST
     lines = read_lines(path)

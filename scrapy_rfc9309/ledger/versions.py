@@ -14,6 +14,8 @@ import time
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from ..core.caches import BoundedDict
+from ..core.documents import ROBOTS_TXT
 from ..core.state import Access
 from ..evidence.format import VERSION_FORMAT, version_digest, version_name
 from .segments import sync_directory
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from ..core.origins import Origin
     from ..core.state import OriginState, Policy
 
-__all__ = ["Version", "write_version"]
+__all__ = ["Version", "VersionMemo", "write_version"]
 
 #: Headers of the archived response renamed, because its body is the bytes the parser read
 #: (decoded, and cut at ROBOTSTXT_MAX_SIZE), not those the server sent.
@@ -143,3 +145,50 @@ def _write_version_file(versions: str, run: str, version: Version, final: str) -
         if os.path.exists(temporary):
             os.remove(temporary)
     sync_directory(versions)
+
+
+class VersionMemo:
+    """The versions a run's records name: per document and origin, the digest of the version that
+    a parsed file (or a state) applies, computed once per file; and the digests whose file is in
+    ``versions/`` already, with the SHA-256 of its bytes (``stored``). Each bounded to ``kept``
+    entries (the oldest go first: a digest forgotten is computed again)."""
+
+    __slots__ = ("_digests", "_kept", "_policy", "robots", "stored")
+
+    def __init__(self, policy: Policy, kept: int) -> None:
+        self._policy = policy
+        self._kept = kept
+        #: Per document: origin -> (the parsed file, or the state, whose version it is; its digest).
+        self._digests: dict[str, BoundedDict[Origin, tuple[object, str | None]]] = {ROBOTS_TXT.name: BoundedDict(kept)}
+        #: The robots.txt's, read by the ledger's verdicts without a call.
+        self.robots = self._digests[ROBOTS_TXT.name]
+        self.stored: BoundedDict[str, str] = BoundedDict(kept)
+
+    def known(self, origin: Origin, document: Document) -> tuple[object, str | None] | None:
+        """What was last remembered of ``origin``'s ``document``: (its parsed file or state, its digest)."""
+        digests = self._digests.get(document.name)
+        return None if digests is None else digests.get(origin)
+
+    def version_of(self, origin: Origin, state: OriginState, document: Document) -> str | None:
+        """The digest of the version of ``document`` that ``state`` applies (None when
+        none does), computed once per parsed file (or state)."""
+        key: object = state.parsed if state.parsed is not None else state
+        known = self.known(origin, document)
+        if known is not None and known[0] is key:
+            return known[1]
+        return self.remember(origin, state, document, Version.of(origin, state, document, "fetch", self._policy))
+
+    def remember(self, origin: Origin, state: OriginState, document: Document, version: Version | None) -> str | None:
+        """Remember (and return) the digest of ``version``, the version ``state`` applies."""
+        key: object = state.parsed if state.parsed is not None else state
+        digests = self._digests.get(document.name)
+        if digests is None:
+            digests = self._digests[document.name] = BoundedDict(self._kept)
+        digest = version.digest if version is not None else None
+        if digest is None and state.access is Access.UNREACHABLE and state.parsed is not None:
+            # A stale copy whose fetch is not known (a store record of an earlier version): the version this
+            # process recorded for the same copy, if it did.
+            previous = digests.get(origin)
+            digest = previous[1] if previous is not None and previous[0] is key else None
+        digests[origin] = (key, digest)
+        return digest

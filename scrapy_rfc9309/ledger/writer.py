@@ -45,7 +45,7 @@ from .segments import (
     string,
     sync_and_close,
 )
-from .versions import Version, write_version
+from .versions import Version, VersionMemo, write_version
 from .worker import Worker
 
 if TYPE_CHECKING:
@@ -96,12 +96,8 @@ class Ledger(Reporting):
         self.run = new_run_id()
         self.agent = agent
         self.closed = False
-        #: Per document: origin -> (the parsed file, or the state, whose version it is; its digest).
-        self._digests: dict[str, BoundedDict[Origin, tuple[object, str | None]]] = {
-            ROBOTS_TXT.name: BoundedDict(_DIGESTS_KEPT)}
-        self._robots_versions = self._digests[ROBOTS_TXT.name]
-        #: Digests whose file is known to be in ``versions/``, with the SHA-256 of its bytes.
-        self._stored: BoundedDict[str, str] = BoundedDict(_DIGESTS_KEPT)
+        self.versions = VersionMemo(config.policy, _DIGESTS_KEPT)
+        self._robots_versions = self.versions.robots
         #: The directory's head once the run ended: the chain hash of its end line in the manifest.
         self.head: str | None = None
         self._origins: BoundedDict[Origin, str] = BoundedDict(_DIGESTS_KEPT)
@@ -225,30 +221,8 @@ class Ledger(Reporting):
         return text
 
     def version_of(self, origin: Origin, state: OriginState, document: Document = ROBOTS_TXT) -> str | None:
-        """The digest of the version of ``document`` that ``state`` applies (None when
-        none does), computed once per parsed file (or state)."""
-        key: object = state.parsed if state.parsed is not None else state
-        digests = self._digests.get(document.name)
-        if digests is not None:
-            known = digests.get(origin)
-            if known is not None and known[0] is key:
-                return known[1]
-        return self._remember(origin, state, document, key,
-                              Version.of(origin, state, document, "fetch", self._policy))
-
-    def _remember(self, origin: Origin, state: OriginState, document: Document, key: object,
-                  version: Version | None) -> str | None:
-        digests = self._digests.get(document.name)
-        if digests is None:
-            digests = self._digests[document.name] = BoundedDict(_DIGESTS_KEPT)
-        digest = version.digest if version is not None else None
-        if digest is None and state.access is Access.UNREACHABLE and state.parsed is not None:
-            # A stale copy whose fetch is not known (a store record of an earlier version): the version this
-            # process recorded for the same copy, if it did.
-            previous = digests.get(origin)
-            digest = previous[1] if previous is not None and previous[0] is key else None
-        digests[origin] = (key, digest)
-        return digest
+        """The digest of the version of ``document`` that ``state`` applies (see :class:`.VersionMemo`)."""
+        return self.versions.version_of(origin, state, document)
 
     async def settled(self, origin: Origin, state: OriginState, document: Document, source: str,
                       change: RobotsChange | None = None) -> None:
@@ -258,19 +232,18 @@ class Ledger(Reporting):
         A failure is logged and closes the spider; it never raises."""
         if self.closed or self.failure is not None:
             return
-        key: object = state.parsed if state.parsed is not None else state
-        known = self._digests.get(document.name)
-        was = known.get(origin) if change is not None and known is not None else None
+        versions = self.versions
+        was = versions.known(origin, document) if change is not None else None
         version = Version.of(origin, state, document, source, self._policy)
-        digest = self._remember(origin, state, document, key, version)
-        hashed = None if digest is None else self._stored.get(digest)
+        digest = versions.remember(origin, state, document, version)
+        hashed = None if digest is None else versions.stored.get(digest)
         if digest is not None and hashed is None:
             try:  # written (unless the directory has it), and its bytes hashed, for the state record
                 hashed = await self._worker.call(write_version, self._versions, self.run, version, digest)
             except OSError as exc:
                 self._failed(os.path.join(self._versions, version_name(digest)), exc)
                 return
-            self._stored[digest] = hashed
+            versions.stored[digest] = hashed
         outcome = state.outcome
         unreachable = state.access is Access.UNREACHABLE
         record = {"k": "state", "t": round(time.time(), 3), "p": self._segments.link, "o": origin.with_port,
