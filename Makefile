@@ -56,9 +56,9 @@ MUTATE_OPTIONS ?=
 mutate: venv
 	$(BIN)/python tests/mutate.py $(MUTATE_OPTIONS) $(MUTATE) $(MUTATE_TESTS)
 
-# Every campaign of tests/mutate.py's CAMPAIGNS in turn: 5,374 mutants (and 1,295 in annotations, not
-# run), one to two days on a 2-CPU machine (docs/development.md); MUTATE_OPTIONS="--sample 50" runs 50
-# of each module, a few hours.
+# Every campaign of tests/mutate.py's CAMPAIGNS in turn: several thousand mutants (those in annotations not
+# run), days on a 2-CPU machine (docs/development.md); MUTATE_OPTIONS="--sample 50" runs 50 of each module,
+# a few hours.
 .PHONY: mutate-all
 mutate-all: venv
 	$(BIN)/python tests/mutate.py --all $(MUTATE_OPTIONS)

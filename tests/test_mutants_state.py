@@ -7,17 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_rfc9309.core.state import (
-    MAX_VALIDATOR,
-    Access,
-    Cause,
-    FetchOutcome,
-    OriginState,
-    Policy,
-    Validators,
-    http_date,
-    validator,
-)
+from scrapy_rfc9309.core.http_cache import MAX_VALIDATOR, Validators, http_date, validator
+from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome, OriginState, Policy
 
 
 @pytest.mark.parametrize(("copy", "etag", "selected"), [

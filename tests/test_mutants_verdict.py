@@ -86,15 +86,23 @@ def test_a_rulings_rule_of_names_the_rule_judge_names(body: bytes) -> None:
 
 
 @pytest.mark.parametrize("purpose_tokens", [None, (), ("gptbot", "ccbot")])
-def test_a_rulings_rule_of_with_purpose_tokens_names_the_refusing_groups_rule(
-        purpose_tokens: tuple[str, ...] | None) -> None:
+def test_a_rulings_rule_of_with_purpose_tokens_names_the_allowing_rule(purpose_tokens: tuple[str, ...] | None) -> None:
+    """With purpose tokens, a URL the ruling passes is named by the agent's Allow rule; one a purpose
+    group refuses is disallowed, naming that group's Disallow rule."""
     robots = parsed(PURPOSE_ROBOTS)
     enforced = Enforced(POLICY, purpose_tokens=purpose_tokens or ())
-    rule_of = Ruling(robots, None, AGENT, TOKEN, enforced, explain=True).rule_of
-    assert rule_of is not None
+    ruling = Ruling(robots, None, AGENT, TOKEN, enforced, explain=True)
+    assert ruling.rule_of is not None
+    refused = {"/": 8, "/articles/1": 5, "/other": 8} if purpose_tokens else {}
     for path in ("/", "/articles/1", "/public/x", "/other"):
         url = f"https://example.com{path}"
-        assert rule_of(url) == judge(url, AGENT, TOKEN, robots, NOW, enforced, explain=True).rule, path
+        verdict = judge(url, AGENT, TOKEN, robots, NOW, enforced, explain=True)
+        if path in refused:
+            assert not ruling.passes(url) and verdict.kind is Kind.FORBIDDEN, path
+            assert verdict.rule is not None and not verdict.rule.allow and verdict.rule.line == refused[path], path
+        else:
+            assert ruling.passes(url), path
+            assert ruling.rule_of(url) == verdict.rule == Rule(True, "/", 2), path
 
 
 def test_the_wait_at_close_counts_from_the_first_failed_fetch() -> None:
