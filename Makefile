@@ -41,11 +41,12 @@ demo: $(BIN)/.runtime
 	cd example_project && ../$(BIN)/python -m example_project.demo
 
 # Each worker runs its own tests' servers (loopback origins and redis-server on free ports) and its own
-# reactor or loop; --dist worksteal hands a finished worker the tests of one still busy.
+# reactor or loop; --dist worksteal hands a finished worker the tests of one still busy. The twenty
+# slowest tests are listed at the end (docs/development.md: no test should take over 15 s on a quiet machine).
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal --durations=20
 
 # Mutation testing (cosmic-ray) of one module of the decision code against the tests that guard it, in a
 # copy of the checkout (tests/mutate.py): make mutate MUTATE=scrapy_rfc9309/core/verdict.py MUTATE_TESTS="tests/..."
