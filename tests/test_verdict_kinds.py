@@ -199,13 +199,13 @@ def test_the_ledger_names_each_kind_by_its_value():
 
 def test_the_table_names_every_kind_and_the_audit_reads_the_same_names():
     from scrapy_rfc9309.core.verdict_kinds import DECIDED, LEDGER_VERDICTS, ROWS
-    from scrapy_rfc9309.evidence import audit
+    from scrapy_rfc9309.evidence import audit_result
 
     assert {kind for kind, _reason in ROWS} == set(Kind)
     assert LEDGER_VERDICTS == {kind.value for kind in Kind}
-    # The audit's own names (evidence/ is pure and keeps its list): the same as the table's.
-    assert set(audit._DECIDED) == DECIDED
-    assert audit._VERDICTS == LEDGER_VERDICTS
+    assert DECIDED == {"allowed", "disallowed", "usage_denied", "tdm_reserved"}
+    # The audit reads the table's names.
+    assert audit_result.DECIDED is DECIDED and audit_result.VERDICTS is LEDGER_VERDICTS
 
 
 def test_the_drop_reasons_and_the_kinds_that_pass_come_from_the_table():

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import verdict_kinds
 from .format import FORMAT
 
 __all__ = ["CORRUPT", "DECIDED", "MAX_PROBLEMS", "MISMATCH", "MISSING", "ORPHAN", "UNSEALED", "VERDICTS", "Audit",
@@ -23,9 +24,10 @@ __all__ = ["CORRUPT", "DECIDED", "MAX_PROBLEMS", "MISMATCH", "MISSING", "ORPHAN"
 CORRUPT, MISSING, MISMATCH, UNSEALED, ORPHAN = "corrupt", "missing", "mismatch", "unsealed", "orphan"
 
 
-#: Verdicts (``d``) a robots.txt version decides: the URL must be allowed for every one but ``disallowed``.
-DECIDED = ("allowed", "disallowed", "usage_denied", "tdm_reserved")
-VERDICTS = frozenset({*DECIDED, "held", "dropped", "requeued", "not_judged"})
+#: Verdicts (``d``) a robots.txt version decides: the URL must be allowed for every one but ``disallowed``;
+#: and every verdict a ledger records. Both from the one table of verdict kinds.
+DECIDED = verdict_kinds.DECIDED
+VERDICTS = verdict_kinds.LEDGER_VERDICTS
 #: Problems listed (all are counted): a ledger altered throughout would list millions.
 MAX_PROBLEMS = 10_000
 

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["CLOSE_REASON", "Ledger"]
 
 #: The verdicts whose record names the robots.txt version, rule and usage preference they rest on.
-_DECIDED = frozenset({Kind.ALLOWED, Kind.FORBIDDEN, Kind.USAGE_DENIED, Kind.TDM_RESERVED})
+_DECIDED = frozenset(kind for kind in Kind if kind.decided)
 _ALLOWED = Kind.ALLOWED
 _dumps = dumps
 _string = string
