@@ -1912,23 +1912,16 @@ typedef struct {
 } Found;
 
 /* The text of the records ``found`` (in line order), each on its own line as
- * short_keys[kind] and its value, every other line empty; the Allow and Disallow
- * records on the lines ``omitted`` names (codes line << 1 | allow, in line order)
- * left out, the text as many lines long as with them: up to last_record, the line of
- * the last record, left out or not. */
+ * short_keys[kind] and its value, every other line empty, up to last_record: the
+ * line of the last record, kept or left out (the text is as many lines long as
+ * with the rules left out). */
 static PyObject *
-found_text(const Scanner *sc, const Found *found, Py_ssize_t nfound, PyObject *short_keys,
-           const unsigned int *omitted, Py_ssize_t nomit, Py_ssize_t last_record)
+found_text(const Scanner *sc, const Found *found, Py_ssize_t nfound, PyObject *short_keys, Py_ssize_t last_record)
 {
-    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys), total = 0, last = 1, next_omit = 0;
+    Py_ssize_t nshort = PyTuple_GET_SIZE(short_keys), total = 0, last = 1;
     Py_UCS4 maxchar = 127;
     for (Py_ssize_t f = 0; f < nfound; f++) {
         const Found *r = &found[f];
-        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < r->line)
-            next_omit++;
-        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == r->line
-            && (r->kind % K_SPECIAL == K_ALLOW || r->kind % K_SPECIAL == K_DISALLOW))
-            continue;
         if (r->kind >= nshort) {
             PyErr_SetString(PyExc_ValueError, "a kind without a short key");
             return NULL;
@@ -1951,14 +1944,8 @@ found_text(const Scanner *sc, const Found *found, Py_ssize_t nfound, PyObject *s
     void *odata = PyUnicode_DATA(out);
     Py_ssize_t o = 0;
     last = 1;
-    next_omit = 0;
     for (Py_ssize_t f = 0; f < nfound; f++) {
         const Found *r = &found[f];
-        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < r->line)
-            next_omit++;
-        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == r->line
-            && (r->kind % K_SPECIAL == K_ALLOW || r->kind % K_SPECIAL == K_DISALLOW))
-            continue;
         for (; last < r->line; last++)
             PyUnicode_WRITE(okind, odata, o++, '\n');
         PyObject *key = PyTuple_GET_ITEM(short_keys, r->kind);
@@ -2046,7 +2033,7 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
         if (add_found(&found, &nfound, &cap, (Found){kind, vstart, vend, lineno}) < 0)
             goto done;
     }
-    out = found_text(&sc, found, nfound, short_keys, NULL, 0, last_record);
+    out = found_text(&sc, found, nfound, short_keys, last_record);
 done:
     PyMem_Free(found);
     if (omit_arg != Py_None)
@@ -2302,26 +2289,20 @@ end_group(PyObject *text, const Scanner *sc, GroupBuf *buf, PyObject *mine, PyOb
     return 0;
 }
 
-/* select_groups(text, keys, token, star[, short_keys]) -> (key, groups[, records]):
- * the groups whose user-agent lines name ``token`` (lower-case), else those naming
- * "*", as in parser.select (the reference); key is the token, "*", or "" when no
- * group applies. Only the selected groups become Python objects; with star false,
- * the groups of "*" are not built (key "*" comes with no groups). With short_keys,
- * also the text's records_text without the rules of the groups given, from the same
- * pass (parser.select_records). */
+/* select_groups(text, keys, token[, star]) -> (key, groups): the groups whose
+ * user-agent lines name ``token`` (lower-case), else those naming "*", as in
+ * parser.select (the reference); key is the token, "*", or "" when no group
+ * applies. Only the selected groups become Python objects; with star false, the
+ * groups of "*" are not built (key "*" comes with no groups). */
 static PyObject *
 select_groups(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *text, *keys, *token_obj, *short_keys = NULL;
+    PyObject *text, *keys, *token_obj;
     int want_star = 1, star_seen = 0;
     Scanner sc;
-    if (!PyArg_ParseTuple(args, "UO!U|pO!:select_groups", &text, &PyList_Type, &keys, &token_obj, &want_star,
-                          &PyTuple_Type, &short_keys)
-        || scanner_init(&sc, text, keys) < 0 || (short_keys != NULL && check_short_keys(short_keys) < 0))
+    if (!PyArg_ParseTuple(args, "UO!U|p:select_groups", &text, &PyList_Type, &keys, &token_obj, &want_star)
+        || scanner_init(&sc, text, keys) < 0)
         return NULL;
-    Found *found = NULL; /* with short_keys: every record, for the records text */
-    Py_ssize_t nfound = 0, found_cap = 0;
-    unsigned int *omitted = NULL;
     const char *token = NULL;
     Py_ssize_t token_n = 0;
     if (PyUnicode_IS_ASCII(token_obj) && PyUnicode_GET_LENGTH(token_obj) > 0) {
@@ -2340,9 +2321,6 @@ select_groups(PyObject *Py_UNUSED(module), PyObject *args)
         lineno++;
         long kind = line_record(&sc, start, end, &vstart, &vend);
         start = end + 1;
-        if (short_keys != NULL && kind >= 0
-            && add_found(&found, &nfound, &found_cap, (Found){kind, vstart, vend, lineno}) < 0)
-            goto done;
         if (kind < 0 || kind == K_SITEMAP || kind == K_HOST)
             continue;
         if (kind == K_USER_AGENT) {
@@ -2411,33 +2389,9 @@ select_groups(PyObject *Py_UNUSED(module), PyObject *args)
         goto done;
     else if (key == token_obj)
         Py_INCREF(key);
-    if (short_keys == NULL)
-        result = PyTuple_Pack(2, key, given);
-    else {
-        /* the rules of the groups given, in line order (the groups are in file order) */
-        Py_ssize_t nomit = 0, total = 0;
-        for (Py_ssize_t g = 0; g < PyList_GET_SIZE(given); g++)
-            total += PyBytes_GET_SIZE(PyTuple_GET_ITEM(PyList_GET_ITEM(given, g), 1)) / (Py_ssize_t)sizeof(unsigned int);
-        omitted = PyMem_Malloc((size_t)(total + 1) * sizeof(unsigned int));
-        if (omitted == NULL)
-            PyErr_NoMemory();
-        else {
-            for (Py_ssize_t g = 0; g < PyList_GET_SIZE(given); g++) {
-                PyObject *codes = PyTuple_GET_ITEM(PyList_GET_ITEM(given, g), 1);
-                memcpy(omitted + nomit, PyBytes_AS_STRING(codes), (size_t)PyBytes_GET_SIZE(codes));
-                nomit += PyBytes_GET_SIZE(codes) / (Py_ssize_t)sizeof(unsigned int);
-            }
-            PyObject *records = found_text(&sc, found, nfound, short_keys, omitted, nomit,
-                                           nfound ? found[nfound - 1].line : 1);
-            if (records != NULL)
-                result = PyTuple_Pack(3, key, given, records);
-            Py_XDECREF(records);
-        }
-    }
+    result = PyTuple_Pack(2, key, given);
     Py_DECREF(key);
 done:
-    PyMem_Free(found);
-    PyMem_Free(omitted);
     PyMem_Free(buf.rows);
     PyMem_Free(buf.agents);
     Py_XDECREF(mine);

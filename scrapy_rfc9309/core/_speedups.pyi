@@ -1,7 +1,7 @@
 """Types of the optional C accelerator, ``_speedups.c`` (see its method tables)."""
 
 from collections.abc import Callable, Iterable
-from typing import Any, final, overload
+from typing import Any, final
 
 from typing_extensions import Buffer
 
@@ -52,18 +52,11 @@ def scan_lines(text: str, keys: list[tuple[str, int]], /) -> list[tuple[int, str
     """The known records of a robots.txt text: ``[(kind, value, line)]``. ``keys`` are
     ``(lowercase key, kind)`` pairs, longest first, at most 64."""
 
-@overload
 def select_groups(
     text: str, keys: list[tuple[str, int]], token: str, star: bool = True, /
 ) -> tuple[str, list[tuple[list[str], bytes, bytes, list[tuple[int, str, int, bool, bool]]]]]:
     """The groups of a robots.txt text that a product token selects: ``(key, groups)``
     (see ``parser.select``); with ``star`` false, the groups of ``*`` are not built."""
-@overload
-def select_groups(
-    text: str, keys: list[tuple[str, int]], token: str, star: bool, short_keys: tuple[str, ...], /
-) -> tuple[str, list[tuple[list[str], bytes, bytes, list[tuple[int, str, int, bool, bool]]]], str]:
-    """With ``short_keys``, also the text's ``records_text`` without the rules of the
-    groups given, from the same pass (see ``syntax.select_records``)."""
 
 def records_text(
     text: str, keys: list[tuple[str, int]], short_keys: tuple[str, ...], omit: Buffer | None = None, /

@@ -148,11 +148,11 @@ class GroupSelector(RobotsBody):
             records = None
             if reduce and not flags & _KEEP_BODY and not flags & _SPEEDUPS:
                 # In Python one scan of the text gives the groups and the records.
-                # In C the groups are selected, then the records written: the one
-                # pass (select_records) keeps every record's place while it builds
-                # the groups, which left holes in the heap and gained nothing on a
+                # In C the groups are selected, then the records written: one pass
+                # for both would keep every record's place while it builds the
+                # groups, which leaves holes in the heap and gains nothing on a
                 # first verdict (benchmarks/README.md, issue 42).
-                key, selected, records = select_records(text, token, self._speedups)
+                key, selected, records = select_records(text, token)
             else:
                 key, selected = select(text, token, self._speedups, star=star is None)
                 if reduce and not flags & _KEEP_BODY:

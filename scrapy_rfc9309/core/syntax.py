@@ -379,14 +379,13 @@ def select(text: str, token: str, speedups: bool = True, star: bool = True,
     return key, selected
 
 
-def select_records(text: str, token: str, speedups: bool = True,
+def select_records(text: str, token: str,
                    rows: list[tuple[int, str, int]] | None = None) -> tuple[str, list[SelectedGroup], str]:
     """:func:`select` (with ``star``) and the text's :func:`records_text` without the
     rules of the groups it gives (their matcher gives them back): what a file's first
-    question needs. In C from one pass over the text when the accelerator is built;
-    in Python (the reference) from ``rows``, the text's :func:`scan`, when given."""
-    if speedups and select_groups is not None:
-        return select_groups(text, _KEY_LIST, token, True, _SHORT_KEY_LIST)
+    question needs, in pure Python (the reference), from one scan of the text
+    (``rows``, its :func:`scan`, when given). With the accelerator a first question
+    selects the groups, then writes the records, in C."""
     if rows is None:
         rows = list(scan(text, False))
     key, selected = select(text, token, False, rows=rows)
