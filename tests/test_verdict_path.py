@@ -84,12 +84,16 @@ def test_a_request_whose_robots_txt_is_unreachable_waits_it_is_not_released():
     mw, told = _middleware()
     _put(mw, Access.UNREACHABLE, b"")
     request = Request("https://example.com/a")
-    result = mw.process_request(request)
-    if asyncio.iscoroutine(result):  # awaited by Scrapy: released or refused only by a final verdict
-        result.close()
-    else:  # handed back to the scheduler, parked outside the downloader while its origin is held
-        assert result is request
-    assert [(j.kind, j.url) for j in told] == [(Kind.HELD, request.url)]
+    try:
+        result = mw.process_request(request)
+        if asyncio.iscoroutine(result):  # awaited by Scrapy: released or refused only by a final verdict
+            result.close()
+        else:  # handed back to the scheduler, parked outside the downloader while its origin is held
+            assert result is request
+        assert [(j.kind, j.url) for j in told] == [(Kind.HELD, request.url)]
+    finally:  # the origin's retry and fetch, which this crawl without an engine cannot make, end with the test
+        mw.states.retries.close()
+        mw.states.fetches.close()
 
 
 def test_acting_on_a_held_verdict_raises_and_hold_tells_it():
