@@ -304,7 +304,7 @@ def test_an_origin_given_up_does_not_hold_the_requests_parked_for_it():
     crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, "DOWNLOADER_MIDDLEWARES": {
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None}})
     mw = RobotsTxtMiddleware.from_crawler(crawler)
-    states = mw.states.states
+    states = mw.states.document_states
     for host, status, cause, holds in (("dead.example", None, Cause.NO_HOST, False),
                                        ("busy.example", 503, Cause.TRANSIENT, True)):
         origin = Origin.from_url(f"http://{host}/")

@@ -77,7 +77,7 @@ def test_a_request_that_is_not_http_is_released_with_a_not_judged_verdict(url):
         assert mw.process_request(Request(url, meta=meta)) is None
     assert [(j.kind, j.reason, j.url) for j in told] == [(Kind.NOT_JUDGED, "not_http", url)] * 2
     assert mw.tellers.tally.count(Kind.NOT_JUDGED, reason="not_http") == 2
-    assert "2 not judged (not http(s))" in mw.parts.close_summary.verdicts()
+    assert "2 not judged (not http(s))" in mw.parts.verdicts.close_summary.verdicts()
 
 
 def test_a_request_whose_robots_txt_is_unreachable_waits_it_is_not_released():

@@ -217,7 +217,7 @@ class _ExplainSpider(Spider):
         state = await middleware.fetch_state(self.url)
         if state is None:
             return
-        enforcement = middleware.parts
+        enforcement = middleware.parts.verdicts
         token = enforcement.agents.token(self.agent)
         judgement = judge(self.url, self.agent, token, state, time.time(), enforcement.enforced)
         tdm_state = None

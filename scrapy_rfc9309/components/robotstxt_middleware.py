@@ -11,7 +11,8 @@ verdict, a :class:`~scrapy_rfc9309.judgement.Judgement`; the
 :class:`~scrapy_rfc9309.enforcement.actions.Actions` act on it and tell the tellers.
 ``process_request`` dispatches: the most frequent verdict, a bare allowed one, is answered
 per origin by the release memo (:mod:`~scrapy_rfc9309.enforcement.release_memo`), every
-other request takes the :class:`~.verdict_path.VerdictPath`.
+other request takes the :class:`~.verdict_path.VerdictPath`. Every part is made and wired
+once per crawler by :class:`~.wiring.RobotsTxtParts`; the middleware binds what it reads.
 """
 
 from __future__ import annotations
@@ -21,21 +22,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, signals
-from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
 from scrapy.http.headers import Headers
 
 from ..config import Config, refuse_builtin_beside, usage_line
 from ..core.accelerator import ACCELERATED, matcher_in_use
-from ..core.origins import Origin, OriginOf
 from ..core.urls import origin_text
-from ..enforcement.release_memo import Releases, has_header
-from ..ledger.writer import Ledger
-from ..lifecycle.change_signal import ChangeNews
-from ..lifecycle.dns_warmup import DnsWarmup
-from ..lifecycle.fetch import RobotsFetcher
-from ..lifecycle.idle_watch import HeldWatch
-from ..lifecycle.waiting import for_crawl
+from ..enforcement.release_memo import has_header
 from ..meta import (
     AGENT_META,
     FETCH_META,
@@ -47,18 +41,13 @@ from ..meta import (
     USAGE_META,
 )
 from ..runtime.reporting import Reporting
-from ..stores import store_class
-from ..stores.client import StoreClient
 from .queries import StateQueries
-from .verdict_path import VerdictPath
-from .wiring import VerdictParts
+from .wiring import RobotsTxtParts
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
-
-    from ..core.documents import Document
 
 __all__ = ["AGENT_META", "PREFERENCES_META", "TDMREP_META", "USAGE_META", "RobotsTxtMiddleware"]
 
@@ -78,61 +67,36 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
     #: Set (to :meth:`_responded`) when a teller reads responses: the hook is not called otherwise.
     process_response: Callable[[Request, Response, Any], Response]
 
-    def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
-            raise NotConfigured
-        self.crawler = crawler
-        refuse_builtin_beside(crawler.settings, MIDDLEWARE_PATH)
-        config = self.config = Config.from_settings(crawler.settings)
-        #: The http(s) origin of a URL, or None.
-        self._origin_of = OriginOf()
-        self.policy = config.policy
-        #: The verdicts' side of the crawl, shared with the usage middleware.
-        parts = self.parts = VerdictParts.of(crawler, config)
-        self.agents = parts.agents
-        self.enforced = parts.enforced
-        self.tellers = parts.tellers
-        logger.info("%s", usage_line(config))
-        logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
-        store = warmup = None
-        store_cls = store_class(config.store)
-        if store_cls is not None:
-            store = StoreClient(store_cls.from_crawler(crawler), crawler, config)
-            warmup = DnsWarmup.for_crawl(crawler, config.dns_warmup)
+    def __init__(self, parts: RobotsTxtParts) -> None:
+        """Bind what the hooks and the queries read from ``parts`` (see :mod:`.wiring`)."""
+        self.parts = parts
+        self.crawler = parts.crawler
+        self.config = parts.config
+        self.policy = parts.config.policy
+        self.agents = parts.verdicts.agents
+        self.enforced = parts.verdicts.enforced
+        self.tellers = parts.verdicts.tellers
         #: The verdict ledger (``ROBOTSTXT_LEDGER``): told of every state settled and every verdict.
-        self.ledger = Ledger(crawler, config, self.agents.token(self.agents.default)) if config.ledger else None
-        settled = None
-        if self.ledger is not None:
-            self.tellers.add(self.ledger)
-            settled = self.ledger.settled
-        self.fetcher = RobotsFetcher(crawler, self.policy, config.max_size,
-                                     warmup.route_seen if warmup is not None else None)
-        #: The usage categories listed in ROBOTSTXT_USAGE_DENY that a TDM reservation denies.
-        self.tdm_deny = self.enforced.tdm_deny
-        #: The requests waiting for their robots.txt (its states: ``states.states``) and, with
-        #: ROBOTSTXT_TDMREP, for their tdmrep.json (held while it is unreachable only when reservations
-        #: are enforced, as an unreachable robots.txt holds them; otherwise they go on, nothing known).
-        self.states, self.tdm = for_crawl(crawler, config, self.fetcher, self._origin_of, store=store, warmup=warmup,
-                                          on_settled=settled, on_held=self._parked_held, tdm_holds=bool(self.tdm_deny),
-                                          news=ChangeNews(crawler, self.agents.seen, self.agents.default),
-                                          on_requeued=self._parked_requeued)
-        #: The per-origin memo of the most frequent verdict (see release_memo).
-        self.releases = Releases(self.states.states, self.tellers)
-        self._release_of = self.releases.get
-        self._path = VerdictPath(crawler, parts, self.states, self.tdm, self._origin_of, self.releases)
-        self._plain = self._path.plain
-        self._special = self._path.special
-        #: Says what held requests wait for, and gives them up once they are all that is left.
-        self.held_watch = HeldWatch(crawler, [states for states in (self.states, self.tdm) if states is not None],
-                                    self.policy, config.max_wait_idle, own_receivers=(self._spider_idle,))
+        self.ledger = parts.ledger
+        #: The requests waiting for their robots.txt, and with ROBOTSTXT_TDMREP for their tdmrep.json.
+        self.states, self.tdm = parts.robots, parts.tdm
+        self.releases = parts.releases
+        self._origin_of = parts.origin_of
+        self._release_of = parts.releases.get
+        self._plain = parts.path.plain
+        self._special = parts.path.special
         if self.tellers.of_passed:  # without any, Scrapy has no process_response to call
             self.process_response = self._responded
-        crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        refuse_builtin_beside(crawler.settings, MIDDLEWARE_PATH)
+        config = Config.from_settings(crawler.settings)
+        logger.info("%s", usage_line(config))
+        logger.log(logging.INFO if ACCELERATED else logging.WARNING, "robots.txt matcher: %s", matcher_in_use())
+        return cls(RobotsTxtParts(crawler, config))
 
     # -- the downloader hooks -------------------------------------------------------------
     def process_request(self, request: Request,
@@ -167,12 +131,6 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
             self.tellers.responded(request, response.status, "passed")
         return response
 
-    def _parked_held(self, request: Request, origin: Origin, document: Document) -> None:
-        self._path.parked_held(request, origin, document)
-
-    def _parked_requeued(self, request: Request, origin: Origin, reason: str, document: Document) -> None:
-        self._path.parked_requeued(request, origin, reason, document)
-
     # -- what the crawl waits for ----------------------------------------------------------
     @property
     def waiting_count(self) -> int:
@@ -183,20 +141,4 @@ class RobotsTxtMiddleware(Reporting, StateQueries):
     def held_count(self) -> int:
         """Requests held now (their origin's document unreachable, waiting for a retry), of all documents."""
         now = _now()
-        return sum(count for waiting in (self.states, self.tdm) if waiting is not None
-                   for _, count, _ in waiting.held(now))
-
-    # -- the crawl's end -------------------------------------------------------------------
-    def _spider_idle(self, spider: Any = None) -> None:
-        if self.waiting_count and not self.states.closing:
-            raise DontCloseSpider
-
-    async def _spider_closed(self, spider: Any = None) -> None:
-        self.releases.flush()
-        self.states.close()
-        if self.tdm is not None:
-            self.tdm.close()
-        if self.states.fetches.store is not None:
-            await self.states.fetches.store.close()  # after the saves still running
-        self.parts.close_summary.log([states for states in (self.states, self.tdm) if states is not None])
-        await self.tellers.close()
+        return sum(count for waiting in self.parts.waiting for _, count, _ in waiting.held(now))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import purpose_tokens
 from ..core.caches import BoundedDict
@@ -35,9 +35,12 @@ if TYPE_CHECKING:
 
     from ..core.documents import Document
     from ..core.state import OriginState
+    from ..core.verdict import Enforced
+    from ..enforcement.actions import Actions
     from ..enforcement.release_memo import Releases
+    from ..enforcement.request_agents import UserAgents
+    from ..enforcement.tellers import Tellers
     from ..lifecycle.waiting import WaitingRequests
-    from .wiring import VerdictParts
 
 __all__ = ["Rulings", "VerdictPath"]
 
@@ -46,13 +49,23 @@ MAX_RULINGS = 1024
 _now = time.time
 
 
+class Verdicts(Protocol):
+    """What the path reads of the crawl's verdicts' side: a :class:`.wiring.VerdictParts`
+    (named by its shape: wiring makes the path, so the path does not import it)."""
+
+    agents: UserAgents
+    enforced: Enforced
+    tellers: Tellers
+    actions: Actions
+
+
 class Rulings(BoundedDict[Origin, Ruling]):
     """The ruling of each origin, remembered while its states, the agent, the purpose
     tokens and whether the tellers need the allowing rule are the same."""
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts: VerdictParts, max_entries: int = MAX_RULINGS) -> None:
+    def __init__(self, parts: Verdicts, max_entries: int = MAX_RULINGS) -> None:
         super().__init__(max_entries)
         self.parts = parts
 
@@ -72,7 +85,7 @@ class Rulings(BoundedDict[Origin, Ruling]):
 class VerdictPath(Reporting):
     """Judges the requests the release memo does not answer (see the module)."""
 
-    def __init__(self, crawler: Crawler, parts: VerdictParts, states: WaitingRequests, tdm: WaitingRequests | None,
+    def __init__(self, crawler: Crawler, parts: Verdicts, states: WaitingRequests, tdm: WaitingRequests | None,
                  origin_of: OriginOf, releases: Releases) -> None:
         self.crawler = crawler
         self.agents = parts.agents
@@ -265,6 +278,6 @@ class VerdictPath(Reporting):
     def _holder(self, origin: Origin) -> WaitingRequests:
         """The document that holds the origin's requests: its robots.txt, else its tdmrep.json."""
         tdm = self.tdm
-        if tdm is not None and not self.states.states.holds_now(origin):
+        if tdm is not None and not self.states.document_states.holds_now(origin):
             return tdm
         return self.states

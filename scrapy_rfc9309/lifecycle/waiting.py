@@ -131,7 +131,7 @@ class WaitingRequests(Reporting):
     def __init__(self, crawler: Crawler, config: Config, states: DocumentStates, fetches: Fetches,
                  given_up: GivenUp, room: WaitingRoom) -> None:
         self.crawler = crawler
-        self.states = states
+        self.document_states = states
         self.fetches = fetches
         self.given_up_origins = given_up
         self.document = states.document
@@ -182,11 +182,11 @@ class WaitingRequests(Reporting):
         state = self.cache.get(origin)
         held = False
         if state is not None and state.access is Access.UNREACHABLE:
-            if self.states.held(state, now):
+            if self.document_states.held(state, now):
                 held = True
                 self.retries.schedule(origin, request)
                 self.retries.wake_at(origin, state.give_up_at(self.policy))
-            elif not (self.states.gives_up(state, now) and state.expired(now)):
+            elif not (self.document_states.gives_up(state, now) and state.expired(now)):
                 return None  # judged by its good copy or with the state at hand, or dropped at once (given up)
         if not held:  # it waits for a fetch
             if self._waiting < self.in_downloader_max and (
@@ -205,7 +205,7 @@ class WaitingRequests(Reporting):
         expired. For an unreachable origin, the state at hand, with its retry
         started when due. Raises :class:`Closing`."""
         while True:
-            state = self.states.fresh(origin, time.time())
+            state = self.document_states.fresh(origin, time.time())
             if state is not None:
                 return state
             state = self.cache.get(origin)
@@ -303,7 +303,7 @@ class WaitingRequests(Reporting):
             return
         if not holding:
             self._inc("released", self.parking.release(origin))
-        elif self.states.gives_up(state, now):
+        elif self.document_states.gives_up(state, now):
             self.parking.release(origin, given_up=True)  # dropped as they come back
         else:  # held: the next retry and the deadline, for the parked requests
             self._inc("held", self.parking.hold(origin))
