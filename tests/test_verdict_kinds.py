@@ -56,7 +56,9 @@ def _told(judgement: Judgement) -> tuple[dict[str, Any], list[str], str | None, 
         logger.removeHandler(lines)
         logger.setLevel(level)
     assert crawler.stats is not None
-    return crawler.stats.get_stats(), lines.lines, raised, parts.close_summary.verdicts()
+    # Scrapy's log counter (log_count/LEVEL, counted into the crawler's stats on some versions) is not ours.
+    stats = {key: value for key, value in crawler.stats.get_stats().items() if not key.startswith("log_count/")}
+    return stats, lines.lines, raised, parts.close_summary.verdicts()
 
 
 #: (kind, reason, detail, stat, log line, close summary) of a request waiting for its robots.txt.
