@@ -99,7 +99,8 @@ def test_file_mode_explains_a_disallowed_url(tmp_path, robots_file):
     assert field(out, "Group") == "'*'"
     assert field(out, "Verdict") == "disallowed (Disallow: /private, line 2)"
     assert field(out, "Crawl-delay") == "none applied (the file asks 2.5 s; ROBOTSTXT_CRAWL_DELAY is off)"
-    assert field(out, "Usage") == "content-usage: train-ai=n (line 5)"
+    # attach-05, section 3.1: "no preferences are implied for resources that are disallowed".
+    assert field(out, "Usage") == "none (a path it may not crawl has none: draft-ietf-aipref-attach-05, 3.1)"
     assert field(out, "Sitemaps") == "https://example.com/sitemap.xml, https://example.com/news.xml"
     # Nothing was fetched, so there is no access result.
     assert not has_field(out, "Access")

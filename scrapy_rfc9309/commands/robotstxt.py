@@ -124,7 +124,10 @@ def explain(judgement: Judgement, agent: str | bytes, state: OriginState | None 
         if delay is not None:
             lines.append(_delay_line(delay, delay_cap, delay_off))
         usage = judgement.usage or robots.usage(url, agent)
-        if usage:
+        if usage and not judgement.usage and not robots.allowed(url, agent):
+            # A path the agent may not crawl has no usage preference (draft-ietf-aipref-attach-05, section 3.1).
+            lines.append("Usage:      none (a path it may not crawl has none: draft-ietf-aipref-attach-05, 3.1)")
+        elif usage:
             lines.append(f"Usage:      {usage}")
         if robots.sitemaps:
             lines.append("Sitemaps:   " + ", ".join(robots.sitemaps))

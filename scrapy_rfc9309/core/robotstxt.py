@@ -181,7 +181,9 @@ class RobotsTxt(GroupSelector):
 
     def usage(self, url: str | bytes, user_agent: str | bytes | None) -> UsagePreference:
         """The ``Content-Usage`` / ``Content-Signal`` preferences of the agent's
-        group that apply to ``url`` (empty when the group has none)."""
+        group that apply to ``url`` (empty when the group has none). They mean something
+        only for a URL the agent may crawl: a disallowed one has none (draft-ietf-aipref-attach-05,
+        section 3.1), which callers that judge it first (a verdict, the command) say."""
         merged = self._group_for(user_agent)
         if not merged.usage_records:
             return UsagePreference()

@@ -11,18 +11,22 @@ path and applies to the whole group::
     Content-Usage: /public/ train-ai=y
     Content-Signal: search=yes, ai-train=no
 
-The statement of preference is read as the vocabulary draft says (draft-ietf-aipref-vocab,
-section 6.6), with the same Structured Fields parser (``http_sf``) as the
+The statement of preference is read as the vocabulary draft says (draft-ietf-aipref-vocab-08,
+section 6.5; attach-05, section 3.2), with the same Structured Fields parser (``http_sf``) as the
 ``Content-Usage`` response header: a Dictionary whose last value of a key applies; only
 the Tokens ``y`` and ``n`` are preferences, any other value leaves the category
 unknown; a statement that does not parse as a Dictionary (an uppercase key, a stray
-character, a non-ASCII byte) leaves every category unknown. ``Content-Signal`` is
-the same Dictionary with the Tokens ``yes`` and ``no`` (any case) for ``y`` and ``n``.
+character, a non-ASCII byte) leaves every category unknown (section 6.5.1). A label of
+another vocabulary (Content-Signal's ``ai-train``) names no category in ``Content-Usage``
+and is left out (sections 6.4, 6.5; :func:`~scrapy_rfc9309.core.usage_vocabulary.category_of`).
+``Content-Signal`` is the same Dictionary with the Tokens ``yes`` and ``no`` (any case) for
+``y`` and ``n``, and its own labels (``ai-train`` is ``train-ai``).
 
 All rules of the longest matching path (of both records) are statements about the
 URL: they combine per category as the vocabulary's combining rule says (any ``n``
-wins, then any ``y``; :func:`scrapy_rfc9309.usage.vocabulary.combine`), unlike Allow/Disallow,
-where a tie allows. Pure Python.
+wins, then any ``y``; vocab-08, section 5.1; attach-05, section 3.1;
+:func:`scrapy_rfc9309.usage.vocabulary.combine`), unlike Allow/Disallow, where a tie allows.
+Pure Python.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import http_sf
 
 from .caches import BoundedDict
 from .matcher import compile_rules, glob_match, glob_pieces
-from .usage_vocabulary import ALLOW, DISALLOW, canonical, combine
+from .usage_vocabulary import ALIASES_IN_CONTENT_USAGE, ALLOW, DISALLOW, REVISION, canonical, category_of, combine
 
 __all__ = ["UsageIndex", "UsagePreference", "UsageRule", "applicable", "read_statement", "split_rule"]
 
@@ -50,21 +54,23 @@ _TOKENS = {"content-usage": {ALLOW: ALLOW, DISALLOW: DISALLOW}, "content-signal"
 MAX_STATEMENT_BYTES = 16_384
 #: Statements already read (a file's few rules are read for every URL they scope), at most this many.
 _MAX_READ = 4096
-_read: BoundedDict[tuple[str, str], tuple[Mapping[str, str], str | None]] = BoundedDict(_MAX_READ)
+_read: BoundedDict[tuple[str, ...], tuple[Mapping[str, str], str | None]] = BoundedDict(_MAX_READ)
 
 
-def read_statement(record: str, text: str) -> tuple[Mapping[str, str], str | None]:
+def read_statement(record: str, text: str, revision: str = REVISION) -> tuple[Mapping[str, str], str | None]:
     """The preferences a statement states (``{label: "y" | "n"}``, labels as
-    written, ``ai-train`` included) and, when it does not parse as a Structured Field
+    written: Content-Signal's ``ai-train`` included, a label that names nothing under
+    ``revision`` left out) and, when it does not parse as a Structured Field
     Dictionary, why (its preferences are then all unknown)."""
-    key = (record, text)
+    # ``(record, text)`` as this revision reads it; an earlier one's reading (for the audit) apart.
+    key = (record, text, "aliases") if revision in ALIASES_IN_CONTENT_USAGE else (record, text)
     found = _read.get(key)
     if found is None:
-        found = _read[key] = _read_statement(record, text)
+        found = _read[key] = _read_statement(record, text, revision)
     return found
 
 
-def _read_statement(record: str, text: str) -> tuple[Mapping[str, str], str | None]:
+def _read_statement(record: str, text: str, revision: str) -> tuple[Mapping[str, str], str | None]:
     data = text.encode("utf-8", "surrogateescape")  # processed as bytes (vocab, 6.3): non-ASCII does not parse
     if len(data) > MAX_STATEMENT_BYTES:
         return {}, f"longer than {MAX_STATEMENT_BYTES} bytes"
@@ -78,7 +84,7 @@ def _read_statement(record: str, text: str) -> tuple[Mapping[str, str], str | No
     assert isinstance(parsed, dict)
     for label, member in parsed.items():  # a repeated key: the parser keeps its last value
         value = member[0] if isinstance(member, tuple) else member
-        if isinstance(value, http_sf.Token):
+        if isinstance(value, http_sf.Token) and category_of(label, record, revision) is not None:
             said = tokens.get(str(value).lower() if lower else str(value))
             if said is not None:
                 values[label] = said
@@ -146,12 +152,19 @@ class UsagePreference:
         record = next(rule.record for rule in self.rules if rule.where == where[0])
         return value, record
 
-    def denies(self, category: str) -> bool:
-        return self.get(category) == DISALLOW
+    def denies(self, category: str, revision: str = REVISION) -> bool:
+        """Whether ``category`` is ``n``, as :data:`~scrapy_rfc9309.core.usage_vocabulary.REVISION`
+        reads the rules or, for the audit of a run written before it, as ``revision`` did."""
+        if revision not in ALIASES_IN_CONTENT_USAGE:
+            return self.get(category) == DISALLOW
+        said = combine((rule.where, read_statement(rule.record, rule.text, revision)[0]) for rule in self.rules)
+        found = said.get(canonical(category))
+        return found is not None and found[0] == DISALLOW
 
     @property
     def values(self) -> dict[str, dict[str, str]]:
-        """Per record: the preferences its rules state, combined (labels as written)."""
+        """Per record: the preferences its rules state, combined (labels as written, as
+        :func:`read_statement` keeps them)."""
         found: dict[str, dict[str, str]] = {}
         for rule in self.rules:
             if rule.values:
@@ -202,7 +215,8 @@ def _shown(text: str) -> str:
 
 
 def split_rule(value: str) -> tuple[str, str]:
-    """A rule value's path pattern (``""`` without one) and statement (attach, 3.2)."""
+    """A rule value's path pattern (``""`` without one) and statement (attach-05, section 3.2:
+    a value that starts with ``/`` starts with a path, which ends at the first SP or HTAB)."""
     if not value.startswith("/"):
         return "", value
     end = len(value)

@@ -2,17 +2,25 @@
 statements of preference: the one place both robots.txt's ``Content-Usage`` and the
 response-side sources (:mod:`scrapy_rfc9309.usage.preferences`) read categories through.
 
-The draft defines three categories (section 4): ``train-ai`` (AI Training),
-``ai-use`` (AI Use) and ``search`` (Search). None nests inside another, so a
-category's preference never follows from another's (the hierarchy of earlier drafts,
-``bots`` > ``train-ai`` > ``train-genai``, was removed); a category without a stated
-preference is *unknown* (section 5). What relates them is which category a use falls
-in (:func:`governing`): Search overrides the others (section 4.3), so a use that is
-Search is governed by the ``search`` preference alone, even where it also trains or
-runs a generative model inside the search application; and AI Use leaves out what AI
-Training includes (section 4.2). Labels outside the vocabulary (``ai-input``, ``bots``, an
-extension) are kept as stated, so that a project can act on them
-(``ROBOTSTXT_USAGE_DENY``); Content-Signal's ``ai-train`` is read as ``train-ai``.
+The text followed is the published draft-ietf-aipref-vocab-08 (14 September 2026), as the
+working group's repository (github.com/ietf-wg-aipref/drafts) renders its tag. It defines
+three categories (section 4, labels in section 6.1): ``train-ai`` (AI Training), ``ai-use``
+(AI Use) and ``search`` (Search). None nests inside another, so a category's preference
+never follows from another's (drafts -01 to -04 had a hierarchy: ``tdm`` > ``ai`` >
+``genai``, then ``bots`` > ``train-ai`` > ``train-genai``); a category without a stated
+preference is *unknown*, and the draft "takes no position on what default might be
+assigned" (section 5). What relates them is which category a use falls in
+(:func:`governing`): Search "overrides any usage that falls into other categories,
+including AI Training and AI Use" (section 4.3), and AI Use "does not include any use that
+is included in the AI Training usage category" (section 4.2).
+
+A ``Content-Usage`` statement (the draft's exemplary format, section 6) names a category by
+its label in section 6.1 only: any other label is no category (section 6.4: "any unknown
+labels MUST be ignored"). The plugin keeps such labels as stated (``bots``, an extension), so
+that a project can act on them (``ROBOTSTXT_USAGE_DENY``), but they never stand for a
+category: Content-Signal's ``ai-train`` names ``train-ai`` in a ``Content-Signal`` record (an
+alternative format, section 7, whose mapping is Cloudflare's) and nothing in a
+``Content-Usage`` statement, where it is ignored (:func:`category_of`).
 
 Statements from several places are combined per category (section 5.1, "Combining
 Preferences"): any ``n`` makes it ``n``; otherwise any ``y`` makes it ``y``;
@@ -24,42 +32,64 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 __all__ = [
+    "ALIASES_IN_CONTENT_USAGE",
     "ALLOW",
     "CATEGORIES",
+    "CONTENT_SIGNAL",
+    "CONTENT_USAGE",
     "DEFINITIONS",
     "DISALLOW",
+    "GENERATIVE_AI_MODEL",
     "OTHER_LABELS",
     "OVERRIDES",
     "REVISION",
     "REVISIONS_READ",
     "TDM_CATEGORY",
     "canonical",
+    "category_of",
     "combine",
     "governing",
     "known_labels",
     "labels_for",
 ]
 
-#: The revision of the vocabulary this module reads (its categories, their aliases and the combining
-#: rule): a run's ledger records it, since a usage verdict depends on it. Changed with any of them.
-REVISION = "draft-ietf-aipref-vocab-08"
-#: The revisions whose usage verdicts this module gives again, the ledger's audit reads: this one, and
-#: ``aipref-vocab-2026-08`` (draft-ietf-aipref-vocab-07: ``train-ai`` and ``search``, which keep their
-#: labels and the combining rule; ``ai-use`` was then unknown, so no run of it denied that category).
-REVISIONS_READ: tuple[str, ...] = (REVISION, "aipref-vocab-2026-08")
-#: The categories of the vocabulary, by label (section 6.1, "Usage Category Labels").
+#: The revision of the vocabulary this module reads (its categories, their aliases, which labels a
+#: ``Content-Usage`` statement names categories by, and the combining rule): a run's ledger records it,
+#: since a usage verdict depends on it. Changed with any of them. This one is draft-ietf-aipref-vocab-08
+#: read to the letter of its section 6.5 (only the labels of section 6.1 name categories in
+#: ``Content-Usage``), as read from November 2026.
+REVISION = "draft-ietf-aipref-vocab-08+2026-11"
+#: The revisions before :data:`REVISION` whose runs the audit still reads: they also read
+#: Content-Signal's ``ai-train`` in a ``Content-Usage`` statement as ``train-ai``, which
+#: :func:`category_of` gives again for them. ``draft-ietf-aipref-vocab-08``: the three categories of
+#: vocab-08; ``aipref-vocab-2026-08``: draft-ietf-aipref-vocab-07, whose categories are ``train-ai``
+#: and ``search`` (``ai-use`` was then a label outside the vocabulary, kept as stated and read the
+#: same way, so its verdicts are given again too).
+ALIASES_IN_CONTENT_USAGE: frozenset[str] = frozenset({"draft-ietf-aipref-vocab-08", "aipref-vocab-2026-08"})
+#: The revisions whose usage verdicts this module gives again, the ledger's audit reads.
+REVISIONS_READ: tuple[str, ...] = (REVISION, "draft-ietf-aipref-vocab-08", "aipref-vocab-2026-08")
+#: The categories of the vocabulary, by label (section 6.1, table "Mappings for Categories").
 CATEGORIES: tuple[str, ...] = ("train-ai", "ai-use", "search")
-#: Each category's name and definition, as the draft's section 4 states them (its first paragraph).
+#: Each category's name and definition, as the draft's section 4 states them (each paragraph that
+#: defines it, word for word; section 4.3's conditions and notes are summarised in docs/preferences.md).
 DEFINITIONS: dict[str, tuple[str, str]] = {
-    "train-ai": ("AI Training", "Using an asset to modify the learned parameters of a generative AI model "
-                 "(section 4.1; the training of models used to perform exclusively non-generative tasks is "
-                 "not included)."),
-    "ai-use": ("AI Use", "Use of an asset as input to a generative AI model, where the asset is not directly "
-               "provided by the user (section 4.2; uses included in AI Training are not)."),
-    "search": ("Search", "Use of an asset in an application where the primary purpose of the application is to "
-               "select assets and direct users to the location of those assets (section 4.3; it overrides any "
-               "usage that falls into other categories, including AI Training and AI Use)."),
+    "train-ai": ("AI Training", "Using an asset to modify the learned parameters of a generative AI model. "
+                 "The training of models that are used to perform exclusively non-generative tasks is not "
+                 "included in this category, even if the model is capable of generative tasks."),
+    "ai-use": ("AI Use", "Using an asset as input to a generative AI model, where the asset is not directly "
+               "provided by the user. This does not include any use that is included in the AI Training "
+               "usage category (Section 4.1)."),
+    "search": ("Search", "Using an asset in an application where the primary purpose of the application is to "
+               "select assets and direct users to the location of those assets. This category of use "
+               "overrides any usage that falls into other categories, including AI Training (Section 4.1) "
+               "and AI Use (Section 4.2)."),
 }
+#: The term the categories rest on, as the draft's section 2 defines it.
+GENERATIVE_AI_MODEL = (
+    "An AI model that is used to generate synthetic content in one or more modalities. Alternatively, an AI "
+    "model that is made available for use to generate synthetic content in one or more modalities. This "
+    "definition does not include a model that is used, or made available for use, for classification, "
+    "ranking, or scoring, even where the model generates rationale for its output.")
 #: Per category, the categories it overrides: a use in several of them is governed by the overriding
 #: one alone. Search overrides AI Training and AI Use (section 4.3); AI Use does not include a use
 #: included in AI Training (section 4.2), which so governs it.
@@ -69,14 +99,18 @@ DISALLOW = "n"
 #: The category a TDMRep reservation speaks for (``tdm-reservation: 1`` is ``n``, ``0``
 #: is ``y``), whichever technique states it: text and data mining for AI training.
 TDM_CATEGORY = "train-ai"
-#: Labels of other vocabularies that name a category of this one.
+#: Content-Signal's names of categories of this vocabulary (read so in a ``Content-Signal`` record only).
 _ALIASES = {"ai-train": "train-ai"}
+#: The record formats that state preferences: the vocabulary's own (``Content-Usage``, in robots.txt
+#: and the response header) and Content-Signal's.
+CONTENT_USAGE = "content-usage"
+CONTENT_SIGNAL = "content-signal"
 #: Labels outside the vocabulary that sites state and the documentation names, each with
 #: where it comes from: read and kept as stated, so ``ROBOTSTXT_USAGE_DENY`` may list them.
 OTHER_LABELS: dict[str, str] = {
     "ai-input": "Content-Signal",
-    "bots": "earlier AIPREF drafts",
-    "train-genai": "earlier AIPREF drafts",
+    "bots": "draft-ietf-aipref-vocab-03 and -04",
+    "train-genai": "draft-ietf-aipref-vocab-02 and -03",
 }
 
 
@@ -91,8 +125,22 @@ def known_labels() -> dict[str, str]:
 
 def canonical(label: str) -> str:
     """The vocabulary's label for ``label`` (``ai-train`` -> ``train-ai``); other
-    labels unchanged."""
+    labels unchanged. For a label a statement states, :func:`category_of` says what it names."""
     return _ALIASES.get(label, label)
+
+
+def category_of(label: str, record: str, revision: str = REVISION) -> str | None:
+    """What a label of a ``record`` statement (:data:`CONTENT_USAGE` or
+    :data:`CONTENT_SIGNAL`) names, under ``revision``: in Content-Signal, its names of
+    categories (``ai-train`` -> ``train-ai``); in Content-Usage, the label itself, except
+    another vocabulary's name of a category, which names nothing (None: vocab-08, sections
+    6.4 and 6.5) and which the revisions of :data:`ALIASES_IN_CONTENT_USAGE` read as that
+    category. A label outside the vocabulary is itself (kept as stated)."""
+    if label not in _ALIASES:
+        return label
+    if record == CONTENT_SIGNAL or revision in ALIASES_IN_CONTENT_USAGE:
+        return _ALIASES[label]
+    return None
 
 
 def labels_for(category: str) -> tuple[str, ...]:

@@ -191,6 +191,9 @@ class RunSettings:
     deny: tuple[str, ...]
     read: frozenset[str]
     tdm: bool
+    #: The usage vocabulary's revision the run read preferences with (``UsagePreference.denies`` reads it
+    #: so); not compared, as before it was kept.
+    vocab: str = field(default="", compare=False)
 
     @classmethod
     def of(cls, value: object) -> RunSettings | None:
@@ -201,7 +204,7 @@ class RunSettings:
         if not (strings(purpose) and strings(deny) and strings(read) and isinstance(value.get("tdm"), bool)
                 and isinstance(value.get("crawl_delay"), bool) and isinstance(value.get("vocab"), str)):
             return None
-        return cls(tuple(purpose), tuple(deny), frozenset(read), value["tdm"])  # type: ignore[arg-type]
+        return cls(tuple(purpose), tuple(deny), frozenset(read), value["tdm"], value["vocab"])  # type: ignore[arg-type]
 
 
 def strings(value: object) -> bool:

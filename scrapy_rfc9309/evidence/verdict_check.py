@@ -209,7 +209,8 @@ class VerdictCheck:
         if d != "allowed":
             return True
         usage = robots.usage(url, agent) if settings.deny else None  # nothing to deny: not computed
-        denied = [category for category in settings.deny if usage is not None and usage.denies(category)]
+        denied = [category for category in settings.deny
+                  if usage is not None and usage.denies(category, settings.vocab)]
         if denied:
             self.problem(number, MISMATCH, f"allowed, but version {digest} denies {', '.join(denied)} for {url} "
                          f"({usage}), which the run's head says it denied (ROBOTSTXT_USAGE_DENY): usage_denied")
@@ -267,9 +268,9 @@ class VerdictCheck:
             return False
         settings = self.context.settings
         if d == "usage_denied" and settings is not None:
-            self.denied = tuple(category for category in settings.deny if usage.denies(category))
+            self.denied = tuple(category for category in settings.deny if usage.denies(category, settings.vocab))
         if d == "usage_denied" and (
-                not any(usage.denies(category) for category in settings.deny) if settings is not None
+                not any(usage.denies(category, settings.vocab) for category in settings.deny) if settings is not None
                 else "n" not in {v for values in usage.values.values() for v in values.values()}):
             self.problem(number, MISMATCH, f"usage_denied, but version {digest} denies no usage "
                          f"{'the run denied ' if settings is not None else ''}for {url}")

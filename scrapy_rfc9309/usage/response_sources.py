@@ -1,10 +1,12 @@
 """Read each place a site states usage preferences in into a
 :class:`~scrapy_rfc9309.usage.preferences.Statement`. Pure Python.
 
-* ``Content-Usage`` header (draft-ietf-aipref-attach): a Structured Field Dictionary
-  (RFC 9651, parsed by ``http_sf``) read as the AIPREF vocabulary says: a key's value
-  counts when it is the Token ``y`` or ``n`` (parameters ignored); a field that does
-  not parse (an uppercase key, a stray character) states nothing.
+* ``Content-Usage`` header (draft-ietf-aipref-attach-05, section 2): a Structured Field
+  Dictionary (RFC 9651, parsed by ``http_sf``) read as draft-ietf-aipref-vocab-08 says
+  (section 6.5): a key's value counts when it is the Token ``y`` or ``n`` (parameters
+  ignored); a field that does not parse (an uppercase key, a stray character) states
+  nothing; another vocabulary's name of a category (Content-Signal's ``ai-train``) names
+  none and is left out (sections 6.4, 6.5).
 * TDMRep (W3C Community Group report) ``tdm-reservation`` (``1`` reserved, ``0`` not;
   anything else is a protocol error: unset) and ``tdm-policy`` (a URL), as headers or
   ``<meta name=...>`` tags; a reservation maps onto ``train-ai`` (``1`` -> ``n``,
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 import http_sf
 
 from ..core.product_tokens import token_of_line
-from ..core.usage_vocabulary import ALLOW, DISALLOW, TDM_CATEGORY, canonical
+from ..core.usage_vocabulary import ALLOW, CONTENT_USAGE, DISALLOW, TDM_CATEGORY, category_of
 from .preferences import (
     CONTENT_USAGE_HEADER,
     ROBOTS_HEADER,
@@ -93,8 +95,9 @@ def content_usage(values: Sequence[bytes]) -> Statement | None:
     assert isinstance(parsed, dict)
     for key, member in parsed.items():
         value = member[0] if isinstance(member, tuple) else member
-        if isinstance(value, http_sf.Token) and str(value) in (ALLOW, DISALLOW):
-            found[canonical(key)] = str(value)
+        label = category_of(key, CONTENT_USAGE)
+        if isinstance(value, http_sf.Token) and str(value) in (ALLOW, DISALLOW) and label is not None:
+            found[label] = str(value)
     return Statement(CONTENT_USAGE_HEADER, "Content-Usage header", found, data.decode("latin-1"))
 
 
