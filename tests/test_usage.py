@@ -1,6 +1,7 @@
 """Usage preferences (AIPREF ``Content-Usage``, ``Content-Signal``): the pure parsing and scoping in
 ``scrapy_rfc9309.usage`` and ``RobotsTxt.usage()``, then the middleware against real origins
-(``response.meta["robotstxt_usage"]``, the ``robotstxt_content_usage`` signal, ``ROBOTSTXT_USAGE_DENY``)."""
+(``response.meta["robotstxt_usage"]``, the ``robotstxt_content_usage`` signal, ``ROBOTSTXT_USAGE_DENY``).
+"vocab" is draft-ietf-aipref-vocab-08, "attach" draft-ietf-aipref-attach-05."""
 
 from __future__ import annotations
 
@@ -32,20 +33,20 @@ ADDON: dict[str, Any] = {"ADDONS": {"scrapy_rfc9309.Addon": 0}}
     [
         # vocab, section 6: "train-ai=y, search=n" allows training and disallows search.
         ("content-usage", "train-ai=y, search=n", {"train-ai": "y", "search": "n"}),
-        # attach, section 1.2 (and 3.5): "train-ai=n".
+        # attach, section 1.2 (and 3.4): "train-ai=n".
         ("content-usage", "train-ai=n", {"train-ai": "n"}),
-        # vocab, section 6.6.1: a repeated key, its last value applies; a boolean and a String are no preference.
+        # vocab, section 6.5.1: a repeated key, its last value applies; a boolean and a String are no preference.
         ("content-usage", 'train-ai=y, train-ai, search=n, search="n"', {}),
-        # vocab, section 6.6.2: only the parameters of the selected value apply; "train-ai" is allowed.
+        # vocab, section 6.5.2: only the parameters of the selected value apply; "train-ai" is allowed.
         ("content-usage", "train-ai;allow=n, train-ai=y", {"train-ai": "y"}),
         ("content-usage", "train-ai=n;reason=policy", {"train-ai": "n"}),
-        # vocab, section 6.6: other Tokens, Strings, numbers are not preferences.
+        # vocab, section 6.5: other Tokens, Strings, numbers are not preferences (6.1: case sensitive).
         ("content-usage", "train-ai=no", {}),
         ("content-usage", "train-ai=yes, search=Y", {}),
         ("content-usage", 'train-ai="n", search=1', {}),
         ("content-usage", "train-ai=y, train-ai", {}),
         ("content-usage", "train-ai=y, train-ai=n", {"train-ai": "n"}),
-        # vocab, section 6.5: unknown labels are ignored by the vocabulary, kept here (ROBOTSTXT_USAGE_DENY names them).
+        # vocab, section 6.4: unknown labels are ignored by the vocabulary, kept here (ROBOTSTXT_USAGE_DENY names them).
         ("content-usage", "bots=n, ai-input=y", {"bots": "n", "ai-input": "y"}),
         ("content-usage", "", {}),
         # Content-Signal: the same Dictionary, with the Tokens yes and no (any case).
@@ -63,12 +64,12 @@ def test_read_statement(record, text, expected):
 @pytest.mark.parametrize(
     "text",
     [
-        "Train-AI=n",  # vocab, section 6.6.1: an uppercase key fails the Dictionary
+        "Train-AI=n",  # vocab, section 6.5.1: an uppercase key fails the Dictionary
         "train-ai=n search=y",  # no comma between members
         "train-ai=n,",  # a trailing comma
-        'train-ai;has;parameters="?";',  # vocab, section 6.6.2's example ends with a ";" and no parameter
+        'train-ai;has;parameters="?";',  # vocab, section 6.5.2's example ends with a ";" and no parameter
         "train-ai=n, café=y",  # not ASCII: processed as bytes (vocab, 6.3)
-        "*.pdf train-ai=n",  # no leading "/": no path (attach, 3.3), so the whole value is the statement
+        "*.pdf train-ai=n",  # no leading "/": no path (attach, 3.2), so the whole value is the statement
         "train-ai=n" + ", search=y" * 2000,  # longer than 16 KiB
     ],
 )
@@ -304,7 +305,7 @@ def test_robotstxt_usage_normalises_percent_encoding_of_the_url(url):
     assert not robots.usage("https://h/cafe/menu", "Bot")
 
 
-ATTACH_EXAMPLE = (  # draft-ietf-aipref-attach, section 3.5, figure "Example robots.txt file"
+ATTACH_EXAMPLE = (  # draft-ietf-aipref-attach-05, section 3.4, figure "Example robots.txt file"
     "User-Agent: *\n"
     "Allow: /\n"
     "Disallow: /never/\n"

@@ -53,7 +53,8 @@ def test_the_definitions_are_the_drafts():
 
 def test_search_overrides_the_other_categories():
     # vocab, section 4.3: "This category of use overrides any usage that falls into other categories,
-    # including AI Training and AI Use": training a model inside a search application is Search.
+    # including AI Training (Section 4.1) and AI Use (Section 4.2)": a model trained inside a search
+    # application is Search.
     assert governing(["train-ai", "search"]) == ("search",)
     assert governing(["search", "ai-use", "train-ai"]) == ("search",)
     # vocab, section 4.2: AI Use "does not include any use that is included in the AI Training usage category".

@@ -6,12 +6,12 @@ The text followed is the published draft-ietf-aipref-vocab-08 (14 September 2026
 working group's repository (github.com/ietf-wg-aipref/drafts) renders its tag. It defines
 three categories (section 4, labels in section 6.1): ``train-ai`` (AI Training), ``ai-use``
 (AI Use) and ``search`` (Search). None nests inside another, so a category's preference
-never follows from another's (drafts -01 to -04 had a hierarchy: ``tdm`` > ``ai`` >
-``genai``, then ``bots`` > ``train-ai`` > ``train-genai``); a category without a stated
+never follows from another's (drafts -01 to -04 nested them: ``tdm`` > ``ai`` > ``genai``,
+then ``all`` or ``bots`` > ``train-ai`` > ``train-genai``); a category without a stated
 preference is *unknown*, and the draft "takes no position on what default might be
 assigned" (section 5). What relates them is which category a use falls in
 (:func:`governing`): Search "overrides any usage that falls into other categories,
-including AI Training and AI Use" (section 4.3), and AI Use "does not include any use that
+including AI Training (Section 4.1) and AI Use (Section 4.2)" (section 4.3), and AI Use "does not include any use that
 is included in the AI Training usage category" (section 4.2).
 
 A ``Content-Usage`` statement (the draft's exemplary format, section 6) names a category by
