@@ -22,7 +22,7 @@ from .observer import Observer
 __all__ = ["AWAITING", "Awaiting", "Evidence", "RunContext", "VerdictCheck", "origin_of", "record_time"]
 
 #: Allowed verdicts a run's audit keeps awaiting their response at most: the latest ones (about
-#: 110 bytes each, so some 14 MiB at most per run). A response comes within its download's timeout
+#: 170 bytes each, so some 22 MiB at most per run). A response comes within its download's timeout
 #: of its verdict, far fewer allowed verdicts later; one whose verdict is older is not matched.
 AWAITING = 1 << 17
 
