@@ -696,23 +696,18 @@ def _long_run(directory: Path, pairs: int) -> None:
 
 
 def test_memory_follows_the_requests_awaiting_a_response_not_the_ledger(tmp_path: Path) -> None:
-    """Ten times the records, each response right after its verdict: the audit's peak
-    memory stays where it was (the files are streamed)."""
-    import tracemalloc
-
-    peaks = []
+    """Ten times the records, each response right after its verdict: the memory the audit
+    holds while it reads stays where it was (the files are streamed). Its peak is not compared:
+    reading a version file takes a transient buffer of its bound (64 MiB) that would hide it."""
+    held = []
     for pairs in (2_000, 20_000):
         directory = tmp_path / str(pairs)
         _long_run(directory, pairs)
-        tracemalloc.start()
-        try:
-            result = audit([directory])
-            peaks.append(tracemalloc.get_traced_memory()[1])
-        finally:
-            tracemalloc.stop()
+        result, memory = _held(directory)
+        held.append(memory)
         assert result.problems == []
         assert result.origins[A].requests["allowed"] == pairs == sum(result.origins[A].responses.values())
-    assert peaks[1] < 1.5 * peaks[0], peaks
+    assert held[1] - held[0] < 500_000, held
 
 
 def _unanswered_run(directory: Path, allowed: int, responses: str) -> None:
