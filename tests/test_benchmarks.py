@@ -108,22 +108,28 @@ def test_the_ledger_benchmark_runs_from_a_checkout() -> None:
 
 
 def test_the_report_benchmark_runs_on_a_small_generated_ledger(tmp_path: Path) -> None:
-    """``bench_report.py`` on 3,000 verdicts of 5 hosts: its generated ledger verifies (the
-    benchmark fails otherwise), and its table has a row per size with the report's time and memory."""
+    """``bench_report.py`` on 3,000 verdicts of 5 hosts, in both modes of the ledger's responses:
+    its generated ledgers verify (the benchmark fails otherwise), and its table has a row per
+    mode and size with the report's time and memory."""
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_report.py"), "--verdicts", "3000", "--hosts", "5",
-         "--keep", str(tmp_path)],
+         "--runs", "1", "--keep", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )
 
     assert run.returncode == 0, run.stdout + run.stderr
-    rows = re.findall(r"^\| ([\d,]+) \| ([\d,]+) \| .* \| ([\d.]+) MiB \| [\d.]+ MiB \| (\d+) \+ (\d+) \|", run.stdout,
-                      re.M)
-    assert [(verdicts, records, listed, folded) for verdicts, records, _, listed, folded in rows] == [
-        ("300", "507", "5", "0"), ("3,000", "5,007", "5", "0")]
-    data = json.loads((tmp_path / "out-3000" / "report.json").read_text())
+    rows = re.findall(r"^\| (all|refused) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| .* \| ([\d.]+) MiB \| [\d.]+ MiB "
+                      r"\| (\d+) \+ (\d+) \|", run.stdout, re.M)
+    assert [(mode, verdicts, records, received, listed, folded)
+            for mode, verdicts, records, received, _, listed, folded in rows] == [
+        ("all", "300", "507", "200", "5", "0"), ("all", "3,000", "5,007", "2,000", "5", "0"),
+        ("refused", "300", "308", "1", "5", "0"), ("refused", "3,000", "3,008", "1", "5", "0")]
+    data = json.loads((tmp_path / "out-all-3000" / "report.json").read_text())
     assert data["totals"]["verdicts"]["allowed"] == 2000 and data["totals"]["verdicts"]["disallowed"] == 1000
     assert data["totals"]["responses"]["received"] == 2000 and data["audit"]["problem_count"] == {}
+    data = json.loads((tmp_path / "out-refused-3000" / "report.json").read_text())
+    assert data["totals"]["verdicts"]["allowed"] == 2000 and data["runs"][0]["responses"] == "refused"
+    assert data["totals"]["responses"] == {"received": 1, "usage_denied": 1} and data["audit"]["problem_count"] == {}
 
 
 def _script(name: str) -> Path:

@@ -21,7 +21,7 @@ from test_command import scrapy
 from scrapy_rfc9309.commands.report import progress_line
 from scrapy_rfc9309.core.origins import Origin
 from scrapy_rfc9309.evidence.audit import audit
-from scrapy_rfc9309.evidence.report_figures import Tally, Timeline, report_figures
+from scrapy_rfc9309.evidence.report_figures import Tally, Timeline, busiest_hosts, report_figures
 from scrapy_rfc9309.evidence.report_html import render
 from scrapy_rfc9309.evidence.verdict_check import origin_of
 
@@ -143,6 +143,46 @@ def test_hosts_beyond_the_cap_are_folded_and_counted(tmp_path: Path) -> None:
     assert 'id="other-hosts"' in page and "2 other hosts" in page
 
 
+def test_the_hosts_listed_are_those_with_the_most_verdicts(tmp_path: Path) -> None:
+    """The host met first has the fewest verdicts: the two busiest are listed, the most first,
+    each with all its records, and the page says how many were left out."""
+    directory = tmp_path / "ledger"
+    hosts = {f"http://h{index}.test": count for index, count in enumerate((1, 3, 2, 5, 1))}
+    run = Run(directory)
+    digests = {host: write_version(directory, f"{host}/robots.txt", b"User-agent: *\nDisallow: /x\n")
+               for host in hosts}
+    for host, digest in digests.items():
+        run.state(host, digest)
+    for host, count in hosts.items():
+        for index in range(count):
+            run.verdict(f"{host}/{index}", f"{host}{index}", "allowed", digests[host])
+            run.response(f"{host}/{index}", f"{host}{index}")
+    run.close()
+    result, data = report_figures([directory], max_hosts=2)
+    assert result.exit_status() == 0
+    assert [(host["host"], host["verdicts"]["allowed"], host["responses"]["received"]) for host in data["hosts"]] \
+        == [("http://h3.test", 5, 5), ("http://h1.test", 3, 3)]
+    assert data["other_hosts"]["count"] == 3 and data["other_hosts"]["verdicts"]["allowed"] == 4
+    page = render(data)
+    assert "3 hosts with fewer are left out" in page and "3 other hosts (fewer verdicts than the 2 listed" in page
+
+
+def test_the_busiest_hosts_are_counted_within_a_bound(tmp_path: Path) -> None:
+    """Counted exactly up to ``counted`` hosts; beyond, a host with a large share of the verdicts
+    is kept among hundreds met once, and the count is bounded."""
+    directory = tmp_path / "ledger"
+    heavy = "http://heavy.test"
+    run = Run(directory)
+    for index in range(400):  # the heavy host comes after 300 others, then every other verdict
+        run.verdict(f"http://h{index}.test/", f"f{index}", "dropped", None, why="no_host")
+        if index >= 300:
+            run.verdict(f"{heavy}/{index}", f"g{index}", "dropped", None, why="no_host")
+    run.verdict("http://h7.test/again", "again", "dropped", None, why="no_host")
+    run.close()
+    assert busiest_hosts([directory], 2, counted=500) == [heavy, "http://h7.test"]
+    assert busiest_hosts([directory], 1, counted=8) == [heavy]
+
+
 def test_the_crawl_delay_each_version_gives_the_runs_agent(tmp_path: Path) -> None:
     directory = tmp_path / "ledger"
     version = write_version(directory, f"{A}/robots.txt", b"User-agent: testbot\nCrawl-delay: 2.5\nDisallow: /x\n")
@@ -152,6 +192,9 @@ def test_the_crawl_delay_each_version_gives_the_runs_agent(tmp_path: Path) -> No
     run.close()
     _, data = report_figures([directory])
     assert data["hosts"][0]["crawl_delay"] == [{"version": version, "agent": "testbot", "delay": 2.5}]
+    page = render(data)
+    assert "Crawl-delay stated by the site" in page and "2.5 s" in page
+    assert "is not recorded in the ledger" in page  # the delay applied: said to be unknown, not shown as stated
 
 
 def test_held_requests_name_the_error_of_the_unreachable_robots_txt(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@ directories of a crawl or a fleet, checks every segment's chain and seal, every
 version's digest, every verdict against the archived robots.txt parsed again, and
 every response against an earlier allowed verdict, and reports per origin and per run.
 
-The files are streamed: memory grows with the number of origins, versions and
-fingerprints allowed but still awaiting their response, not with the ledger's size.
+The files are streamed: memory grows with the number of origins and versions, not with the
+ledger's size (the allowed verdicts awaiting their response are the latest
+:data:`.verdict_check.AWAITING` of a run at most).
 Pure Python (no Scrapy or Twisted): ``scrapy robotstxt audit`` is its command.
 """
 

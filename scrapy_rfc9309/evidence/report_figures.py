@@ -2,7 +2,9 @@
 as the audit reads it (an :class:`~.observer.Observer`: one pass, one reader of the files).
 
 Every aggregate is bounded whatever the ledger's size: the hosts listed one by one
-(:data:`MAX_HOSTS`, the rest folded into one "other hosts" entry that says how many), the time
+(:data:`MAX_HOSTS`, those with the most verdicts, found by a first pass over the segments that
+counts at most :data:`MAX_COUNTED` hosts; the rest folded into one "other hosts" entry that says
+how many), the time
 buckets of a chart (:data:`BUCKETS`, their width doubled as the ledger's time span grows), the
 distinct rules, reasons and statements counted per host (later ones counted together as
 "other"), the document events listed, each site-controlled text cut at :data:`MAX_TEXT`
@@ -12,8 +14,11 @@ form, which the HTML page (:mod:`.report_html`) renders. Pure Python.
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,16 +26,22 @@ from typing import Any
 from ..core.caches import BoundedDict
 from .audit import audit
 from .audit_result import DECIDED, VERDICTS, Audit
+from .files import lines, listing
+from .format import RUNS_DIR, SEGMENT_RE
 from .observer import Observer, Versions
+from .segment_check import origin_base
 from .verdict_check import record_time
 
-__all__ = ["BUCKETS", "MAX_HOSTS", "MAX_TEXT", "REPORT_FORMAT", "Figures", "HostFigures", "Tally", "Timeline",
-           "report_figures"]
+__all__ = ["BUCKETS", "MAX_COUNTED", "MAX_HOSTS", "MAX_TEXT", "REPORT_FORMAT", "Figures", "HostFigures", "Tally",
+           "Timeline", "busiest_hosts", "report_figures"]
 
 #: The version of the report's JSON form (``"report"``).
 REPORT_FORMAT = 1
-#: Hosts reported one by one, the first ones met; the records of later hosts are counted together.
+#: Hosts reported one by one, those with the most verdicts; the records of the others are counted together.
 MAX_HOSTS = 200
+#: Hosts whose verdicts the first pass (:func:`busiest_hosts`) counts at once at most: exact counts
+#: for a ledger of as many hosts or fewer, a Misra-Gries summary beyond.
+MAX_COUNTED = 4096
 #: Time buckets of a chart at most.
 BUCKETS = 48
 #: Distinct keys a host's tally counts (rules, reasons, statements); later keys are counted as other.
@@ -50,6 +61,60 @@ MAX_TEXT = 300
 PROGRESS_EVERY = 50_000
 #: Origins whose last unreachable document's error is remembered (the reason of a held verdict).
 _UNREACHABLE_MEMORY = 4096
+#: A verdict record, and its origin's JSON string (keys may come in any order; inside a JSON string a
+#: quote is escaped, so neither matches a value's text).
+_VERDICT = re.compile(rb'"k"\s*:\s*"verdict"')
+_ORIGIN = re.compile(rb'"o"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def busiest_hosts(directories: Sequence[str | os.PathLike[str]], count: int = MAX_HOSTS,
+                  counted: int = MAX_COUNTED) -> list[str]:
+    """The ``count`` hosts with the most verdicts in the segments of ``directories`` (the most
+    first, ties by name), by a quick pass over their lines that finds each verdict's ``o``
+    without parsing the record (what is verified is the audit's, later).
+
+    At most ``counted`` hosts are counted at once (Misra-Gries): when a host not counted comes
+    and ``counted`` are, every count drops by one and those at zero are forgotten. The counts are
+    exact for a ledger of at most ``counted`` hosts; beyond, a host with more than one verdict in
+    ``counted + 1`` is sure to be kept. Files that cannot be read are left to the audit to report."""
+    counts: dict[bytes, int] = {}
+    for directory in (os.fspath(item) for item in directories):
+        chosen: dict[tuple[str, int], tuple[str, bool]] = {}
+        for name in listing(directory)[0]:
+            match = SEGMENT_RE.match(name)
+            if match is not None and (not chosen.get((match["run"], int(match["seg"])), ("", False))[1]):
+                chosen[(match["run"], int(match["seg"]))] = (os.path.join(directory, RUNS_DIR, name), bool(match["gz"]))
+        for path, closed in chosen.values():
+            try:
+                for line in lines(path, closed):
+                    if b'"verdict"' not in line or _VERDICT.search(line) is None:
+                        continue
+                    found = _ORIGIN.search(line)
+                    if found is None:
+                        continue
+                    key = found[1]
+                    if key in counts:
+                        counts[key] += 1
+                    elif len(counts) < counted:
+                        counts[key] = 1
+                    else:
+                        for other in list(counts):
+                            if counts[other] == 1:
+                                del counts[other]
+                            else:
+                                counts[other] -= 1
+            except (OSError, EOFError, zlib.error):
+                continue
+    hosts: Counter[str] = Counter()
+    for key, number in counts.items():
+        try:
+            text = json.loads(b'"' + key + b'"')
+        except ValueError:
+            continue
+        host = origin_base(text)
+        if host is not None:
+            hosts[host] += number
+    return [host for host, _ in sorted(hosts.items(), key=lambda item: (-item[1], item[0]))[:count]]
 
 
 def cut(value: object) -> str:
@@ -256,9 +321,11 @@ class Figures(Observer):
     and at each segment."""
 
     def __init__(self, max_hosts: int = MAX_HOSTS,
-                 progress: Callable[[int, int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int, int], None] | None = None, chosen: Sequence[str] | None = None) -> None:
         self.max_hosts = max_hosts
         self.progress = progress
+        #: The hosts listed one by one (:func:`busiest_hosts`); None: the first ``max_hosts`` met.
+        self.chosen = None if chosen is None else frozenset(chosen)
         self.hosts: dict[str, HostFigures] = {}
         self.other = HostFigures("other hosts")
         self.timeline = Timeline()
@@ -285,7 +352,7 @@ class Figures(Observer):
     def host(self, origin: str) -> HostFigures:
         figures = self.hosts.get(origin)
         if figures is None:
-            if len(self.hosts) >= self.max_hosts:
+            if len(self.hosts) >= self.max_hosts or (self.chosen is not None and origin not in self.chosen):
                 return self.other
             figures = self.hosts[origin] = HostFigures(origin)
         return figures
@@ -365,8 +432,8 @@ class Figures(Observer):
             "hosts": [host.as_dict(result, self.read) for host in listed],
             "other_hosts": None if not folded else {"count": folded,
                                                     **self.other.as_dict(result, self.read)},
-            "limits": {"hosts": self.max_hosts, "buckets": BUCKETS, "keys": MAX_KEYS, "top": TOP,
-                       "events": MAX_EVENTS, "text": MAX_TEXT, "runs": MAX_RUNS},
+            "limits": {"hosts": self.max_hosts, "counted": MAX_COUNTED, "buckets": BUCKETS, "keys": MAX_KEYS,
+                       "top": TOP, "events": MAX_EVENTS, "text": MAX_TEXT, "runs": MAX_RUNS},
         }
 
 
@@ -401,7 +468,8 @@ def report_figures(directories: Sequence[str | os.PathLike[str]], anchors: Seque
     """Audit the ledger directories and gather the report's figures in the same pass; the
     audit's findings and the report's JSON form. Raises :class:`~.audit_result.LedgerError` as
     :func:`~.audit.audit` does."""
-    figures = Figures(max_hosts, progress)
+    chosen = busiest_hosts(directories, max_hosts) if directories else None
+    figures = Figures(max_hosts, progress, chosen)
     result = audit(directories, anchors, figures)
     if progress is not None:
         progress(figures.records, figures.segments, figures.total_segments)

@@ -152,7 +152,11 @@ def _run_section(data: dict[str, Any]) -> str:
         rows.append([f'<td><a href="#other-hosts">{esc(other["count"])} other hosts</a></td>',
                      *(_td(other["verdicts"][kind], number=True) for kind, _ in KINDS),
                      _td(other["responses"]["received"], number=True)])
-    out.append("<h3>Hosts</h3>" + _table(["host", *(kind for kind, _ in KINDS), "responses"], rows, "hosts"))
+    left_out = "" if other is None else (
+        f'<p class="note">The {esc(len(hosts))} hosts with the most verdicts are listed, the most first; '
+        f'{esc(other["count"])} hosts with fewer are left out and counted together.</p>')
+    out.append("<h3>Hosts</h3>" + _table(["host", *(kind for kind, _ in KINDS), "responses"], rows, "hosts")
+               + left_out)
     out.append("</section>")
     return "".join(out)
 
@@ -202,7 +206,12 @@ def _host_section(host: dict[str, Any], anchor: str, title: str) -> str:
     rows = [[_td(d["version"][:16], mono=True), _td(d["agent"] or "*", mono=True),
              _td("none" if d["delay"] is None else f"{d['delay']:g} s")] for d in host["crawl_delay"]]
     if rows:
-        out.append("<h3>Crawl-delay</h3>" + _table(["robots.txt version", "agent", "Crawl-delay"], rows, "delays"))
+        out.append("<h3>Crawl-delay stated by the site</h3>"
+                   + _table(["robots.txt version", "agent", "Crawl-delay stated"], rows, "delays")
+                   + '<p class="note">What each robots.txt version states for the run\'s agent. The crawl obeyed it '
+                   "when its crawl_delay setting is true (What was enforced); the delay it applied (the stated one "
+                   "capped at ROBOTSTXT_CRAWL_DELAY_MAX, never below DOWNLOAD_DELAY) is not recorded in the ledger."
+                   "</p>")
     for key, label in (("held", "Held requests"), ("dropped", "Dropped requests")):
         part = host[key]
         if part["count"]:
@@ -230,7 +239,7 @@ def render(data: dict[str, Any]) -> str:
         parts.append(_host_section(host, f"host-{index}", host["host"]))
     other = data["other_hosts"]
     if other is not None:
-        parts.append(_host_section(other, "other-hosts", f"{other['count']} other hosts (beyond the first "
-                                   f"{data['limits']['hosts']}, counted together)"))
+        parts.append(_host_section(other, "other-hosts", f"{other['count']} other hosts (fewer verdicts than the "
+                                   f"{len(data['hosts'])} listed, counted together)"))
     parts.append("</body></html>\n")
     return "\n".join(parts)

@@ -233,21 +233,22 @@ class SegmentCheck:
         if not isinstance(fp, str) or not isinstance(url, str):
             self.problem(number, CORRUPT, "a response without its fp or u")
             return None
-        awaiting = self.context.awaiting.get(fp)
-        if awaiting is None:
+        awaiting = self.context.awaiting
+        origin = awaiting.take(fp)
+        if origin is None:
             found = origin_of(url)
             origin = found.base if found is not None else url
             self.origin_report(origin).responses[str(record.get("d"))] += 1
+            older = "" if not awaiting.forgotten else (
+                f" among the latest {awaiting.limit:,} allowed verdicts awaiting their response (the audit keeps no "
+                f"more: {awaiting.forgotten:,} older ones were not answered by then)")
             self.problem(number, MISMATCH, f"a response (status {record.get('s')!r}) for {url} without an earlier "
-                         "allowed verdict of the same request that verified")
+                         f"allowed verdict of the same request that verified{older}")
             return origin
-        self.origin_report(awaiting[1]).responses[str(record.get("d"))] += 1
-        awaiting[0] -= 1
-        if not awaiting[0]:
-            del self.context.awaiting[fp]
+        self.origin_report(origin).responses[str(record.get("d"))] += 1
         settings = self.context.settings
         if record.get("d") == "usage_denied" and settings is not None and (
                 not settings.deny or not settings.read & {"headers", "meta"}):
             said = "denied no usage category" if not settings.deny else "read no response headers nor meta tags"
             self.problem(number, MISMATCH, f"a response usage_denied, but the run's head says it {said}")
-        return str(awaiting[1])
+        return origin

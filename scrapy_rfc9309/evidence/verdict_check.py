@@ -6,6 +6,7 @@ its origin, the version in force, the verdict and rule recomputed from the archi
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -18,7 +19,12 @@ from ..core.usage_rules import UsagePreference
 from .audit_result import CORRUPT, DECIDED, MISMATCH, VERDICTS, Audit, OriginReport, RunSettings, VersionInfo, strings
 from .observer import Observer
 
-__all__ = ["Evidence", "RunContext", "VerdictCheck", "origin_of", "record_time"]
+__all__ = ["AWAITING", "Awaiting", "Evidence", "RunContext", "VerdictCheck", "origin_of", "record_time"]
+
+#: Allowed verdicts a run's audit keeps awaiting their response at most: the latest ones (about
+#: 170 bytes each, so some 22 MiB at most per run). A response comes within its download's timeout
+#: of its verdict, far fewer allowed verdicts later; one whose verdict is older is not matched.
+AWAITING = 1 << 17
 
 _AUTHORITY_END = re.compile(r"[/?#]")
 
@@ -59,12 +65,62 @@ class Evidence(Protocol):
     def tdmrep(self, digest: str, info: VersionInfo) -> TdmRep: ...
 
 
+class Awaiting:
+    """A run's allowed verdicts that verified and await their response, the latest ``limit``
+    of them (:data:`AWAITING`): what a response record is checked against.
+
+    Kept by the hash of the fingerprint (a 64-bit integer rather than its 40 hex digits: two
+    fingerprints of one run share a hash with a chance of about one in 10^9) with the verdict's
+    origin, oldest first; a fingerprint allowed more than once counts its other verdicts apart.
+    When ``limit`` verdicts await, the oldest is forgotten (counted in :attr:`forgotten`): the
+    run's memory is bounded whether its responses are recorded (``resp`` ``all``: the verdicts
+    of requests that failed never get one) or not (``refused``: only a response a usage preference
+    kept from the spider has a record, every other allowed verdict awaits for ever)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = AWAITING if limit is None else limit
+        self.origins: OrderedDict[int, str] = OrderedDict()
+        #: Further verdicts of a fingerprint already awaiting (a duplicate request, a retry).
+        self.more: dict[int, int] = {}
+        #: Allowed verdicts forgotten unanswered, the oldest when ``limit`` awaited.
+        self.forgotten = 0
+
+    def __len__(self) -> int:
+        return len(self.origins)
+
+    def add(self, fp: str, origin: str) -> None:
+        """An allowed verdict of ``fp`` for ``origin`` verified: one response of ``fp`` is proven."""
+        key = hash(fp)
+        if key in self.origins:
+            self.more[key] = self.more.get(key, 0) + 1
+            return
+        self.origins[key] = origin
+        if len(self.origins) > self.limit:
+            oldest, _ = self.origins.popitem(last=False)
+            self.forgotten += 1 + self.more.pop(oldest, 0)
+
+    def take(self, fp: str) -> str | None:
+        """The origin of an allowed verdict of ``fp`` a response uses up, or None when none awaits."""
+        key = hash(fp)
+        origin = self.origins.get(key)
+        if origin is None:
+            return None
+        more = self.more.get(key)
+        if more is None:
+            del self.origins[key]
+        elif more == 1:
+            del self.more[key]
+        else:
+            self.more[key] = more - 1
+        return origin
+
+
 @dataclass
 class RunContext:
     """What a run's records carry from one segment to the next."""
 
-    #: Allowed verdicts that verified and await their response: fingerprint -> [count, origin].
-    awaiting: dict[str, list[Any]] = field(default_factory=dict)
+    #: Allowed verdicts that verified and await their response (the latest :data:`AWAITING`).
+    awaiting: Awaiting = field(default_factory=Awaiting)
     #: The version each (origin, document) was last settled on, from ``state`` records.
     in_force: dict[tuple[str, str], str | None] = field(default_factory=dict)
     #: Origins whose robots.txt was last settled unavailable without a version (no HTTP status: the
@@ -142,7 +198,7 @@ class VerdictCheck:
         if digest is None:
             if d in ("allowed", "tdm_reserved") and origin in self.context.unversioned and record.get("r") is None:
                 if d == "allowed":
-                    self.awaiting(fp, origin)
+                    self.context.awaiting.add(fp, origin)
             elif d in DECIDED:
                 self.problem(number, MISMATCH, f"{d} without a robots.txt version (and the run's last state of "
                              "the origin is not unavailable without one)")
@@ -169,7 +225,7 @@ class VerdictCheck:
                 number, record, d, url, agent, digest, info, settings, tdm, tdm_info):
             return
         if d == "allowed":
-            self.awaiting(fp, origin)
+            self.context.awaiting.add(fp, origin)
 
     def settings_allow(self, number: int, record: dict[str, Any], d: str, settings: RunSettings) -> bool:
         """Whether a verdict's kind and fields are possible under the run's settings."""
@@ -222,14 +278,6 @@ class VerdictCheck:
                              f"({entry}), which the run's head says it enforced: tdm_reserved")
                 return False
         return True
-
-    def awaiting(self, fp: str, origin: str) -> None:
-        """An allowed verdict that verified: one response of ``fp`` is proven."""
-        awaiting = self.context.awaiting.get(fp)
-        if awaiting is None:
-            self.context.awaiting[fp] = [1, origin]
-        else:
-            awaiting[0] += 1
 
     def reserved(self, number: int, url: str, digest: str, info: VersionInfo) -> bool:
         """Whether the tdmrep.json version reserves TDM rights for ``url`` (a ``tdm_reserved`` verdict)."""
