@@ -384,19 +384,27 @@ def test_robots_txt_downloads_in_flight_are_bounded(origins, setting, concurrenc
 @pytest.mark.parametrize("stalled", ["first-fetch", "retry"])
 @pytest_twisted.inlineCallbacks
 def test_the_crawl_stops_promptly_while_a_robots_txt_fetch_stalls(origins, stalled):
-    """Closing (CLOSESPIDER_TIMEOUT=1) while the origin's robots.txt fetch hangs, before any answer or
-    on a retry of a 503: the waiting requests are released and the crawl ends without waiting for the
-    hung fetch to time out (DOWNLOAD_TIMEOUT and ROBOTSTXT_MAX_WAIT an hour: a crawl that waited for
-    either would run into the test's deadline, and fail with "this crawl did not end")."""
+    """Closing (as Ctrl-C does) while the origin's robots.txt fetch hangs, before any answer or on a
+    retry of a 503, once the three requests wait for it: they are released and the crawl ends without
+    waiting for the hung fetch to time out (DOWNLOAD_TIMEOUT and ROBOTSTXT_MAX_WAIT an hour: a crawl
+    that waited for either would run into the test's deadline, and fail with "this crawl did not end")."""
     a = origins()
     a["/robots.txt"] = Stall() if stalled == "first-fetch" else Sequence([_failing(), Stall()])
     urls = [a.url(f"/page/{i}") for i in range(3)]
+    fetches = 1 if stalled == "first-fetch" else 2
+    TrackingSpider.latest = None
 
-    result = yield run_crawl(urls, mw_settings(CLOSESPIDER_TIMEOUT=1, DOWNLOAD_TIMEOUT=3600, ROBOTSTXT_MAX_WAIT=3600),
-                             closed_by_timeout=True)
+    crawl = run_crawl(TrackingSpider, mw_settings(DOWNLOAD_TIMEOUT=3600, ROBOTSTXT_MAX_WAIT=3600), urls=urls)
+    yield a.wait_for("/robots.txt", count=fetches)  # the fetch that hangs
+    crawler = TrackingSpider.latest.crawler  # type: ignore[union-attr]
+    states = crawler.get_downloader_middleware(RobotsTxtMiddleware).states
+    yield defer.ensureDeferred(until(lambda: states.waiting == 3, "the 3 requests wait"))
+    stop_async = getattr(crawler, "stop_async", None)  # Scrapy 2.14 and later
+    yield deferred_from_coro(stop_async()) if stop_async is not None else crawler.stop()
+    result = yield crawl
 
-    assert result.stats["finish_reason"] == "closespider_timeout"
-    assert len(robots_hits(a)) == (1 if stalled == "first-fetch" else 2)
+    assert result.stats["finish_reason"] == "shutdown"
+    assert len(robots_hits(a)) == fetches
     assert page_hits(a) == []
     assert sorted(e.url for e in result.errors) == sorted(urls)
     assert all(isinstance(e.exception, RobotsTxtUnreachable) for e in result.errors), result.errors
