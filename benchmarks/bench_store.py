@@ -418,10 +418,9 @@ def _problems(run: dict[str, Any]) -> list[str]:
 
 def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: Path, package_root: str,
                 redis: RedisServer | None, previous_root: str | None = None,
-                configs: set[str] | None = None, warm: bool = True) -> dict[str, Any]:
+                configs: set[str] | None = None) -> dict[str, Any]:
     """The fleet runs; with ``previous_root`` (the previous release's tree) its
-    Redis configuration runs beside ours, in the same rotation; ``configs`` keeps only those;
-    ``warm``: first a warm-up crawl or two, not counted (a quick run goes without)."""
+    Redis configuration runs beside ours, in the same rotation; ``configs`` keeps only those."""
     sites = fleet_sites(origins)
     units = [[BUILTIN], [MEMORY, MEMORY], [DISK, DISK]] + ([[REDIS, REDIS]] if redis is not None else [])
     if redis is not None and previous_root is not None:
@@ -438,9 +437,10 @@ def bench_fleet(origins: int, pages: int, fleet: list[int], reps: int, workdir: 
         with bm.Server(sites, workdir, None) as server:
             bases = [f"http://{s['host']}:{port}" for s, port in zip(sites, server.ports, strict=True)]
             block: list[dict[str, Any]] = []
-            if n == fleet[0] and warm:
+            if n == fleet[0]:
                 # Warm-up, not counted: byte-compiles every module the crawls import (into the work directory).
-                for config in (BUILTIN, REDIS if redis is not None else DISK):
+                warm = [BUILTIN, REDIS if redis is not None else DISK]
+                for config in warm:
                     store_dir = workdir / "store-warmup"
                     settings = crawl_settings(config, store_dir, redis_url)
                     run_fleet([{"urls": fleet_urls(bases[:5], 1, 0), "settings": settings}], workdir,
@@ -1004,8 +1004,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true",
-                        help="a short run (fewer origins, processes and files; no warm-up crawls)")
+    parser.add_argument("--quick", action="store_true", help="a short run (fewer origins, processes and files)")
     parser.add_argument("--json", metavar="PATH", help="write all results to this JSON file")
     parser.add_argument("--origins", type=int, help="origins in the fleet runs (default 100, quick 20)")
     parser.add_argument("--pages", type=int, help="pages per origin per process (default 3, quick 2)")
@@ -1062,7 +1061,7 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr, flush=True)
                 configs = {c.strip() for c in args.configs.split(",")} if args.configs else None
                 fleet = bench_fleet(origins, pages, fleet_sizes, reps, workdir, str(snapshot), redis, previous_root,
-                                    configs, warm=not args.quick)
+                                    configs)
             if args.only in (None, "memory"):
                 if corpus.is_dir():
                     print(f"(3) memory per cached origin: {sample} files of {corpus}", file=sys.stderr, flush=True)

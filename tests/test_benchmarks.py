@@ -188,7 +188,7 @@ def test_the_store_benchmark_fetches_each_robots_txt_once_per_store() -> None:
     """``bench_store.py``, small: two processes sharing the disk and the Redis store fetch each
     robots.txt once; the memory part sizes each store per cached origin."""
     require_redis_server()
-    out = _run("bench_store.py", "--quick", "--origins", "4", "--pages", "1", "--processes", "2", "--reps", "1",
+    out = _run("bench_store.py", "--origins", "4", "--pages", "1", "--processes", "2", "--reps", "1",
                "--sample", "40", "--no-previous")
 
     for config, fetches in (("Scrapy built-in (Protego)", 8), ("scrapy-rfc9309, memory", 8),
