@@ -28,7 +28,10 @@ in the scheduler's queue).
 
 Usage::
 
-    python benchmarks/bench_hold.py [--waiting 30000] [--healthy 500] [--reps 3] [--json out.json]
+    python benchmarks/bench_hold.py [--waiting 30000] [--healthy 500] [--reps 3] [--json out.json] [--quick]
+
+``--quick`` checks that it works: one traced crawl per configuration and scenario, whose
+figures stand for the timed ones too (tracemalloc slows it down: not figures to report).
 
 It measures and does not gate: it exits 0 unless it cannot run at all.
 """
@@ -222,8 +225,10 @@ def run_one(config: str, scenario: str, sites: dict[str, str], args: argparse.Na
 
 
 def summary(results: dict[str, dict[str, list[dict[str, Any]]]], args: argparse.Namespace, before_label: str) -> str:
+    runs = ("one traced run (quick: its figures are not the ones to report)" if args.quick
+            else f"medians of {args.reps} runs (bytes: one traced run)")
     lines = [f"Requests waiting: {args.waiting:,} for one origin, beside {args.healthy:,} of a healthy origin; "
-             f"CONCURRENT_REQUESTS 16; medians of {args.reps} runs (bytes: one traced run).", ""]
+             f"CONCURRENT_REQUESTS 16; {runs}.", ""]
     for scenario, title in (("unreachable", f"(a) robots.txt answers 503: held, dropped after {args.max_wait:g} s"),
                             ("slow", f"(b) robots.txt answers after {args.robots_delay:g} s")):
         lines += [f"**{title}**", "",
@@ -257,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robots-delay", type=float, default=10.0, help="s before the slow robots.txt answers")
     parser.add_argument("--before", default=BEFORE, help="the commit of the code before parking ('': left out)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--quick", action="store_true",
+                        help="one traced crawl per configuration, standing for the timed ones (checks that it works)")
     parser.add_argument("--crawl", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.crawl:
@@ -277,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                          "healthy": f"http://127.0.0.3:{server.ports[1]}"}
                 names = configs + ([BUILTIN] if scenario == "slow" else [])
                 runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {"timed": [], "traced": []} for c in names}
-                for rep in range(args.reps):
+                for rep in range(0 if args.quick else args.reps):
                     for config in names if rep % 2 == 0 else list(reversed(names)):  # alternate the order
                         tag = f"{scenario}-{config}-{rep}"
                         run = run_one(config, scenario, sites, args, workdir, before, False, tag)
@@ -286,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                 for config in names:
                     runs[config]["traced"].append(run_one(config, scenario, sites, args, workdir, before, True,
                                                           f"{scenario}-{config}-traced"))
+                    if args.quick:
+                        runs[config]["timed"] = runs[config]["traced"]
                 results[scenario] = runs
         text = summary(results, args, before.label)
     print(text)

@@ -88,7 +88,9 @@ def _disk(directory: Path) -> dict[str, Any]:
 
 
 def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CPU_CHAINS,
-          parse: bool = False) -> dict[str, Any]:
+          parse: bool = False, warm: bool = True) -> dict[str, Any]:
+    """The pairs and the timed pairs; ``warm``: first a crawl of each configuration, not counted
+    (a quick run, which checks that the benchmark works, goes without)."""
     marks = [pages * q // 4 for q in (1, 2, 3, 4)]
     crawls: list[dict[str, dict[str, Any]]] = []
     hook_pairs: list[dict[str, dict[str, float]]] = []
@@ -107,7 +109,7 @@ def bench(pages: int, pairs: int, timed: int, workdir: Path, chains: int = bm.CP
                 settings["ROBOTSTXT_LEDGER"] = str(workdir / f"ledger-{counter[0]}")
             return {"urls": urls[:count], "settings": settings, "chain": chains or None, "parse": parse, **more}
 
-        for name in CONFIGS:  # warm-up, not counted
+        for name in CONFIGS if warm else ():  # warm-up, not counted
             bm.run_crawl(spec(name, min(500, pages)), workdir, "ledger-warm")
         for rep in range(pairs):
             pair: dict[str, dict[str, Any]] = {}
@@ -235,7 +237,7 @@ def report(summary: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
+    parser.add_argument("--quick", action="store_true", help="a short run, without the warm-up crawls")
     parser.add_argument("--pages", type=int, help="pages per crawl (default 20000, quick 500)")
     parser.add_argument("--pairs", type=int, help="pairs of crawls, ledger off and on (default 6, quick 1)")
     parser.add_argument("--timed", type=int, help="pairs of crawls with the hooks timed (default 0)")
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-ledger-") as tmp:
         workdir = Path(tmp)
         bm._RUN["package_root"] = str(bm.snapshot_package(workdir))
-        summary = bench(pages, pairs, timed, workdir, args.chains, args.parse)
+        summary = bench(pages, pairs, timed, workdir, args.chains, args.parse, warm=not args.quick)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
     print(report(summary))

@@ -18,9 +18,11 @@ runs:
 - **ledger**: ``bench_ledger.py``'s timed pair, what ``ROBOTSTXT_LEDGER`` adds to the hooks per
   page, and as a share of the ledger-off crawl's CPU per page (goal <= 2 %).
 
-``--quick`` checks that it works (few pages, ``bench_core.py --quick``); its figures are not the
-ones to report. The output ends with a markdown table for benchmarks/README.md. It measures, it
-does not gate: it exits 0 unless it cannot run.
+``--quick`` checks that it works (few pages, ``bench_core.py --quick``, no warm-up crawls); its
+figures are not the ones to report. ``--base-tree`` names a checkout of ``BASE`` whose accelerator
+is built already (the tests share one), used as it is and left in place. The output ends with a
+markdown table for benchmarks/README.md. It measures, it does not gate: it exits 0 unless it
+cannot run.
 """
 
 from __future__ import annotations
@@ -101,11 +103,11 @@ def core(side: Side, corpus: str, quick: bool, workdir: Path, tag: str) -> dict[
             "memory_ratio": kept / kept_protego if kept is not None and kept_protego else float("nan")}
 
 
-def ledger(side: Side, pages: int, workdir: Path) -> dict[str, float]:
+def ledger(side: Side, pages: int, workdir: Path, warm: bool) -> dict[str, float]:
     """``bench_ledger.py``'s timed pair (ledger off and on) with the side's package."""
     bm._RUN["package_root"] = side.root
     try:
-        found = bench_ledger.bench(pages, 0, 1, workdir)
+        found = bench_ledger.bench(pages, 0, 1, workdir, warm=warm)
     finally:
         bm._RUN.pop("package_root", None)
     return {"ledger_us": found["hook_added_us"], "ledger_pct": found["hook_share_pct"]}
@@ -153,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", default=str(ROOT / "benchmarks" / "corpus"), help="bench_core.py's corpus")
     parser.add_argument("--only", help=f"comma-separated measures (default all: {','.join(MEASURES)})")
     parser.add_argument("--json", metavar="PATH", help="also write every run's figures to PATH")
+    parser.add_argument("--base-tree", metavar="DIR",
+                        help="a checkout of BASE with its accelerator built, used as it is (the tests share one)")
     args = parser.parse_args(argv)
     runs_n = args.runs or (2 if args.quick else 5)
     pages = args.pages or (300 if args.quick else 3000)
@@ -166,16 +170,20 @@ def main(argv: list[str] | None = None) -> int:
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "scrapy_rfc9309", "setup.py"],
                            capture_output=True, text=True, check=False).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp, Checkout(args.base) as base:
-        if not base.available:
+        if args.base_tree:
+            base_side = Side("before", commit(Path(args.base_tree)), str(Path(args.base_tree).resolve()))
+        elif not base.available:
             print(f"cannot compare with {args.base}: {base.error}", file=sys.stderr)
             return 1
+        else:
+            assert base.directory is not None
+            base_side = Side("before", base.label, base.directory)
         workdir = Path(tmp)
-        assert base.directory is not None
         copy = str(bm.snapshot_package(workdir))
         if failed := build(copy):  # built as the base's is, so that the two differ in their code only
             print(f"the working tree's C accelerator did not build: {failed}", file=sys.stderr)
             return 1
-        sides = [Side("before", base.label, base.directory),
+        sides = [base_side,
                  Side("after", f"{commit()}{' + changes' if dirty else ''} (working tree)", copy)]
         for side in sides:  # a child process must import the side's tree, not the editable install
             imported = subprocess.run([sys.executable, "-c", "import scrapy_rfc9309; print(scrapy_rfc9309.__file__)"],
@@ -184,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         runs: list[dict[str, dict[str, dict[str, float]]]] = []
         with bm.Server([{"host": "127.0.0.1", "robots": "ok"}], workdir, None) as server:
             base_url = f"http://127.0.0.1:{server.ports[0]}"
-            if "hooks" in measures:  # not counted: each side's modules byte-compiled, the server's pages cached
+            if "hooks" in measures and not args.quick:  # not counted: modules byte-compiled, pages cached
                 for side in sides:
                     hooks(side, base_url, min(100, pages), workdir, f"warm-{side.name}", ours_first=True)
             for n in range(runs_n):
@@ -198,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                         elif measure == "core":
                             found = core(side, args.corpus, args.quick, workdir, tag)
                         else:
-                            found = ledger(side, ledger_pages, workdir)
+                            found = ledger(side, ledger_pages, workdir, warm=not args.quick)
                         run[side.name][measure] = found
                         print(f"  run {n + 1}/{runs_n} {measure:<6} {side.name:<6} "
                               + ", ".join(f"{key} {value:.3g}" for key, value in found.items()),

@@ -1,6 +1,7 @@
 """``make bench`` runs from a checkout: the parser benchmark reads the robots.txt files committed
 in ``benchmarks/corpus`` when no corpus is given. A short run (``--quick``, without the memory,
-hostile-input and previous-release parts); nothing is asserted about the figures."""
+hostile-input and previous-release parts); nothing is asserted about the figures. Each script runs in
+its quick mode with small inputs: these tests check that the scripts run and report."""
 
 from __future__ import annotations
 
@@ -8,14 +9,24 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import scrapy
+from deadline import deadline
 from optional import missing, require_redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "benchmarks" / "corpus"
+
+#: A benchmark script runs in child processes (a crawl, a server, a build), each starting Python and
+#: importing Scrapy: a loaded machine slows them down more than a test in one process. Their hang guard
+#: is this timeout; the script is killed at its deadline, so that the test fails alone (pytest-timeout's
+#: last resort ends the whole run).
+TIMEOUT = 600.0
+CHILD_TIMEOUT = deadline(TIMEOUT)
+pytestmark = pytest.mark.timeout(TIMEOUT)
 
 #: The crawling benchmarks (and the memory breakdown, whose object sizes are CPython's) are written for the
 #: development environment: the newest Scrapy (AsyncCrawlerProcess, the built-in middleware of 2.14 and later)
@@ -35,7 +46,7 @@ def test_the_parser_benchmark_runs_on_the_committed_sample() -> None:
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_core.py"), "--quick", "--no-previous", "--skip-memory",
          "--skip-hostile"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False,
     )
 
     assert run.returncode == 0, run.stderr
@@ -80,7 +91,7 @@ def test_the_revalidation_benchmark_runs_on_the_committed_sample() -> None:
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_revalidation.py"), "--origins", "4", "--rounds", "2",
          "--reps", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False,
     )
 
     assert run.returncode == 0, run.stderr
@@ -91,20 +102,15 @@ def test_the_revalidation_benchmark_runs_on_the_committed_sample() -> None:
 def test_the_ledger_benchmark_runs_from_a_checkout() -> None:
     """A pair of short crawls, ledger off and on: the report's row of the pair (CPU, garbage
     collection, memory, bytes per verdict) and its summary lines."""
-    script = ROOT / "benchmarks" / "bench_ledger.py"
-    if not script.is_file():  # an unpacked sdist ships no benchmarks
-        missing(f"no {script} (a checkout has it)")
-    run = subprocess.run([sys.executable, str(script), "--quick", "--pages", "200", "--timed", "1"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, check=False)
+    out = _run("bench_ledger.py", "--quick", "--pages", "64", "--timed", "1")
 
-    assert run.returncode == 0, run.stderr
     assert re.search(r"^\| 1 \| [\d.]+ / [\d.]+ \| [+-][\d.]+ % \| [\d.]+ / [\d.]+ \| \d+ / \d+ \| [\d,]+ / [\d,]+ \| "
-                     r"\d+ / \d+ \| [\d.]+ B \|", run.stdout, re.M), run.stdout
+                     r"\d+ / \d+ \| [\d.]+ B \|", out, re.M), out
     # One record per page: the responses passed to the spider are not recorded by default.
-    assert re.search(r"^On disk: [\d.]+ B per verdict .* 200 verdicts and 0 responses", run.stdout, re.M), run.stdout
-    assert "What the ledger adds to the whole crawl's CPU: median" in run.stdout
+    assert re.search(r"^On disk: [\d.]+ B per verdict .* 64 verdicts and 0 responses", out, re.M), out
+    assert "What the ledger adds to the whole crawl's CPU: median" in out
     assert re.search(r"^Timed pairs: .* the ledger adds -?[\d.]+ µs, -?[\d.]+ % .*goal <= 2 %: (PASS|FAIL)\)\.$",
-                     run.stdout, re.M), run.stdout
+                     out, re.M), out
 
 
 def test_the_report_benchmark_runs_on_a_small_generated_ledger(tmp_path: Path) -> None:
@@ -114,7 +120,7 @@ def test_the_report_benchmark_runs_on_a_small_generated_ledger(tmp_path: Path) -
     run = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_report.py"), "--verdicts", "3000", "--hosts", "5",
          "--runs", "1", "--keep", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False,
     )
 
     assert run.returncode == 0, run.stdout + run.stderr
@@ -141,7 +147,7 @@ def _script(name: str) -> Path:
 
 def _run(name: str, *args: str) -> str:
     run = subprocess.run([sys.executable, str(_script(name)), *args], cwd=ROOT, capture_output=True, text=True,
-                         timeout=900, check=False)
+                         timeout=CHILD_TIMEOUT, check=False)
     assert run.returncode == 0, run.stderr[-4000:]
     return run.stdout
 
@@ -172,15 +178,16 @@ def test_the_middleware_benchmark_times_both_middlewares_hooks() -> None:
 
 @NEWEST
 def test_the_hold_benchmark_crawls_the_healthy_origin_while_the_other_waits() -> None:
-    """``bench_hold.py``, small: both scenarios, ours and (while the robots.txt is slow) the
+    """``bench_hold.py --quick``, small: both scenarios, ours and (while the robots.txt is slow) the
     built-in; the healthy origin's pages are fetched in each."""
-    out = _run("bench_hold.py", "--waiting", "200", "--healthy", "20", "--reps", "1", "--max-wait", "1",
-               "--robots-delay", "1", "--before", "")
+    out = _run("bench_hold.py", "--quick", "--waiting", "200", "--healthy", "20", "--max-wait", "0.5",
+               "--robots-delay", "0.5", "--before", "")
 
     rows = re.findall(r"^\| (scrapy-rfc9309|Scrapy built-in) \| ([\d.]+) \| (\d+) \| [\d.]+ \| ([\d,]+) \| ([\d.]+) \|",
                       out, re.M)
     assert [row[0] for row in rows] == ["scrapy-rfc9309", "scrapy-rfc9309", "Scrapy built-in"], out
-    assert "(a) robots.txt answers 503: held, dropped after 1 s" in out and "(b) robots.txt answers after 1 s" in out
+    assert "(a) robots.txt answers 503: held, dropped after 0.5 s" in out, out
+    assert "(b) robots.txt answers after 0.5 s" in out, out
 
 
 def test_the_store_benchmark_fetches_each_robots_txt_once_per_store() -> None:
@@ -224,24 +231,47 @@ def test_the_usage_benchmark_reads_responses_and_a_sites_robots_txt() -> None:
     assert re.search(r"^\| 5,000 rules renamed, 300 tokens \| [\d,]+ \| [\d,]+ \|$", out, re.M), out
 
 
-def _compare(*measures: str) -> str:
-    """``make bench-compare``'s script against HEAD, one short run of ``measures``; the temporary
-    worktree is gone after it."""
+def _worktrees() -> set[str]:
+    """The checkout's worktrees (other people's may come and go meanwhile)."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "worktree", "list", "--porcelain"], capture_output=True,
+                            text=True, check=True).stdout
+    return {line.split(" ", 1)[1] for line in listed.splitlines() if line.startswith("worktree ")}
+
+
+@pytest.fixture(scope="session")
+def base_tree() -> Iterator[Path]:
+    """HEAD checked out in a temporary worktree with its accelerator built (``previous.Checkout``, as
+    ``compare.py`` does), once for the bench-compare tests (``compare.py --base-tree``); the worktree is
+    gone after it."""
     if not (ROOT / ".git").exists():
         missing(f"{ROOT} is not a git checkout")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from previous import Checkout
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    with Checkout("HEAD") as checkout:
+        if checkout.directory is None or checkout.error is not None:
+            pytest.fail(f"HEAD could not be checked out and built: {checkout.error}")
+        directory = checkout.directory
+        assert directory in _worktrees()
+        yield Path(directory)
+    assert directory not in _worktrees()
 
-    def worktrees() -> set[str]:  # the checkout's worktrees (other people's may come and go meanwhile)
-        listed = subprocess.run(["git", "-C", str(ROOT), "worktree", "list", "--porcelain"], capture_output=True,
-                                text=True, check=True).stdout
-        return {line.split(" ", 1)[1] for line in listed.splitlines() if line.startswith("worktree ")}
 
-    before = worktrees()
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+def _head(tree: Path) -> str:
+    return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    out = _run("compare.py", "HEAD", "--quick", "--runs", "1", "--pages", "60", "--ledger-pages", "60",
-               "--only", ",".join(measures))
-    assert not [path for path in worktrees() - before if "rfc9309-bench-" in path]
-    assert re.search(rf"^\| measure \| before: {head} \| after: {head}.* \(working tree\) \|", out, re.M), out
+
+
+def _compare(base: Path, *measures: str) -> str:
+    """``make bench-compare``'s script against HEAD (the session's built checkout of it, whose
+    removal :func:`base_tree` checks), one short run of ``measures``."""
+    out = _run("compare.py", "HEAD", "--base-tree", str(base), "--quick", "--runs", "1", "--pages", "60",
+               "--ledger-pages", "60", "--only", ",".join(measures))
+    # Each side labelled with its commit (HEAD may have moved since the session's checkout).
+    assert re.search(rf"^\| measure \| before: {_head(base)} \| after: {_head(ROOT)}.* \(working tree\) \|", out,
+                     re.M), out
     return out
 
 
@@ -253,24 +283,24 @@ def _compared(out: str, measure: str) -> bool:
 
 
 @NEWEST
-def test_bench_compare_times_the_hooks_of_a_commit_and_of_the_working_tree() -> None:
-    out = _compare("hooks")
+def test_bench_compare_times_the_hooks_of_a_commit_and_of_the_working_tree(base_tree: Path) -> None:
+    out = _compare(base_tree, "hooks")
 
     assert _compared(out, "hook time, scrapy-rfc9309 ÷ built-in") and _compared(out, "hook CPU per page"), out
     assert not _compared(out, "decisions/s ÷ Protego's"), out
 
 
 @NEWEST
-def test_bench_compare_measures_decisions_and_memory_of_a_commit_and_of_the_working_tree() -> None:
-    out = _compare("core")
+def test_bench_compare_measures_decisions_and_memory_of_a_commit_and_of_the_working_tree(base_tree: Path) -> None:
+    out = _compare(base_tree, "core")
 
     assert _compared(out, "decisions/s ÷ Protego's") and _compared(out, "RSS per file kept ÷ Protego's"), out
     assert not _compared(out, "hook time, scrapy-rfc9309 ÷ built-in"), out
 
 
 @NEWEST
-def test_bench_compare_measures_the_ledgers_cost_for_a_commit_and_for_the_working_tree() -> None:
-    out = _compare("ledger")
+def test_bench_compare_measures_the_ledgers_cost_for_a_commit_and_for_the_working_tree(base_tree: Path) -> None:
+    out = _compare(base_tree, "ledger")
 
     assert _compared(out, "what ROBOTSTXT_LEDGER adds to the hooks per page"), out
     assert _compared(out, "the same, share of the crawl's CPU per page"), out

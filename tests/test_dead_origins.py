@@ -43,7 +43,7 @@ def test_dead_origins_beside_a_live_one_end_soon_at_default_settings(origins, mo
     default. The unresolvable origin's requests are dropped at once; the refusing one's
     after ROBOTSTXT_MAX_WAIT_REFUSED (30 s), not ROBOTSTXT_MAX_WAIT (900 s). The waits
     run on a clock ten times faster (tests/fast_clock.py): 30 s of it take 3 s."""
-    clock = fast_clock(monkeypatch, 10)
+    fast_clock(monkeypatch, 10)
     live = origins()
     live.robots(RULES)
     refused = f"http://127.0.0.1:{free_port()}"
@@ -63,9 +63,8 @@ def test_dead_origins_beside_a_live_one_end_soon_at_default_settings(origins, mo
     assert stat(result, "dropped_no_host") == 2
     assert stat(result, "dropped_unreachable") == 2
     assert stat(result, "held") == 2  # the refusing origin's requests only: waiting cannot help the other
-    # Held for the refused wait (30 s), never for ROBOTSTXT_MAX_WAIT: on the clock the waits ran on, and in time.
-    assert clock.time() - clock.start < 900
-    assert result.stats["elapsed_time_seconds"] < 900
+    # Held for the refused wait (30 s), never for ROBOTSTXT_MAX_WAIT (900 s), on the clock the waits ran on.
+    assert all("unreachable for 30 s" in str(e) for e in _dropped(result, refused)), _dropped(result, refused)
     # One line per origin as it became unreachable, one as it was given up, and the summary.
     assert len(_lines(result, logging.WARNING, f"{DEAD_HOST}")) == 2  # unreachable, then in the summary
     assert len(_lines(result, logging.WARNING, f"robots.txt of {refused} unreachable (")) == 1
@@ -126,7 +125,6 @@ def test_the_refused_wait_never_exceeds_max_wait(origins):
 
     (dropped,) = _dropped(result, refused)
     assert "unreachable for 0.5 s" in str(dropped)
-    assert result.stats["elapsed_time_seconds"] < 600
 
 
 # --------------------------------------------------------------------------- requests Scrapy cannot make

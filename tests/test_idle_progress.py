@@ -464,15 +464,21 @@ def test_a_retry_waiting_for_a_fetch_place_cancelled_when_its_origin_is_given_up
 
 @pytest_twisted.inlineCallbacks
 def test_requests_let_go_at_close_say_what_their_robots_txt_answered(origins):
-    """Closed while requests are held (CLOSESPIDER_TIMEOUT here, as Ctrl-C): each is dropped
-    with reason ``closing`` and says its robots.txt answered 503 and for how long, not that
-    it was not known."""
+    """Closed (as Ctrl-C does) once requests are held: each is dropped with reason ``closing``
+    and says its robots.txt answered 503 and for how long, not that it was not known."""
     _, held = _busy(origins)
-    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 60, "CLOSESPIDER_TIMEOUT": 2 * IDLE}
+    settings = {**SETTINGS, "ROBOTSTXT_MAX_WAIT_IDLE": 60}
+    TrackingSpider.latest = None
 
-    result = yield run_crawl(held, settings, closed_by_timeout=True)
+    crawl = run_crawl(TrackingSpider, settings, urls=held)
+    yield defer.ensureDeferred(until(lambda: TrackingSpider.latest is not None and TrackingSpider.latest.crawler.stats
+                                     .get_value("robotstxt/held", 0) == len(held), "the requests held"))
+    crawler = TrackingSpider.latest.crawler  # type: ignore[union-attr]
+    stop_async = getattr(crawler, "stop_async", None)  # Scrapy 2.14 and later
+    yield deferred_from_coro(stop_async()) if stop_async is not None else crawler.stop()
+    result = yield crawl
 
-    assert result.stats["finish_reason"] == "closespider_timeout"
+    assert result.stats["finish_reason"] == "shutdown"
     dropped = [e for url in held for e in result.errors_for(url)]
     assert [e.reason for e in dropped] == ["closing"] * len(held)
     for error in dropped:

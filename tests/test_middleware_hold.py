@@ -17,6 +17,7 @@ from twisted.internet import defer
 
 from scrapy_rfc9309 import RobotsTxtMiddleware
 from scrapy_rfc9309.exceptions import RobotsTxtForbidden, RobotsTxtUnreachable
+from scrapy_rfc9309.lifecycle import parking
 from scrapy_rfc9309.lifecycle.waiting import WAKE_BATCH
 from scrapy_rfc9309.runtime import compat as _compat
 
@@ -383,19 +384,27 @@ def test_robots_txt_downloads_in_flight_are_bounded(origins, setting, concurrenc
 @pytest.mark.parametrize("stalled", ["first-fetch", "retry"])
 @pytest_twisted.inlineCallbacks
 def test_the_crawl_stops_promptly_while_a_robots_txt_fetch_stalls(origins, stalled):
-    """Closing (CLOSESPIDER_TIMEOUT=1) while the origin's robots.txt fetch hangs, before any answer or
-    on a retry of a 503: the waiting requests are released and the crawl ends without waiting for the
-    hung fetch to time out (DOWNLOAD_TIMEOUT and ROBOTSTXT_MAX_WAIT an hour: a crawl that waited for
-    either would run into the test's deadline, and fail with "this crawl did not end")."""
+    """Closing (as Ctrl-C does) while the origin's robots.txt fetch hangs, before any answer or on a
+    retry of a 503, once the three requests wait for it: they are released and the crawl ends without
+    waiting for the hung fetch to time out (DOWNLOAD_TIMEOUT and ROBOTSTXT_MAX_WAIT an hour: a crawl
+    that waited for either would run into the test's deadline, and fail with "this crawl did not end")."""
     a = origins()
     a["/robots.txt"] = Stall() if stalled == "first-fetch" else Sequence([_failing(), Stall()])
     urls = [a.url(f"/page/{i}") for i in range(3)]
+    fetches = 1 if stalled == "first-fetch" else 2
+    TrackingSpider.latest = None
 
-    result = yield run_crawl(urls, mw_settings(CLOSESPIDER_TIMEOUT=1, DOWNLOAD_TIMEOUT=3600, ROBOTSTXT_MAX_WAIT=3600),
-                             closed_by_timeout=True)
+    crawl = run_crawl(TrackingSpider, mw_settings(DOWNLOAD_TIMEOUT=3600, ROBOTSTXT_MAX_WAIT=3600), urls=urls)
+    yield a.wait_for("/robots.txt", count=fetches)  # the fetch that hangs
+    crawler = TrackingSpider.latest.crawler  # type: ignore[union-attr]
+    states = crawler.get_downloader_middleware(RobotsTxtMiddleware).states
+    yield defer.ensureDeferred(until(lambda: states.waiting == 3, "the 3 requests wait"))
+    stop_async = getattr(crawler, "stop_async", None)  # Scrapy 2.14 and later
+    yield deferred_from_coro(stop_async()) if stop_async is not None else crawler.stop()
+    result = yield crawl
 
-    assert result.stats["finish_reason"] == "closespider_timeout"
-    assert len(robots_hits(a)) == (1 if stalled == "first-fetch" else 2)
+    assert result.stats["finish_reason"] == "shutdown"
+    assert len(robots_hits(a)) == fetches
     assert page_hits(a) == []
     assert sorted(e.url for e in result.errors) == sorted(urls)
     assert all(isinstance(e.exception, RobotsTxtUnreachable) for e in result.errors), result.errors
@@ -434,22 +443,27 @@ def test_requests_waiting_outside_the_active_set_are_bounded(origins):
 
 @pytest.mark.parametrize("delay", [0.0, 0.05])
 @pytest_twisted.inlineCallbacks
-def test_requests_parked_as_their_robots_txt_arrives_are_all_crawled_once(origins, delay):
-    """One page links to 1,500 pages of another origin, which the scheduler hands out in a
-    burst while that origin's robots.txt is fetched: all but a few are parked, some still
-    on their way to the parking (returned from process_request, not yet scheduled again)
-    when it arrives and the origin's parked requests are released. Each is crawled once
-    (with the duplicate filter on), and the crawl ends: none stays parked."""
+def test_requests_parked_as_their_robots_txt_arrives_are_all_crawled_once(origins, monkeypatch, delay):
+    """One page links to 300 pages of another origin, which the scheduler hands out in a
+    burst while that origin's robots.txt is fetched: all but a few are parked, both those
+    returned from process_request and those scheduled while the origin has parked requests,
+    and released in several batches when it arrives. Each is crawled once (with the duplicate
+    filter on), and the crawl ends: none stays parked.
+
+    The links reach the scheduler a few at a time (CONCURRENT_ITEMS), so that later ones are
+    scheduled while earlier ones are parked, and a release batch is 16 requests: 300 links
+    take the paths that 1,500 took with Scrapy's defaults, in a fifth of the time."""
+    monkeypatch.setattr(parking, "RELEASE_BATCH", 16)
     a, b = origins("127.0.0.1"), origins("127.0.0.2", links=[])
-    links = [b.url(f"/public/{i}") for i in range(1500)]
+    links = [b.url(f"/public/{i}") for i in range(300)]
     a["/"] = Page(links)
     b["/robots.txt"] = Delay(delay, text(RULES))
-    settings = mw_settings(CONCURRENT_REQUESTS=64, CONCURRENT_REQUESTS_PER_DOMAIN=2)
+    settings = mw_settings(CONCURRENT_REQUESTS=64, CONCURRENT_REQUESTS_PER_DOMAIN=2, CONCURRENT_ITEMS=4)
 
     result = yield run_crawl([a.url("/")], settings, follow=True, dont_filter=False)
 
     assert result.stats["finish_reason"] == "finished"
-    assert sorted(h.path for h in page_hits(b)) == sorted(f"/public/{i}" for i in range(1500))
+    assert sorted(h.path for h in page_hits(b)) == sorted(f"/public/{i}" for i in range(300))
     assert len(robots_hits(b)) == 1
 
 
