@@ -126,10 +126,11 @@ def test_each_demo_origin_is_an_origin_of_its_own(layout: str, sections: dict[st
     assert hosts == ({"http://127.0.0.1"} if layout == "one-address" else {f"http://127.0.0.{n}" for n in range(1, 10)})
 
 
-def test_demo_runs_offline_and_quickly(demo: subprocess.CompletedProcess[str], sections: dict[str, str]) -> None:
+def test_demo_runs_offline_and_ends_by_itself(demo: subprocess.CompletedProcess[str], sections: dict[str, str]) -> None:
+    """The crawl ends on its own (``finished``, not a close timeout) within the run's hang guard;
+    how long it takes is the retry schedule's and the delays' (README), not bounded here."""
     assert "Traceback" not in demo.stderr, demo.stderr
-    elapsed = float(re.search(r"crawl finished in ([\d.]+) s \(finished\)", demo.stdout).group(1))  # type: ignore[union-attr]
-    assert elapsed < 30
+    assert re.search(r"crawl finished in [\d.]+ s \(finished\)", demo.stdout), demo.stdout
     assert set(sections) >= {
         "ordinary", "missing", "recovering", "redirected", "oversized", "slow-crawl", "ai-prefs", "usage-sources",
         "stats",
