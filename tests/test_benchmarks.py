@@ -190,16 +190,28 @@ def test_the_hold_benchmark_crawls_the_healthy_origin_while_the_other_waits() ->
     assert "(b) robots.txt answers after 0.5 s" in out, out
 
 
-def test_the_store_benchmark_fetches_each_robots_txt_once_per_store() -> None:
-    """``bench_store.py``, small: two processes sharing the disk and the Redis store fetch each
-    robots.txt once; the memory part sizes each store per cached origin."""
-    require_redis_server()
-    out = _run("bench_store.py", "--origins", "4", "--pages", "1", "--processes", "2", "--reps", "1",
-               "--sample", "40", "--no-previous")
+@pytest.mark.parametrize("configs", [("builtin", "memory"), ("disk", "redis")])
+def test_the_store_benchmark_fetches_each_robots_txt_once_per_store(configs: tuple[str, str]) -> None:
+    """``bench_store.py``'s fleet part, small, two configurations at a time: two processes each
+    fetch every robots.txt themselves (the built-in, the memory store) or share it (the disk and
+    the Redis store: each fetched once)."""
+    if "redis" in configs:
+        require_redis_server()
+    out = _run("bench_store.py", "--only", "fleet", "--configs", ",".join(configs), "--origins", "4", "--pages", "1",
+               "--processes", "2", "--reps", "1", "--no-previous")
 
-    for config, fetches in (("Scrapy built-in (Protego)", 8), ("scrapy-rfc9309, memory", 8),
-                            ("scrapy-rfc9309, disk", 4), ("scrapy-rfc9309, redis", 4)):
-        assert re.search(rf"^\| 2 \| {re.escape(config)} \| {fetches} \| ", out, re.M), out
+    expected = {"builtin": ("Scrapy built-in (Protego)", 8), "memory": ("scrapy-rfc9309, memory", 8),
+                "disk": ("scrapy-rfc9309, disk", 4), "redis": ("scrapy-rfc9309, redis", 4)}
+    for config in configs:
+        label, fetches = expected[config]
+        assert re.search(rf"^\| 2 \| {re.escape(label)} \| {fetches} \| ", out, re.M), out
+
+
+def test_the_store_benchmark_sizes_each_store_per_cached_origin() -> None:
+    """``bench_store.py``'s memory part, small: each store's bytes per cached origin and its ratio."""
+    require_redis_server()
+    out = _run("bench_store.py", "--only", "memory", "--sample", "40", "--no-previous")
+
     for store in ("Scrapy built-in (Protego)", "scrapy-rfc9309, memory", "scrapy-rfc9309, disk",
                   "scrapy-rfc9309, redis"):
         assert re.search(rf"^\| {re.escape(store)}[^|]* \| [\d,]+ \| [\d.]+x \|", out, re.M), out
