@@ -158,6 +158,19 @@ def test_the_hostile_inputs_keep_the_files_first_rules_in_a_child_of_the_parser_
 
     assert found["checks_ok"] and found["truncated"] is True and found["bytes"] > 1_000_000
     assert 0 < found["parse_ms"] and 0 < found["worst_decision_ms"]
+    assert 0 < found["parse_and_decision_warm_ms"] and 0 < found["parse_and_decision_ms"]
+
+
+def test_the_hostile_first_verdicts_over_several_runs_with_the_goal() -> None:
+    """``bench_core.py - --hostile-only CASES --runs N``: issue 42's table, ours and Protego's first
+    verdict after a collection and warm, median (min-max) over the runs, and whether the goal is met."""
+    out = _run("bench_core.py", "-", "--hostile-only", "nul-bytes", "--no-previous", "--runs", "2")
+
+    assert "First verdicts, 2 run(s), median (min-max):" in out, out
+    figure, ratio = r"[\d.]+ \([\d.]+-[\d.]+\)", r"[\d.]+ \([\d.]+-[\d.]+\)x"
+    row = (rf"^\| NUL bytes \| {figure} \| {figure} \| {ratio} \| n/a \| n/a \| {figure} \| {figure} \| {ratio} "
+           r"\| n/a \| (yes|no|median only) \|$")
+    assert re.search(row, out, re.M), out
 
 
 @NEWEST

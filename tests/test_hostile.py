@@ -334,3 +334,70 @@ def test_a_file_kept_as_the_parser_reads_it_answers_as_the_whole_parse(parts: li
             codes = array("I", [c for group in groups for c in group.codes])
             want = Matcher(patterns, codes).allowed(URL + path)
             assert rt.allowed(URL + path, agent) == again.allowed(URL + path, agent) == want, (path, agent)
+
+
+# -- A first question's own steps in C (issue 42) ----------------------------------------------
+
+
+def test_literal_rules_written_with_escapes_or_undecodable_bytes_key_the_c_matcher_as_urls_does() -> None:
+    """The C matcher makes the key of a literal rule written with ``%`` or non-ASCII
+    text itself (no Python call on a file's first question): the same key as
+    ``urls.canonical_path``, for escapes kept or decoded, in the path and the query,
+    raw UTF-8, bytes that are not UTF-8, and a ``%`` that starts no escape."""
+    from scrapy_rfc9309.core import matcher
+    from scrapy_rfc9309.core.urls import canonical_path
+
+    if matcher.FastMatcher is None:  # the pure-Python matcher keys them with canonical_path itself
+        return
+    patterns = ["/caf\udce9", "/a%2fb%41", "/\u00e9t\u00e9?x=%2F&y=%2f", "/%zz%4", "/\udcff\udcfe/bad",
+                "/%7Euser/%e9", "/\u65e5\u672c?q=%3a%3F", "/p%", "/x%2", "/q?%23%25"]
+    codes = array("I", [(line << 1) | (line % 2) for line in range(1, len(patterns) + 1)])
+    fast = matcher.compile_rules(patterns, codes)
+    assert type(fast) is matcher.FastMatcher
+    for pattern, code in zip(patterns, codes, strict=True):
+        key = canonical_path(pattern)
+        rule = Rule(bool(code & 1), pattern, code >> 1)
+        assert fast.best_rule(key) == rule, pattern
+        assert fast.best_rule(key + "/more") == rule, pattern  # a literal prefixes the path
+        assert fast.best_rule(key[:-1]) != rule, pattern  # ... and only a path it prefixes
+
+
+def test_codes_as_octets_or_as_an_array_give_one_matcher_and_one_records_text() -> None:
+    """A first question hands the C matcher and the records writer a group's codes as
+    ``select`` gives them (octets), without an array: the same answers as with one."""
+    from scrapy_rfc9309.core import matcher, syntax
+
+    text = syntax.prepare(b"User-agent: *\nDisallow: /a\nAllow: /a/b\n# c\nDisallow: /c*d\nSitemap: /s\n",
+                          DEFAULT_MAX_BYTES)[0]
+    key, groups = syntax.select(text, "foo")
+    patterns, codes, special, _records = groups[0]
+    assert key == "*" and type(codes) is bytes
+    as_array = array("I", codes)
+    for speedups in (True, False):
+        from_octets = matcher.compile_rules(patterns, codes, speedups, special)
+        from_array = matcher.compile_rules(patterns, as_array, speedups, array("I", special))
+        assert from_octets.written() == from_array.written() == [
+            Rule(False, "/a", 2), Rule(True, "/a/b", 3), Rule(False, "/c*d", 5)]
+        for path in ("/a", "/a/b", "/a/c", "/cxd", "/x"):
+            assert from_octets.best_rule(path) == from_array.best_rule(path), path
+        records = syntax.records_text(text, speedups, None, codes)
+        assert records == syntax.records_text(text, speedups, None, as_array) == "useragent:*\n\n\n\n\nsitemap:/s"
+
+
+def test_the_scanner_reads_a_changed_key_list_again() -> None:
+    """The C scanner keeps the table of the key list it read last (a file's first
+    question scans three times with one list); a different list, or the same list
+    changed, is read again."""
+    from scrapy_rfc9309.core import syntax
+
+    if syntax.scan_lines is None:
+        return
+    text = "Disallow: /x\nAllow: /y\n"
+    keys = list(syntax._KEY_LIST)
+    assert syntax.scan_lines(text, keys) == [(syntax.DISALLOW, "/x", 1), (syntax.ALLOW, "/y", 2)]
+    keys[keys.index(("allow", syntax.ALLOW))] = ("allow", syntax.HOST)  # the same list, one pair changed
+    assert syntax.scan_lines(text, keys) == [(syntax.DISALLOW, "/x", 1), (syntax.HOST, "/y", 2)]
+    swapped = [(name, {syntax.ALLOW: syntax.DISALLOW, syntax.DISALLOW: syntax.ALLOW}.get(kind, kind))
+               for name, kind in syntax._KEY_LIST]
+    assert syntax.scan_lines(text, swapped) == [(syntax.ALLOW, "/x", 1), (syntax.DISALLOW, "/y", 2)]
+    assert syntax.scan_lines(text, syntax._KEY_LIST) == [(syntax.DISALLOW, "/x", 1), (syntax.ALLOW, "/y", 2)]

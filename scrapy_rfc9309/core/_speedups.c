@@ -1413,12 +1413,51 @@ static unsigned char octet_class[256];
 
 enum { LITERAL, WILDCARD, CANONICAL, SKIP };
 
+/* Whether a buffer holds C unsigned ints: an array("I"), or octets (bytes, format
+ * "B") of a whole number of them, as select_groups gives a group's codes (no array
+ * made for them on a file's first question). */
+static int
+uint_buffer(const Py_buffer *view)
+{
+    if (view->format == NULL || strcmp(view->format, "B") == 0)
+        return view->len % (Py_ssize_t)sizeof(unsigned int) == 0;
+    return view->itemsize == (Py_ssize_t)sizeof(unsigned int) && strcmp(view->format, "I") == 0;
+}
+
+/* The canonical key of a literal pattern written with "%" or non-ASCII text, as
+ * urls.canonical_path gives it: the pattern's UTF-8 octets (urls.utf8_octets:
+ * undecodable bytes kept by surrogateescape as themselves) in canonical form
+ * (canonical_path_c, as a URL's path). No Python code runs for it. */
+static PyObject *
+literal_key(PyObject *pattern)
+{
+    PyObject *octets = PyUnicode_AsEncodedString(pattern, "utf-8", "surrogateescape");
+    if (octets == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return NULL;
+        PyErr_Clear();
+        if ((octets = PyUnicode_AsEncodedString(pattern, "utf-8", "surrogatepass")) == NULL)
+            return NULL;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(octets);
+    char *buf = PyMem_Malloc((size_t)(n ? n : 1) * 3);
+    PyObject *key = NULL;
+    if (buf == NULL)
+        PyErr_NoMemory();
+    else
+        key = PyUnicode_DecodeASCII(buf, canonical_path_c(PyBytes_AS_STRING(octets), n, buf), NULL);
+    PyMem_Free(buf);
+    Py_DECREF(octets);
+    return key;
+}
+
 /* FastMatcher(patterns: list[str], codes: array("I") (line << 1 | allow), canon,
  *             hash_above: int)
  *
- * ``canon(pattern)`` is called for a pattern with "%" or non-ASCII text only: it
- * returns the canonical key of a literal rule (str; empty: no rule), or
- * ``(priority, pieces: list[str], anchored)`` for a wildcard rule. The literal
+ * ``canon(pattern)`` is called for a wildcard pattern with "%" or non-ASCII text
+ * only: it returns ``(priority, pieces: list[str], anchored)`` (or the canonical
+ * key of a literal rule, str; empty: no rule); such a literal rule's key is made
+ * here (literal_key). The literal
  * keys are hashed when there are more than ``hash_above``, else sorted. Every
  * rule is named by its line (the codes' lines are distinct, as a file's are). */
 static PyObject *
@@ -1441,9 +1480,8 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
     unsigned char *kinds = NULL;
     PyObject **forms = NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(patterns);
-    if (view.itemsize != (Py_ssize_t)sizeof(unsigned int) || view.format == NULL || strcmp(view.format, "I") != 0
-        || view.len / view.itemsize != count || count >= ((Py_ssize_t)1 << 30)) {
-        PyErr_SetString(PyExc_ValueError, "one code (array of \"I\") per pattern");
+    if (!uint_buffer(&view) || view.len / (Py_ssize_t)sizeof(unsigned int) != count || count >= ((Py_ssize_t)1 << 30)) {
+        PyErr_SetString(PyExc_ValueError, "one code (array of \"I\", or its octets) per pattern");
         goto fail;
     }
     const unsigned int *codes = view.buf;
@@ -1496,7 +1534,10 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
             PyErr_NoMemory();
             goto fail;
         }
-        PyObject *form = PyObject_CallOneArg(canon, pattern);
+        /* a literal (no "*", no final "$"): its key in C, else canon() in Python */
+        int literal = PyUnicode_FindChar(pattern, '*', 0, n, 1) == -1
+                      && !(n && PyUnicode_READ_CHAR(pattern, n - 1) == '$');
+        PyObject *form = literal ? literal_key(pattern) : PyObject_CallOneArg(canon, pattern);
         if (form == NULL)
             goto fail;
         forms[i] = form;
@@ -1704,12 +1745,29 @@ typedef struct {
     signed char head[26], next[64]; /* the keys by first letter, each chain in the keys' order */
 } Scanner;
 
+/* The table of the keys last read, and the list and pairs it was read from (held):
+ * every scan is given the same list (parser._KEY_LIST), so a file's first question
+ * reads its pairs once, not once per pass (each pass would touch every pair, its
+ * key and its kind again; after other work has left the caches cold, that cost
+ * more than a small file's scan). */
+static Scanner keys_read;
+static PyObject *keys_list = NULL, *keys_pairs[64];
+
 static int
 scanner_keys(Scanner *sc, PyObject *keys)
 {
     if (!PyList_Check(keys)) {
         PyErr_SetString(PyExc_TypeError, "keys must be a list");
         return -1;
+    }
+    if (keys == keys_list && PyList_GET_SIZE(keys) == keys_read.nkeys) {
+        Py_ssize_t k = 0;
+        while (k < keys_read.nkeys && PyList_GET_ITEM(keys, k) == keys_pairs[k])
+            k++;
+        if (k == keys_read.nkeys) { /* the same pairs: tuples, of a str and an int, as read */
+            *sc = keys_read;
+            return 0;
+        }
     }
     sc->nkeys = PyList_GET_SIZE(keys);
     if (sc->nkeys > 64) {
@@ -1739,6 +1797,15 @@ scanner_keys(Scanner *sc, PyObject *keys)
         sc->next[k] = sc->head[letter];
         sc->head[letter] = (signed char)k;
     }
+    for (Py_ssize_t k = 0; k < keys_read.nkeys; k++)
+        Py_CLEAR(keys_pairs[k]);
+    for (Py_ssize_t k = 0; k < sc->nkeys; k++) {
+        keys_pairs[k] = PyList_GET_ITEM(keys, k);
+        Py_INCREF(keys_pairs[k]);
+    }
+    Py_INCREF(keys);
+    Py_XSETREF(keys_list, keys);
+    keys_read = *sc;
     return 0;
 }
 
@@ -2006,12 +2073,12 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
     if (omit_arg != Py_None) {
         if (PyObject_GetBuffer(omit_arg, &omit, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
             return NULL;
-        if (omit.itemsize != (Py_ssize_t)sizeof(unsigned int) || omit.format == NULL || strcmp(omit.format, "I") != 0) {
+        if (!uint_buffer(&omit)) {
             PyBuffer_Release(&omit);
-            PyErr_SetString(PyExc_ValueError, "omit: an array of \"I\"");
+            PyErr_SetString(PyExc_ValueError, "omit: an array of \"I\", or its octets");
             return NULL;
         }
-        nomit = omit.len / omit.itemsize;
+        nomit = omit.len / (Py_ssize_t)sizeof(unsigned int);
     }
     const unsigned int *omitted = omit.buf;
     Found *found = NULL;

@@ -17,10 +17,10 @@ class FastMatcher:
         hash_above: int,
         /,
     ) -> FastMatcher:
-        """``codes``: one C ``unsigned int`` (``array("I")``) per pattern, ``line << 1 | allow``,
-        the lines distinct. ``canon(pattern)`` gives the canonical key of a literal rule
-        written with ``%`` or non-ASCII text (``""``: no rule), or ``(priority, pieces,
-        anchored)`` for such a wildcard rule. The literal keys are hashed when there are
+        """``codes``: one C ``unsigned int`` (``array("I")``, or its octets) per pattern, ``line << 1 | allow``,
+        the lines distinct. ``canon(pattern)`` gives ``(priority, pieces, anchored)`` for a
+        wildcard rule written with ``%`` or non-ASCII text (such a literal rule's canonical
+        key is made in C, as ``urls.canonical_path`` makes it). The literal keys are hashed when there are
         more than ``hash_above``."""
 
     def __call__(self, url: str | bytes, /) -> bool:
@@ -63,7 +63,7 @@ def records_text(
 ) -> str:
     """The text reduced to its known records (see ``parser.records_text``): each on
     its own line number as ``short_keys[kind]`` and its value, every other line empty;
-    the Allow and Disallow rules ``omit`` names (``array("I")`` of ``line << 1 | allow``,
+    the Allow and Disallow rules ``omit`` names (``array("I")`` of ``line << 1 | allow``, or its octets,
     by line) left out, the text as many lines long."""
 
 def reduce_octets(

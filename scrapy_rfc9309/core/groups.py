@@ -39,9 +39,10 @@ class MergedGroup:
         #: The usage records indexed by path (made on the first question about one).
         self.usage_index: UsageIndex | None = None
         if len(groups) == 1:
+            # The codes as selected (octets): the C matcher reads them as they are.
             patterns, codes, special, raw_records = groups[0]
-            self.matcher = compile_rules(patterns, array("I", codes), speedups, array("I", special))
-            named = [record for record in raw_records if _applies(record, token)]
+            self.matcher = compile_rules(patterns, codes, speedups, special)
+            named = [record for record in raw_records if _applies(record, token)] if raw_records else raw_records
         else:
             patterns = []
             all_codes = array("I")
@@ -55,12 +56,17 @@ class MergedGroup:
                 named += [record for record in raw_records if _applies(record, token)]
             self.matcher = compile_rules(patterns, all_codes, speedups, indices)
         #: ``(name, value, line)`` of the records that apply, in file order.
-        self.records: list[tuple[str, str, int]] | None = [
-            (GROUP_RECORDS[kind], value, line) for kind, value, line, _, _ in named
-        ] or None
-        self.usage_records = [record for record in self.records or () if record[0] in USAGE_RECORDS] or ()
+        self.records: list[tuple[str, str, int]] | None = None
+        self.usage_records: list[tuple[str, str, int]] | tuple[()] = ()
+        self.crawl_delay: float | None = None
+        if named:  # most groups have no records: nothing more to make
+            self._set_records(named)
+
+    def _set_records(self, named: list[tuple[int, str, int, bool, bool]]) -> None:
+        self.records = [(GROUP_RECORDS[kind], value, line) for kind, value, line, _, _ in named]
+        self.usage_records = [record for record in self.records if record[0] in USAGE_RECORDS] or ()
         delays = []
-        for name, value, _line in self.records or ():
+        for name, value, _line in self.records:
             if name == "crawl-delay":
                 try:
                     delay = float(value.split()[0]) if value else -1.0
@@ -68,7 +74,7 @@ class MergedGroup:
                     continue
                 if 0 <= delay < float("inf"):
                     delays.append(delay)
-        self.crawl_delay: float | None = max(delays) if delays else None
+        self.crawl_delay = max(delays) if delays else None
 
 
 #: The merged groups without rules or records, by token (see :func:`_empty_group`).
@@ -156,7 +162,8 @@ class GroupSelector(RobotsBody):
             else:
                 key, selected = select(text, token, self._speedups, star=star is None)
                 if reduce and not flags & _KEEP_BODY:
-                    omit = array("I", b"".join(group[1] for group in selected))
+                    # The rules' codes as selected (octets), joined only for several groups.
+                    omit = selected[0][1] if len(selected) == 1 else b"".join([group[1] for group in selected])
                     records = records_text(text, self._speedups, None, omit)
             if key == "*" and star is not None:
                 merged = star

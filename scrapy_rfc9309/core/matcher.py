@@ -203,11 +203,10 @@ class _TwoForms(Exception):
     accelerator takes one form per piece."""
 
 
-def _c_form(pattern: str) -> str | tuple[int, list[str | tuple[str, str]], bool]:
-    """For the C accelerator, a pattern with ``%`` or non-ASCII text in canonical
-    form: the key of a literal rule, or ``(priority, pieces, anchored)``."""
-    if "*" not in pattern and not pattern.endswith("$"):
-        return canonical_path(pattern)
+def _c_form(pattern: str) -> tuple[int, list[str | tuple[str, str]], bool]:
+    """For the C accelerator, a wildcard pattern with ``%`` or non-ASCII text in
+    canonical form: ``(priority, pieces, anchored)`` (the C accelerator makes a
+    literal rule's key itself, as :func:`~.urls.canonical_path` does)."""
     pieces, anchored, priority, two = glob_pieces(pattern)
     if two:
         raise _TwoForms
@@ -425,12 +424,12 @@ def _allow_all(url: str | bytes) -> bool:
     return True
 
 
-def _accelerated(patterns: Sequence[str], codes: Sequence[int]) -> _Accelerated | None:
+def _accelerated(patterns: Sequence[str], codes: Sequence[int] | bytes) -> _Accelerated | None:
     """The C accelerator's matcher of the rules, or None (not built, no rules, or
     a wildcard piece with two forms)."""
     if FastMatcher is None or not patterns:
         return None
-    if not (type(codes) is array and codes.typecode == "I"):
+    if not (type(codes) is bytes or (type(codes) is array and codes.typecode == "I")):
         codes = array("I", codes)
     try:
         # _c_form gives plain str pieces only (it raises _TwoForms otherwise).
@@ -439,8 +438,8 @@ def _accelerated(patterns: Sequence[str], codes: Sequence[int]) -> _Accelerated 
         return None
 
 
-def compile_rules(patterns: Sequence[str], codes: Sequence[int], speedups: bool = True,
-                  special: Sequence[int] | None = None) -> Matcher | _Accelerated:
+def compile_rules(patterns: Sequence[str], codes: Sequence[int] | bytes, speedups: bool = True,
+                  special: Sequence[int] | bytes | None = None) -> Matcher | _Accelerated:
     """The matcher of a group's rules: the C accelerator's ``FastMatcher`` alone when
     it takes them, else a :class:`Matcher`; one shared matcher for every group
     without rules (a broad crawl keeps many).
@@ -455,6 +454,10 @@ def compile_rules(patterns: Sequence[str], codes: Sequence[int], speedups: bool 
     accelerated = _accelerated(patterns, codes) if speedups else None
     if accelerated is not None:
         return accelerated
+    if type(codes) is bytes:  # native unsigned ints, as the parser selects them
+        codes = array("I", codes)
+    if type(special) is bytes:
+        special = array("I", special)
     return Matcher(patterns, codes, special)
 
 

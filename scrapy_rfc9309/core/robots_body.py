@@ -78,7 +78,7 @@ class RobotsBody:
 
     __slots__ = ("_flags", "_rules", "_source", "url")
 
-    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
+    def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, speedups: bool = True,
                  url: str | None = None, keep_body: bool = False) -> None:
         if isinstance(body, str):
             body = utf8_octets(body)

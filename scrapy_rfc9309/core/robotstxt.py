@@ -79,7 +79,7 @@ class RobotsTxt(GroupSelector):
 
     def __init__(self, body: bytes | str = b"", max_bytes: int = DEFAULT_MAX_BYTES, *, speedups: bool = True,
                  url: str | None = None, keep_body: bool = False) -> None:
-        RobotsBody.__init__(self, body, max_bytes, speedups=speedups, url=url, keep_body=keep_body)
+        RobotsBody.__init__(self, body, max_bytes, speedups, url, keep_body)  # positional: a parse's first call
         # What _forget_groups sets, written here: a file's parse is one call less.
         self._agent, self._group, self._memo, self._allowed = _NO_AGENT, None, None, _allow_all
         self._purposes: BoundedDict[tuple[tuple[str, ...], object], tuple[tuple[str, Any], ...]] | None = None

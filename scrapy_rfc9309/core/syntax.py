@@ -224,7 +224,7 @@ RULE_KEYS = (_SHORT_KEYS[DISALLOW].encode(), _SHORT_KEYS[ALLOW].encode())
 
 
 def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, int]] | None = None,
-                 omit: array[int] | None = None) -> str:
+                 omit: array[int] | bytes | None = None) -> str:
     """A :func:`prepare` text reduced to its known records: each on its own line
     number, as ``key:value`` with the kind's shortest key, every other line empty
     (comments, unknown fields, blank lines). It parses as ``text`` does (the same
@@ -234,9 +234,10 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
     the accelerator is built; in Python from ``rows``, the text's :func:`scan`,
     when the caller has it.
 
-    ``omit`` (codes ``line << 1 | allow``, by line) names Allow and Disallow
-    rules to leave out: their lines are empty, and the text has as many lines (a
-    matcher's ``fill`` writes them back, with :data:`RULE_KEYS`)."""
+    ``omit`` (codes ``line << 1 | allow``, by line: an ``array("I")`` or its
+    octets, as :func:`select` gives a group's) names Allow and Disallow rules to
+    leave out: their lines are empty, and the text has as many lines (a matcher's
+    ``fill`` writes them back, with :data:`RULE_KEYS`)."""
     if speedups and _c_records_text is not None:
         return _c_records_text(text, _KEY_LIST, _SHORT_KEY_LIST, omit)
     if rows is None:
@@ -245,7 +246,7 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
         return ""
     keys = _SHORT_KEYS
     lines = [""] * rows[-1][2]
-    left_out = {code >> 1 for code in omit} if omit else ()
+    left_out = {code >> 1 for code in (array("I", omit) if isinstance(omit, bytes) else omit)} if omit else ()
     for kind, value, line in rows:
         if line not in left_out or kind % SPECIAL not in (ALLOW, DISALLOW):
             lines[line - 1] = keys[kind] + value

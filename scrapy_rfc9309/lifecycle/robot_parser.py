@@ -27,7 +27,7 @@ class RobotParser(RobotsTxt):
     __slots__ = ("spider",)
 
     def __init__(self, robotstxt_body: bytes | str, spider: Any = None) -> None:
-        super().__init__(robotstxt_body)
+        RobotsTxt.__init__(self, robotstxt_body)  # no super object: a file's parse is its first call
         self.spider = spider
 
     @property
