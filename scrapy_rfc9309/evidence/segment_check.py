@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections import deque
 from typing import Any
 
 from ..core.usage_vocabulary import REVISION, REVISIONS_READ
@@ -301,11 +300,13 @@ def settle(auditor: Evidence, context: RunContext, segments: list[tuple[int, str
     if not pending.places:
         return
     last = max(pending.places)
+    context.awaiting.origins.clear()  # the run was read: its window is let go before the second reading
+    context.awaiting.more.clear()
     #: The unused allowed verdicts of each pending fingerprint: their origins, oldest first, as
     #: [origin, count] for consecutive verdicts of one origin (a fingerprint names one URL: only a
     #: forged ledger or two fingerprints of one hash alternate; beyond ``limit`` such runs in all, a
     #: verdict joins its fingerprint's last run).
-    unused: dict[int, deque[list[Any]]] = {}
+    unused: dict[int, list[list[Any]]] = {}
     held = 0
     observer = auditor.observer
     for segment, path, closed, read in segments:
@@ -327,7 +328,7 @@ def settle(auditor: Evidence, context: RunContext, segments: list[tuple[int, str
                 if kind == "verdict" and record.get("d") == "allowed":
                     origin = origin_base(record.get("o"))
                     if origin is not None:
-                        runs = unused.setdefault(key, deque())
+                        runs = unused.setdefault(key, [])
                         if runs and (runs[-1][0] == origin or held >= pending.limit):
                             runs[-1][1] += 1
                         else:
@@ -357,7 +358,7 @@ def settle(auditor: Evidence, context: RunContext, segments: list[tuple[int, str
     pending.fps.clear()
 
 
-def _use(unused: dict[int, deque[list[Any]]], key: int) -> str | None:
+def _use(unused: dict[int, list[list[Any]]], key: int) -> str | None:
     """The origin of the earliest unused allowed verdict of ``key``, now used; None when none is left."""
     runs = unused.get(key)
     if not runs:
@@ -365,7 +366,7 @@ def _use(unused: dict[int, deque[list[Any]]], key: int) -> str | None:
     origin: str = runs[0][0]
     runs[0][1] -= 1
     if not runs[0][1]:
-        runs.popleft()
+        runs.pop(0)
         if not runs:
             del unused[key]
     return origin
