@@ -81,7 +81,8 @@ class Awaiting:
     When ``limit`` verdicts await, the oldest is forgotten (counted in :attr:`forgotten`): the
     run's memory is bounded whether its responses are recorded (``resp`` ``all``: the verdicts
     of requests that failed never get one) or not (``refused``: only a response a usage preference
-    kept from the spider has a record, every other allowed verdict awaits for ever)."""
+    kept from the spider has a record, every other allowed verdict awaits for ever). A response
+    that finds no verdict here while some were forgotten waits in :class:`Pending`."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = AWAITING if limit is None else limit
