@@ -802,14 +802,28 @@ def test_memory_is_bounded_when_allowed_verdicts_get_no_response(tmp_path: Path,
         assert large - small < 500_000, (name, held)
 
 
-def test_a_response_whose_verdict_was_forgotten_is_not_matched(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """A response whose allowed verdict is older than the latest AWAITING awaiting is reported
-    (saying so), one within them verifies, and a fingerprint allowed twice proves two responses."""
+def _window_run(directory: Path, allowed: int) -> tuple[Run, str]:
+    """A run (refused responses) whose state is line 2, then ``allowed`` allowed verdicts ``fp0``... (lines 3...)."""
+    version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
+    run = Run(directory, RUN1, responses="refused", settings={"deny": ["train-ai"], "read": ["robots.txt", "meta"]})
+    run.state(A, version)
+    for index in range(allowed):
+        run.verdict(f"http://a.test/page/{index}", f"fp{index}", "allowed", version)
+    return run, version
+
+
+def test_a_response_whose_verdict_lies_beyond_the_window_is_settled_after_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A response whose allowed verdict is older than the latest AWAITING awaiting (here 10: a
+    slow download in a broad crawl) is settled by reading the run again: the audit passes and
+    counts it for its verdict's origin, in the report too; a fingerprint allowed twice, both
+    verdicts beyond the window, proves two responses, and one within the window proves three
+    responses no more."""
     from scrapy_rfc9309.evidence import verdict_check
+    from scrapy_rfc9309.evidence.report_figures import report_figures
 
     monkeypatch.setattr(verdict_check, "AWAITING", 10)
-    directory = tmp_path / "forgotten"
+    directory = tmp_path / "beyond"
     version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
     run = Run(directory, RUN1, responses="refused", settings={"deny": ["train-ai"], "read": ["robots.txt", "meta"]})
     run.state(A, version)
@@ -817,13 +831,17 @@ def test_a_response_whose_verdict_was_forgotten_is_not_matched(tmp_path: Path,
     run.verdict("http://a.test/twice", "twice", "allowed", version)
     for index in range(12):
         run.verdict(f"http://a.test/page/{index}", f"fp{index}", "allowed", version)
-    run.response("http://a.test/page/2", "fp2", d="usage_denied")  # 9 newer await: kept
-    run.response("http://a.test/page/1", "fp1", d="usage_denied")  # 10 newer: forgotten
+        if index == 5:
+            run.rotate()  # the verdicts beyond the window are in the run's first segment
+    run.response("http://a.test/page/2", "fp2", d="usage_denied")  # 9 newer await: in the window
+    run.response("http://a.test/page/1", "fp1", d="usage_denied")  # 10 newer: beyond it
+    run.response("http://a.test/twice", "twice", d="usage_denied")
+    run.response("http://a.test/twice", "twice", d="usage_denied")
     run.close()
-    problems = audit([directory]).problems
-    assert [(problem.line, problem.kind) for problem in problems] == [(18, MISMATCH)], problems
-    assert "among the latest 10 allowed verdicts awaiting their response" in problems[0].message
-    assert "4 older ones" in problems[0].message  # "twice" (two verdicts), fp0, fp1
+    result, figures = report_figures([directory])
+    assert result.problems == [], result.problems
+    assert result.origins[A].responses == {"usage_denied": 4}
+    assert figures["totals"]["responses"] == {"received": 4, "usage_denied": 4}
 
     directory = tmp_path / "twice"
     version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
@@ -836,7 +854,63 @@ def test_a_response_whose_verdict_was_forgotten_is_not_matched(tmp_path: Path,
     run.close()
     problems = audit([directory]).problems
     assert [(problem.line, problem.kind) for problem in problems] == [(7, MISMATCH)], problems
-    assert "older ones" not in problems[0].message
+    assert "read again" not in problems[0].message
+
+
+def test_a_forged_response_beyond_the_window_is_still_a_mismatch(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A response of a fingerprint no allowed verdict of the run names, read while verdicts were
+    forgotten, is a mismatch once the run is read again; a genuine one beside it is settled."""
+    from scrapy_rfc9309.evidence import verdict_check
+
+    monkeypatch.setattr(verdict_check, "AWAITING", 10)
+    run, _ = _window_run(tmp_path, 12)
+    run.response("http://a.test/page/0", "forged", d="usage_denied")  # line 15
+    run.response("http://a.test/page/0", "fp0", d="usage_denied")
+    run.close()
+    result = audit([tmp_path])
+    assert [(problem.line, problem.kind) for problem in result.problems] == [(15, MISMATCH)], result.problems
+    assert "read again after the run: none is left for it" in result.problems[0].message
+    assert result.origins[A].responses == {"usage_denied": 2}
+
+
+def test_a_response_beyond_the_window_whose_verdict_was_used_is_a_mismatch(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fingerprint's only allowed verdict, used up by its response within the window, proves no
+    second response read after it left the window (a replayed response), nor does a verdict
+    written after that response."""
+    from scrapy_rfc9309.evidence import verdict_check
+
+    monkeypatch.setattr(verdict_check, "AWAITING", 10)
+    run, version = _window_run(tmp_path, 1)
+    run.response("http://a.test/page/0", "fp0", d="usage_denied")  # line 4: uses the verdict of line 3
+    for index in range(1, 12):
+        run.verdict(f"http://a.test/page/{index}", f"fp{index}", "allowed", version)
+    run.response("http://a.test/page/0", "fp0", d="usage_denied")  # line 16: beyond the window, nothing left
+    run.verdict("http://a.test/page/0", "fp0", "allowed", version)  # line 17: after it
+    run.close()
+    result = audit([tmp_path])
+    assert [(problem.line, problem.kind) for problem in result.problems] == [(16, MISMATCH)], result.problems
+    assert result.origins[A].responses == {"usage_denied": 2}
+
+
+def test_responses_beyond_the_pending_bound_are_reported_not_settled(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most PENDING responses of a run (here 2) wait to be settled after it: a further one is
+    reported as not settled (the audit fails), never passed unchecked; those kept are settled."""
+    from scrapy_rfc9309.evidence import verdict_check
+
+    monkeypatch.setattr(verdict_check, "AWAITING", 2)
+    monkeypatch.setattr(verdict_check, "PENDING", 2)
+    run, _ = _window_run(tmp_path, 6)  # fp0 to fp3 forgotten
+    for index in range(3):
+        run.response(f"http://a.test/page/{index}", f"fp{index}", d="usage_denied")  # lines 9, 10, 11
+    run.close()
+    result = audit([tmp_path])
+    assert [(problem.line, problem.kind) for problem in result.problems] == [(11, MISMATCH)], result.problems
+    assert result.problems[0].message.startswith("not settled: ")
+    assert "2 such responses of the run already wait" in result.problems[0].message
+    assert result.origins[A].responses == {"usage_denied": 3}
 
 
 # -- runs of one directory, its manifest, version files, anchors ------------------------------

@@ -5,7 +5,9 @@ every response against an earlier allowed verdict, and reports per origin and pe
 
 The files are streamed: memory grows with the number of origins and versions, not with the
 ledger's size (the allowed verdicts awaiting their response are the latest
-:data:`.verdict_check.AWAITING` of a run at most).
+:data:`.verdict_check.AWAITING` of a run at most; a response whose verdict is older is settled
+after its run by reading the run's segments again for its fingerprint, up to
+:data:`.verdict_check.PENDING` such responses per run).
 Pure Python (no Scrapy or Twisted): ``scrapy robotstxt audit`` is its command.
 """
 
@@ -39,7 +41,7 @@ from .files import MAX_VERSION_BYTES, VERSION_NAME, listing, read_version, same_
 from .format import MANIFEST, RUNS_DIR, SEGMENT_RE, VERSIONS_DIR, file_hash, version_digest
 from .manifest_check import check_manifest
 from .observer import Observer
-from .segment_check import SegmentCheck
+from .segment_check import SegmentCheck, settle
 from .verdict_check import RunContext
 
 __all__ = ["CORRUPT", "MAX_PROBLEMS", "MISMATCH", "MISSING", "ORPHAN", "UNSEALED", "Audit", "LedgerError",
@@ -217,6 +219,7 @@ class _Auditor:
         expected = 1
         previous_seal: str | None = ""  # the previous segment's seal ``h``; None when it has none
         ending = "ended"
+        read: list[tuple[int, str, bool, int]] = []  # what settle() reads again
         for number in numbers:
             files = segments[number]
             primary = next((entry for entry in files if entry[2]), files[0])
@@ -234,6 +237,7 @@ class _Auditor:
                 self.observer.segment(run, number)
             segment = SegmentCheck(self, context, primary[1], primary[2], run, number, number == last, primary[0])
             segment.verify()
+            read.append((number, primary[1], primary[2], segment.read))
             if number == 1:
                 report.manifest_line = segment.head_man
                 report.responses = segment.head_responses
@@ -272,4 +276,5 @@ class _Auditor:
                              "its later segments are missing (removed, or the process was killed as it rotated)")
             if segment.damaged:
                 ending = "incomplete"
+        settle(self, context, read)
         report.ending = ending

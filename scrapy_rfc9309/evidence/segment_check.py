@@ -14,9 +14,9 @@ from ..core.usage_vocabulary import REVISION, REVISIONS_READ
 from .audit_result import CORRUPT, MISMATCH, OriginReport, RunSettings
 from .files import MAX_LINE_BYTES, lines
 from .format import FORMATS_READ, GENESIS, chain, link
-from .verdict_check import Evidence, RunContext, VerdictCheck, origin_of, record_time
+from .verdict_check import Evidence, Pending, RunContext, VerdictCheck, origin_of, record_time
 
-__all__ = ["SegmentCheck", "origin_base"]
+__all__ = ["SegmentCheck", "answered", "origin_base", "settle"]
 
 
 def origin_base(value: object) -> str | None:
@@ -45,6 +45,8 @@ class SegmentCheck:
         self.number = number
         self.last = last
         self.records = 0
+        #: The last line read as a record (what :func:`settle` reads again).
+        self.read = 0
         self.head_prev: str | None = None
         self.seal_hash: str | None = None
         self.ended = False
@@ -79,6 +81,7 @@ class SegmentCheck:
                         self.torn = True  # an interrupted write: reported with the missing seal
                     return
                 line = raw[:-1]
+                self.read = number
                 self.record(number, line, previous)
                 previous = chain(previous, line)
         except (OSError, EOFError, zlib.error) as exc:
@@ -228,27 +231,142 @@ class SegmentCheck:
                          "WARC-Date, lifetime or another field outside the digest) or replaced")
 
     def response(self, number: int, record: dict[str, Any]) -> str | None:
-        """Check a response record; the origin it is counted for (None: not counted)."""
+        """Check a response record; the origin it is counted for (None: not counted, or not yet:
+        pending, see :class:`.verdict_check.Pending`)."""
         fp, url = record.get("fp"), record.get("u")
         if not isinstance(fp, str) or not isinstance(url, str):
             self.problem(number, CORRUPT, "a response without its fp or u")
             return None
         awaiting = self.context.awaiting
         origin = awaiting.take(fp)
+        if origin is None and awaiting.forgotten:
+            pending = self.context.pending
+            if pending.add(self.number, number, fp):
+                return None  # its verdict may be one forgotten: settled after the run
+            self.problem(number, MISMATCH, f"not settled: a response (status {record.get('s')!r}) for {url} "
+                         f"without an allowed verdict among the latest {awaiting.limit:,} awaiting their response, "
+                         f"and {pending.limit:,} such responses of the run already wait to be settled after it (the "
+                         "audit keeps no more): whether an older verdict proves it is not checked")
+            return answered(self.auditor, self.context, self.path, number, record, None)
         if origin is None:
-            found = origin_of(url)
-            origin = found.base if found is not None else url
-            self.origin_report(origin).responses[str(record.get("d"))] += 1
-            older = "" if not awaiting.forgotten else (
-                f" among the latest {awaiting.limit:,} allowed verdicts awaiting their response (the audit keeps no "
-                f"more: {awaiting.forgotten:,} older ones were not answered by then)")
-            self.problem(number, MISMATCH, f"a response (status {record.get('s')!r}) for {url} without an earlier "
-                         f"allowed verdict of the same request that verified{older}")
-            return origin
-        self.origin_report(origin).responses[str(record.get("d"))] += 1
-        settings = self.context.settings
-        if record.get("d") == "usage_denied" and settings is not None and (
-                not settings.deny or not settings.read & {"headers", "meta"}):
-            said = "denied no usage category" if not settings.deny else "read no response headers nor meta tags"
-            self.problem(number, MISMATCH, f"a response usage_denied, but the run's head says it {said}")
-        return origin
+            return unanswered(self.auditor, self.context, self.path, number, record)
+        return answered(self.auditor, self.context, self.path, number, record, origin)
+
+
+def answered(auditor: Evidence, context: RunContext, path: str, number: int, record: dict[str, Any],
+             origin: str | None) -> str:
+    """Count a response record for the origin of the allowed verdict it used up, or, with none
+    (``origin`` None: reported), for its URL's; the origin counted for."""
+    url = str(record.get("u"))
+    if origin is None:
+        found = origin_of(url)
+        counted = found.base if found is not None else url
+    else:
+        counted = origin
+    origins = auditor.result.origins
+    report = origins.get(counted)
+    if report is None:
+        report = origins[counted] = OriginReport(counted)
+    report.responses[str(record.get("d"))] += 1
+    if origin is None:
+        return counted
+    settings = context.settings
+    if record.get("d") == "usage_denied" and settings is not None and (
+            not settings.deny or not settings.read & {"headers", "meta"}):
+        said = "denied no usage category" if not settings.deny else "read no response headers nor meta tags"
+        auditor.problem(path, number, MISMATCH, f"a response usage_denied, but the run's head says it {said}")
+    return counted
+
+
+def unanswered(auditor: Evidence, context: RunContext, path: str, number: int, record: dict[str, Any]) -> str:
+    """Report and count a response no allowed verdict proves."""
+    awaiting = context.awaiting
+    older = "" if not awaiting.forgotten else (
+        f" (its fingerprint's allowed verdicts and responses were read again after the run: none is left for it, "
+        f"beyond the latest {awaiting.limit:,} awaiting their response either)")
+    auditor.problem(path, number, MISMATCH, f"a response (status {record.get('s')!r}) for {record.get('u')} without "
+                    f"an earlier allowed verdict of the same request that verified{older}")
+    return answered(auditor, context, path, number, record, None)
+
+
+def settle(auditor: Evidence, context: RunContext, segments: list[tuple[int, str, bool, int]]) -> None:
+    """Settle a run's pending responses (:class:`.verdict_check.Pending`) once its segments were
+    read: ``segments`` are its (number, file, gzip, last line read) in order. They are read again up to
+    the last pending response; for the pending fingerprints only, every allowed verdict and every
+    response in order: a response uses up the earliest unused allowed verdict before it (one that did
+    not verify was reported already). A pending response so proven is counted for its verdict's
+    origin, one that is not is a mismatch."""
+    pending = context.pending
+    if not pending.places:
+        return
+    last = max(pending.places)
+    context.awaiting.origins.clear()  # the run was read: its window is let go before the second reading
+    context.awaiting.more.clear()
+    #: The unused allowed verdicts of each pending fingerprint: their origins, oldest first, as
+    #: [origin, count] for consecutive verdicts of one origin (a fingerprint names one URL: only a
+    #: forged ledger or two fingerprints of one hash alternate; beyond ``limit`` such runs in all, a
+    #: verdict joins its fingerprint's last run).
+    unused: dict[int, list[list[Any]]] = {}
+    held = 0
+    observer = auditor.observer
+    for segment, path, closed, read in segments:
+        if Pending.place(segment, 1) > last:
+            break
+        try:
+            for number, raw in enumerate(lines(path, closed), 1):
+                place = Pending.place(segment, number)
+                if number > read or place > last:
+                    break
+                try:
+                    record = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                fp = record.get("fp") if isinstance(record, dict) else None
+                if not isinstance(fp, str) or hash(fp) not in pending.fps:
+                    continue
+                key, kind = hash(fp), record.get("k")
+                if kind == "verdict" and record.get("d") == "allowed":
+                    origin = origin_base(record.get("o"))
+                    if origin is not None:
+                        runs = unused.setdefault(key, [])
+                        if runs and (runs[-1][0] == origin or held >= pending.limit):
+                            runs[-1][1] += 1
+                        else:
+                            runs.append([origin, 1])
+                            held += 1
+                elif kind == "response":
+                    origin = _use(unused, key)
+                    if pending.places.get(place) != key:
+                        continue  # checked in the first reading
+                    del pending.places[place]
+                    if not isinstance(record.get("u"), str):
+                        continue
+                    if origin is None:
+                        counted = unanswered(auditor, context, path, number, record)
+                    else:
+                        counted = answered(auditor, context, path, number, record, origin)
+                    if observer is not None:
+                        observer.record("response", record, counted, ())
+        except (OSError, EOFError, zlib.error) as exc:
+            auditor.problem(path, None, CORRUPT, f"cannot be read again to settle its responses: {exc}")
+    for place in sorted(pending.places):
+        segment, number = place >> 32, place & 0xFFFFFFFF
+        path = next((entry[1] for entry in segments if entry[0] == segment), "?")
+        auditor.problem(path, number, CORRUPT, "a response the audit read, not found there when it read the file "
+                        "again to settle it (the file changed during the audit)")
+    pending.places.clear()
+    pending.fps.clear()
+
+
+def _use(unused: dict[int, list[list[Any]]], key: int) -> str | None:
+    """The origin of the earliest unused allowed verdict of ``key``, now used; None when none is left."""
+    runs = unused.get(key)
+    if not runs:
+        return None
+    origin: str = runs[0][0]
+    runs[0][1] -= 1
+    if not runs[0][1]:
+        runs.pop(0)
+        if not runs:
+            del unused[key]
+    return origin

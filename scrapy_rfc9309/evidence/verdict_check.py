@@ -19,12 +19,18 @@ from ..core.usage_rules import UsagePreference
 from .audit_result import CORRUPT, DECIDED, MISMATCH, VERDICTS, Audit, OriginReport, RunSettings, VersionInfo, strings
 from .observer import Observer
 
-__all__ = ["AWAITING", "Awaiting", "Evidence", "RunContext", "VerdictCheck", "origin_of", "record_time"]
+__all__ = ["AWAITING", "PENDING", "Awaiting", "Evidence", "Pending", "RunContext", "VerdictCheck", "origin_of",
+           "record_time"]
 
 #: Allowed verdicts a run's audit keeps awaiting their response at most: the latest ones (about
 #: 170 bytes each, so some 22 MiB at most per run). A response comes within its download's timeout
-#: of its verdict, far fewer allowed verdicts later; one whose verdict is older is not matched.
+#: of its verdict, mostly far fewer allowed verdicts later; one whose verdict is older (a slow
+#: download in a broad crawl) waits in :class:`Pending` and is settled after the run.
 AWAITING = 1 << 17
+#: Responses of a run the audit settles after the run at most (:class:`Pending`, about 200 bytes
+#: each, some 12 MiB in all, measured; settling them holds about as much again, once the run's
+#: :class:`Awaiting` is let go); a further one is reported as not settled.
+PENDING = 1 << 16
 
 _AUTHORITY_END = re.compile(r"[/?#]")
 
@@ -75,7 +81,8 @@ class Awaiting:
     When ``limit`` verdicts await, the oldest is forgotten (counted in :attr:`forgotten`): the
     run's memory is bounded whether its responses are recorded (``resp`` ``all``: the verdicts
     of requests that failed never get one) or not (``refused``: only a response a usage preference
-    kept from the spider has a record, every other allowed verdict awaits for ever)."""
+    kept from the spider has a record, every other allowed verdict awaits for ever). A response
+    that finds no verdict here while some were forgotten waits in :class:`Pending`."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = AWAITING if limit is None else limit
@@ -115,12 +122,46 @@ class Awaiting:
         return origin
 
 
+class Pending:
+    """A run's responses without an allowed verdict in :class:`Awaiting` while some were forgotten:
+    their verdict may be older than the window. Each is kept by its place in the run (segment and
+    line) with the hash of its fingerprint, at most ``limit`` of them (:data:`PENDING`); after the
+    run, the audit reads the run's segments again for these fingerprints only and settles each
+    (:func:`.segment_check.settle`), so memory is bounded by ``limit``, not by the run's length."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = PENDING if limit is None else limit
+        #: The hash of each pending response's fingerprint, by its place (:meth:`place`).
+        self.places: dict[int, int] = {}
+        #: The hashes of the pending fingerprints.
+        self.fps: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.places)
+
+    @staticmethod
+    def place(segment: int, line: int) -> int:
+        """A record's place in its run, in the order of its records."""
+        return segment << 32 | line
+
+    def add(self, segment: int, line: int, fp: str) -> bool:
+        """Keep the response at ``line`` of ``segment`` to settle; False when ``limit`` are kept already."""
+        if len(self.places) >= self.limit:
+            return False
+        key = hash(fp)
+        self.places[self.place(segment, line)] = key
+        self.fps.add(key)
+        return True
+
+
 @dataclass
 class RunContext:
     """What a run's records carry from one segment to the next."""
 
     #: Allowed verdicts that verified and await their response (the latest :data:`AWAITING`).
     awaiting: Awaiting = field(default_factory=Awaiting)
+    #: Responses whose verdict may be older than :attr:`awaiting` holds, settled after the run.
+    pending: Pending = field(default_factory=Pending)
     #: The version each (origin, document) was last settled on, from ``state`` records.
     in_force: dict[tuple[str, str], str | None] = field(default_factory=dict)
     #: Origins whose robots.txt was last settled unavailable without a version (no HTTP status: the
