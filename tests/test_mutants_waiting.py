@@ -1,0 +1,271 @@
+"""The requests that wait for a document (scrapy_rfc9309/lifecycle/waiting.py) and the watch of
+the held ones (scrapy_rfc9309/lifecycle/idle_watch.py) where the crawl tests left mutants alive:
+real objects of one crawler (its settings, stats and signals), the states put in as a fetch would
+put them, the clock passed in (docs/development.md, "Mutation testing")."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import pytest_twisted
+from crawl import ListSpider, run_crawl
+from middleware_support import until
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.test import get_crawler
+from twisted.internet import defer
+
+from scrapy_rfc9309.config import Config
+from scrapy_rfc9309.core.documents import ROBOTS_TXT
+from scrapy_rfc9309.core.origins import Origin
+from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome, OriginState
+from scrapy_rfc9309.lifecycle.idle_watch import HeldWatch
+from scrapy_rfc9309.lifecycle.states import Closing
+from scrapy_rfc9309.lifecycle.waiting import WAKE_BATCH, for_crawl
+
+NOW = 1_000_000.0
+IDLE = 120.0
+
+
+class NoFetcher:
+    """The crawl's fetcher, never asked here: the states are put in as a fetch puts them."""
+
+    async def fetch(self, *args: Any, **kwargs: Any) -> FetchOutcome:
+        raise AssertionError("no fetch in these tests")
+
+
+class OpenSpider(ListSpider):
+    """A spider that stays open (its start requests not consumed) until the test lets it close:
+    the test's objects run on its live crawler (a running engine, its signals and stats)."""
+
+    name = "open"
+    latest: OpenSpider | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.done: defer.Deferred[None] = defer.Deferred()
+        OpenSpider.latest = self
+
+    async def start(self):  # type: ignore[override]
+        await maybe_deferred_to_future(self.done)
+        for request in ():
+            yield request
+
+
+class LiveCrawl:
+    """``async with LiveCrawl(settings) as crawler``: a real crawl kept open while the block runs."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+        self.crawl: Any = None
+
+    async def __aenter__(self) -> Any:
+        OpenSpider.latest = None
+        self.crawl = run_crawl(OpenSpider, self.settings)
+        await until(lambda: OpenSpider.latest is not None and OpenSpider.latest.crawler.engine is not None
+                    and OpenSpider.latest.crawler.engine.running, "the spider to open")
+        assert OpenSpider.latest is not None
+        return OpenSpider.latest.crawler
+
+    async def __aexit__(self, *exc: Any) -> None:
+        assert OpenSpider.latest is not None
+        OpenSpider.latest.done.callback(None)
+        await self.crawl
+
+
+class Crawl:
+    """The waiting requests of one crawler's robots.txt, and its watch of the held ones."""
+
+    def __init__(self, crawler: Any = None, **settings: Any) -> None:
+        self.crawler = crawler or get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, **settings})
+        self.config = Config.from_settings(self.crawler.settings)
+        self.waiting, _ = for_crawl(self.crawler, self.config, NoFetcher(), _origin_of,  # type: ignore[arg-type]
+                                    store=None, warmup=None, on_settled=None, on_held=lambda *_: None,
+                                    tdm_holds=False, news=None)
+        self.now = NOW
+        self.watch = HeldWatch(self.crawler, [self.waiting], self.config.policy, IDLE, clock=lambda: self.now)
+
+    def unreachable(self, host: str, since: float, retry_in: float = 5.0) -> Origin:
+        """An origin whose robots.txt was unreachable from ``since`` (a 503), fetched again in ``retry_in`` s."""
+        origin = Origin.from_url(f"http://{host}/")
+        outcome = FetchOutcome(Access.UNREACHABLE, origin.robots_url, 503, cause=Cause.TRANSIENT)
+        state = OriginState.initial(outcome, since, self.config.policy)
+        state = replace(state, expires_at=NOW + retry_in)
+        self.waiting.document_states.put(origin, state)
+        return origin
+
+    def park(self, origin: Origin, count: int) -> None:
+        """Park ``count`` held requests of ``origin``, as the middleware and the scheduler do."""
+        for i in range(count):
+            request = Request(f"{origin.robots_url[:-len('/robots.txt')]}/page/{i}")
+            assert self.waiting.parking.park(origin, request, True, ROBOTS_TXT) is request
+            self.crawler.signals.send_catch_log(signals.request_scheduled, request=request, spider=None,
+                                                dont_log=IgnoreRequest)
+
+
+def _origin_of(url: str) -> Origin | None:
+    return Origin.from_url(url)
+
+
+def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    lines = [r.getMessage() for r in caplog.records if r.name == "scrapy_rfc9309.lifecycle.idle_watch"]
+    caplog.clear()
+    return lines
+
+
+def test_the_progress_line_names_the_three_origins_with_most_held_requests_and_counts_the_rest() -> None:
+    crawl = Crawl()
+    counts = {"a.example": 1, "b.example": 4, "c.example": 2, "d.example": 5, "e.example": 3}
+    origins = {host: crawl.unreachable(host, since=NOW - 100 - i, retry_in=10.4 + i)
+               for i, host in enumerate(counts)}
+    for host, count in counts.items():
+        crawl.park(origins[host], count)
+    held = crawl.waiting.held(NOW)
+    assert sorted((str(origin), count) for origin, count, _ in held) == sorted(
+        (str(origins[host]), count) for host, count in counts.items())
+    line = crawl.watch.progress([(crawl.waiting, *entry) for entry in held], NOW)
+    # The earliest deadline: e.example, unreachable since NOW - 104, given up 900 s after.
+    assert line == (
+        f"robots.txt: 15 requests held for 5 unreachable origins ({origins['d.example']} (robots.txt status 503, "
+        f"next fetch in 13 s); {origins['b.example']} (robots.txt status 503, next fetch in 11 s); "
+        f"{origins['e.example']} (robots.txt status 503, next fetch in 14 s) and 2 more): complete disallow until a "
+        "fetch succeeds; given up in 796 s at the latest (ROBOTSTXT_MAX_WAIT)")
+
+
+def test_the_progress_line_of_an_overdue_fetch_says_zero_and_when_idle_gives_up() -> None:
+    crawl = Crawl()
+    origin = crawl.unreachable("a.example", since=NOW - 10, retry_in=-3.0)
+    crawl.park(origin, 2)
+    held = [(crawl.waiting, *entry) for entry in crawl.waiting.held(NOW)]
+    crawl.watch.idle_since = NOW - 20.2
+    assert crawl.watch.progress(held, NOW) == (
+        f"robots.txt: 2 requests held for 1 unreachable origins ({origin} (robots.txt status 503, next fetch in "
+        "0 s)): complete disallow until a fetch succeeds; given up in 890 s at the latest (ROBOTSTXT_MAX_WAIT), "
+        "or in 100 s: nothing else is left to crawl (ROBOTSTXT_MAX_WAIT_IDLE)")
+    crawl.watch.idle_since = NOW - IDLE - 5
+    assert crawl.watch.progress(held, NOW).endswith(", or in 0 s: nothing else is left to crawl "
+                                                    "(ROBOTSTXT_MAX_WAIT_IDLE)")
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_progress_line_comes_once_every_logstats_interval_while_requests_are_held(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async with LiveCrawl(LOGSTATS_INTERVAL=10) as crawler:
+        _progress_every_interval(Crawl(crawler), caplog)
+
+
+def _progress_every_interval(crawl: Crawl, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="scrapy_rfc9309.lifecycle.idle_watch")
+    crawl.watch.tick()  # nothing waits
+    assert crawl.watch._held_since is None and _lines(caplog) == []
+    origin = crawl.unreachable("a.example", since=NOW - 10)
+    crawl.park(origin, 3)
+    for offset, logged in ((0.0, False), (9.9, False), (10.0, True), (15.0, False), (19.9, False),
+                           (20.0, True), (30.5, True)):
+        crawl.now = NOW + offset
+        crawl.watch.tick()
+        lines = _lines(caplog)
+        assert len(lines) == (1 if logged else 0), (offset, lines)
+        if logged:
+            assert lines[0].startswith("robots.txt: 3 requests held for 1 unreachable origins")
+        # Scrapy's idle test is false here (the start requests are not consumed): no idle time.
+        assert crawl.watch.idle_since is None
+    # Once nothing waits any more, the next hold counts its interval from its own start.
+    crawl.waiting.parking.release(origin)
+    crawl.watch.tick()
+    assert crawl.watch._held_since is None
+
+
+def test_a_requests_wait_is_not_held_when_its_origins_state_does_not_hold() -> None:
+    crawl = Crawl()
+    held_origin = crawl.unreachable("a.example", since=NOW - 10)
+    given_up = crawl.unreachable("b.example", since=NOW - 1000)
+    crawl.park(held_origin, 2)
+    crawl.park(given_up, 1)
+    # A request given up still counts as held until it is dropped (holding, not held).
+    assert sorted(str(o) for o, _, _ in crawl.waiting.held(NOW)) == [str(held_origin), str(given_up)]
+    good = Origin.from_url("http://c.example/")
+    crawl.waiting.document_states.put(good, OriginState.initial(
+        FetchOutcome(Access.PARSED, good.robots_url, 200, b"User-agent: *\nAllow: /\n"), NOW, crawl.config.policy))
+    crawl.park(good, 1)
+    assert str(good) not in [str(o) for o, _, _ in crawl.waiting.held(NOW)]
+    assert crawl.waiting.waiting == 4 and crawl.waiting.downloading == 0
+
+
+
+class GatedFetcher:
+    """The crawl's fetcher for one origin's robots.txt: each fetch answers ``outcome`` once the test
+    opens the gate (the download itself is the crawl tests')."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.gate = asyncio.Event()
+        self.outcome: FetchOutcome | None = None
+
+    async def fetch(self, origin: Origin, document: Any = ROBOTS_TXT, *, validators: Any = None) -> FetchOutcome:
+        self.calls += 1
+        await self.gate.wait()
+        assert self.outcome is not None
+        return self.outcome
+
+
+def _live_waiting(crawler: Any, fetcher: Any) -> Any:
+    config = Config.from_settings(crawler.settings)
+    waiting, _ = for_crawl(crawler, config, fetcher, _origin_of, store=None, warmup=None, on_settled=None,
+                           on_held=lambda *_: None, tdm_holds=False, news=None)
+    return waiting
+
+
+def _start(coroutine: Any) -> asyncio.Future[Any]:
+    """Run ``coroutine`` as an asyncio task (the middleware's coroutines run so: they await futures)."""
+    return asyncio.ensure_future(coroutine)
+
+
+async def _result(future: asyncio.Future[Any]) -> Any:
+    """Await ``future`` from the test's coroutine (driven by Deferreds)."""
+    return await defer.Deferred.fromFuture(future)
+
+
+@pytest_twisted.ensureDeferred
+async def test_more_waiters_of_one_origin_than_a_wake_batch_are_all_woken_and_give_their_places_back() -> None:
+    async with LiveCrawl(CONCURRENT_REQUESTS=4, ROBOTSTXT_MAX_WAITING=10_000) as crawler:
+        fetcher = GatedFetcher()
+        waiting = _live_waiting(crawler, fetcher)
+        origin = Origin.from_url("http://a.example/")
+        downloader = crawler.engine.downloader
+        places = downloader.total_concurrency
+        count = 2 * WAKE_BATCH + 5
+        waiters = [_start(waiting.current(origin, Request(f"http://a.example/{i}"))) for i in range(count)]
+        await until(lambda: waiting.waiting == count, f"{count} requests waiting")
+        # Waiting takes no CONCURRENT_REQUESTS place: each widens the downloader by one while it waits.
+        assert downloader.total_concurrency == places + count and waiting.downloading == count + 1
+        assert fetcher.calls == 1  # one fetch for them all
+        fetcher.outcome = FetchOutcome(Access.PARSED, origin.robots_url, 200, b"User-agent: *\nDisallow: /x\n")
+        fetcher.gate.set()
+        states = await _result(asyncio.gather(*waiters))
+        assert all(state is states[0] and state.access is Access.PARSED for state in states)
+        assert waiting.waiting == 0 and waiting.downloading == 0
+        assert downloader.total_concurrency == places
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_waiting_when_the_spider_closes_are_let_go_with_its_reason() -> None:
+    async with LiveCrawl() as crawler:
+        fetcher = GatedFetcher()
+        waiting = _live_waiting(crawler, fetcher)
+        origin = Origin.from_url("http://a.example/")
+        waiters = [_start(waiting.current(origin, Request(f"http://a.example/{i}"))) for i in range(3)]
+        await until(lambda: waiting.waiting == 3, "3 requests waiting")
+        waiting.close("idle")
+        for waiter in waiters:
+            with pytest.raises(Closing) as closing:
+                await _result(waiter)
+            assert closing.value.reason == "idle"
+        assert waiting.waiting == 0 and waiting.fetches.in_flight == 0
+        with pytest.raises(Closing):
+            await _result(_start(waiting.wait(origin, Request("http://a.example/late"), None)))
