@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import pytest_twisted
 from middleware_support import until
+from pydispatch.dispatcher import getAllReceivers
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from test_mutants_waiting import LiveCrawl
 
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
 from scrapy_rfc9309.core.origins import Origin
+from scrapy_rfc9309.lifecycle import parking as parking_module
 from scrapy_rfc9309.lifecycle.parking import RELEASE_BATCH, Parking
 from scrapy_rfc9309.meta import GIVEN_UP_META
 from scrapy_rfc9309.runtime import compat as _compat
+from scrapy_rfc9309.runtime import loop
 
 #: The crawl obeys no robots.txt (no middleware of its own); the test keeps every request from its scheduler.
 SETTINGS = {"ROBOTSTXT_OBEY": False}
@@ -67,7 +71,15 @@ OTHER = Origin.from_url("http://127.0.0.10:9/")
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_release_of_more_than_a_batch_schedules_every_request_again_once() -> None:
+async def test_a_release_of_more_than_a_batch_schedules_every_request_again_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    delays: list[float] = []
+
+    def call_later(delay: float, func: Any, *args: Any) -> Any:
+        delays.append(delay)
+        return loop.call_later(delay, func, *args)
+
+    monkeypatch.setattr(parking_module, "call_later", call_later)
     async with LiveCrawl(**SETTINGS) as crawler:
         parked = Parked(crawler)
         count = 2 * RELEASE_BATCH + 7
@@ -83,6 +95,8 @@ async def test_a_release_of_more_than_a_batch_schedules_every_request_again_once
         assert sorted(r.url for r in again) == sorted(r.url for r in requests)
         # They had passed the duplicate filter: they go back as copies it lets through, unmarked.
         assert all(r.dont_filter and GIVEN_UP_META not in r.meta for r in again)
+        # A batch per loop turn, each in the next turn: three for 2 * RELEASE_BATCH + 7.
+        assert delays == [0, 0, 0]
         assert parked.parking.release(ORIGIN) == 0 and parked.come_back() == []
 
 
@@ -90,49 +104,81 @@ async def test_a_release_of_more_than_a_batch_schedules_every_request_again_once
 async def test_new_requests_of_a_parked_origin_are_parked_while_there_is_room() -> None:
     async with LiveCrawl(**SETTINGS) as crawler:
         parked = Parked(crawler)
-        first, second, third = _requests(ORIGIN, 3)
+        first, second, third, fourth = _requests(ORIGIN, 4)
         parked.park(ORIGIN, first, document=TDMREP)
         other = _requests(OTHER, 1)[0]
         assert _compat.schedule(crawler, other)  # another origin's: not parked
         assert parked.parking.parked() == {ORIGIN: 1} and parked.parking.count == 1
+        assert _compat.schedule(crawler, fourth)  # the spider's new request of a parked origin, not held
         parked.is_held = True
-        assert _compat.schedule(crawler, second)  # the spider's new request of a parked origin
-        assert parked.parking.parked() == {ORIGIN: 2} and parked.parking.count == 2
+        assert _compat.schedule(crawler, second)  # and one held
+        assert parked.parking.parked() == {ORIGIN: 3} and parked.parking.count == 3
         assert parked.held == [(second.url, ORIGIN, TDMREP)]
         assert crawler.stats.get_value("robotstxt/tdmrep/held") == 1
         parked.has_room = False
         assert _compat.schedule(crawler, third)  # no room: it goes to the scheduler
-        assert parked.parking.parked() == {ORIGIN: 2} and parked.parking.count == 2
+        assert parked.parking.parked() == {ORIGIN: 3} and parked.parking.count == 3
         parked.come_back()
-        # The one held when it came is counted held; the one that waited for a fetch is not.
+        # The one held when it came is counted held; those that waited for a fetch are not.
         assert parked.parking.release(ORIGIN, given_up=True) == 1
-        await until(lambda: parked.parking.count == 0, "both scheduled again")
+        await until(lambda: parked.parking.count == 0, "all scheduled again")
         again = {r.url: r for r in parked.come_back()}
-        assert set(again) == {first.url, second.url}
-        # The one the spider scheduled had not passed the duplicate filter: it goes back as it was.
+        assert set(again) == {first.url, second.url, fourth.url}
+        # Those the spider scheduled had not passed the duplicate filter: they go back as they were.
         assert again[first.url].dont_filter and not again[second.url].dont_filter
+        assert not again[fourth.url].dont_filter
         # Only the held one is marked to be dropped as it comes back.
         assert GIVEN_UP_META not in again[first.url].meta and again[second.url].meta[GIVEN_UP_META] is True
+        assert GIVEN_UP_META not in again[fourth.url].meta
 
 
+@pytest.mark.parametrize(("given_up", "idle", "mark"), [(False, False, None), (True, False, True),
+                                                        (False, True, "idle"), (True, True, "idle")])
 @pytest_twisted.ensureDeferred
-async def test_holding_marks_the_parked_requests_held_once() -> None:
+async def test_holding_marks_the_parked_requests_held_once(given_up: bool, idle: bool, mark: Any) -> None:
     async with LiveCrawl(**SETTINGS) as crawler:
         parked = Parked(crawler)
-        requests = _requests(ORIGIN, 3)
+        requests = _requests(ORIGIN, 4)
         parked.park(ORIGIN, requests[0], held=True)
         assert parked.held == [(requests[0].url, ORIGIN, ROBOTS_TXT)]
         parked.park(ORIGIN, requests[1])
         parked.park(ORIGIN, requests[2])
+        assert _compat.schedule(crawler, requests[3])  # the spider's, not held when it came
         assert parked.parking.hold(OTHER) == 0
-        assert parked.parking.hold(ORIGIN) == 2
+        assert parked.parking.hold(ORIGIN) == 3
         assert parked.held == [(r.url, ORIGIN, ROBOTS_TXT) for r in requests]
-        assert parked.parking.hold(ORIGIN) == 0 and len(parked.held) == 3
+        assert parked.parking.hold(ORIGIN) == 0 and len(parked.held) == 4
         parked.come_back()
-        assert parked.parking.release(ORIGIN, idle=True) == 3
+        # Released as a fetch that succeeded releases them (no flag), or given up (at the deadline, or idle).
+        flags = {name: True for name, on in (("given_up", given_up), ("idle", idle)) if on}
+        assert parked.parking.release(ORIGIN, **flags) == 4
         await until(lambda: parked.parking.count == 0, "all scheduled again")
-        again = parked.come_back()
-        assert [r.meta[GIVEN_UP_META] for r in again] == ["idle"] * 3 and all(r.dont_filter for r in again)
+        again = {r.url: r for r in parked.come_back()}
+        assert [again[r.url].meta.get(GIVEN_UP_META) for r in requests] == [mark] * 4
+        assert [again[r.url].dont_filter for r in requests] == [True, True, True, False]
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_parking_stops_listening_once_nothing_is_parked() -> None:
+    async with LiveCrawl(**SETTINGS) as crawler:
+        parking = Parking(crawler, Origin.from_url, lambda origin, document: False, lambda: True)
+        before = _receivers(crawler)
+        request = _requests(ORIGIN, 1)[0]
+        assert parking.park(ORIGIN, request, False, ROBOTS_TXT) is request
+        assert _receivers(crawler) == before + 1
+        assert _compat.schedule(crawler, request)
+        assert parking.parked() == {ORIGIN: 1}
+        parking.release(ORIGIN)
+        await until(lambda: parking.count == 0, "the request scheduled again")
+        # Every scheduled request would pay for the dispatch otherwise.
+        assert _receivers(crawler) == before
+        assert parking.close(False) == (0, 0)
+        assert _receivers(crawler) == before
+
+
+def _receivers(crawler: Any) -> int:
+    """The receivers of ``request_scheduled`` on the crawl's signals."""
+    return len(list(getAllReceivers(crawler.signals.sender, signals.request_scheduled)))
 
 
 @pytest_twisted.ensureDeferred

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest_twisted
 from crawl import ListSpider, run_crawl
 from middleware_support import until
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.test import get_crawler
 from twisted.internet import defer
@@ -27,6 +28,8 @@ from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome, OriginState
 from scrapy_rfc9309.lifecycle.idle_watch import HeldWatch
 from scrapy_rfc9309.lifecycle.states import Closing
 from scrapy_rfc9309.lifecycle.waiting import WAKE_BATCH, for_crawl
+from scrapy_rfc9309.meta import GIVEN_UP_META
+from scrapy_rfc9309.runtime import compat as _compat
 
 NOW = 1_000_000.0
 IDLE = 120.0
@@ -58,15 +61,17 @@ class OpenSpider(ListSpider):
 
 
 class LiveCrawl:
-    """``async with LiveCrawl(settings) as crawler``: a real crawl kept open while the block runs."""
+    """``async with LiveCrawl(**settings) as crawler``: a real crawl kept open while the block runs
+    (without Scrapy's robots.txt middleware: the test's objects are the plugin's part)."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, spider: type[OpenSpider] = OpenSpider, **settings: Any) -> None:
+        self.spider = spider
         self.settings = settings
         self.crawl: Any = None
 
     async def __aenter__(self) -> Any:
         OpenSpider.latest = None
-        self.crawl = run_crawl(OpenSpider, self.settings)
+        self.crawl = run_crawl(self.spider, {"ROBOTSTXT_OBEY": False, **self.settings})
         await until(lambda: OpenSpider.latest is not None and OpenSpider.latest.crawler.engine is not None
                     and OpenSpider.latest.crawler.engine.running, "the spider to open")
         assert OpenSpider.latest is not None
@@ -269,3 +274,110 @@ async def test_requests_waiting_when_the_spider_closes_are_let_go_with_its_reaso
         assert waiting.waiting == 0 and waiting.fetches.in_flight == 0
         with pytest.raises(Closing):
             await _result(_start(waiting.wait(origin, Request("http://a.example/late"), None)))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_of_a_held_origin_is_parked_and_counted_held() -> None:
+    async with LiveCrawl(ROBOTSTXT_MAX_WAIT=900) as crawler:
+        fetcher = GatedFetcher()
+        waiting = _live_waiting(crawler, fetcher)
+        policy = waiting.policy
+        held = Origin.from_url("http://a.example/")
+        outcome = FetchOutcome(Access.UNREACHABLE, held.robots_url, 503, cause=Cause.TRANSIENT)
+        waiting.document_states.put(held, OriginState.initial(outcome, time.time(), policy))
+        request = Request("http://a.example/page")
+        assert waiting.park(held, request) is request
+        assert waiting.parking.count == 1 and crawler.stats.get_value("robotstxt/held") == 1
+        assert fetcher.calls == 0  # its retry comes when due, not now
+        # A reachable origin's request, with nothing waiting, waits in the downloader for its fetch.
+        good = Origin.from_url("http://b.example/")
+        good_outcome = FetchOutcome(Access.PARSED, good.robots_url, 200, b"User-agent: *\nAllow: /\n")
+        waiting.document_states.put(good, OriginState.initial(good_outcome, time.time() - 10 * 86400, policy))
+        assert waiting.park(good, Request("http://b.example/page")) is None
+        assert waiting.parking.count == 1 and crawler.stats.get_value("robotstxt/held") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_wait_in_the_downloader_up_to_their_origins_share_of_the_fetches_places() -> None:
+    """``CONCURRENT_REQUESTS_PER_DOMAIN`` requests of an origin wait in the downloader for its fetch,
+    and as many for each of the ``ROBOTSTXT_CONCURRENT_FETCHES`` fetches in all: the next are parked."""
+    async with LiveCrawl(CONCURRENT_REQUESTS_PER_DOMAIN=2, ROBOTSTXT_CONCURRENT_FETCHES=3,
+                         ROBOTSTXT_MAX_WAITING=100) as crawler:
+        fetcher = GatedFetcher()
+        waiting = _live_waiting(crawler, fetcher)
+        assert (waiting.in_downloader, waiting.in_downloader_max) == (2, 6)
+        waiters = []
+        for host in ("a.example", "b.example", "c.example"):
+            origin = Origin.from_url(f"http://{host}/")
+            for i in range(2):
+                request = Request(f"http://{host}/{i}")
+                assert waiting.park(origin, request) is None, request
+                waiters.append(_start(waiting.current(origin, request)))
+                count = len(waiters)
+                await until(lambda: waiting.waiting == count, f"{count} waiting")  # noqa: B023 - awaited here
+        assert fetcher.calls == 3
+        # A third request of a fetched origin, and any of another origin, are parked now.
+        third = Request("http://a.example/2")
+        assert waiting.park(Origin.from_url("http://a.example/"), third) is third
+        other = Request("http://d.example/0")
+        assert waiting.park(Origin.from_url("http://d.example/"), other) is other
+        assert waiting.parking.count == 2 and waiting.waiting == 8
+        fetcher.outcome = FetchOutcome(Access.UNAVAILABLE, "http://a.example/robots.txt", 404)
+        fetcher.gate.set()
+        await _result(asyncio.gather(*waiters))
+
+
+class IdleSpider(OpenSpider):
+    """A spider whose start requests are consumed at once and that stays open, when idle, until
+    the test lets it close: its ``spider_idle`` receiver is passed to the watch as one of its own."""
+
+    name = "idle"
+
+    async def start(self):  # type: ignore[override]
+        for request in ():
+            yield request
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.keep_open, signal=signals.spider_idle)
+        return spider
+
+    def keep_open(self) -> None:
+        if not self.done.called:
+            raise DontCloseSpider
+
+
+@pytest_twisted.ensureDeferred
+async def test_held_requests_are_given_up_once_idle_for_the_bound_and_the_warning_says_how_long(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="scrapy_rfc9309.lifecycle.idle_watch")
+    async with LiveCrawl(spider=IdleSpider) as crawler:
+        spider = crawler.spider
+        crawl = Crawl(crawler)
+        crawl.watch = HeldWatch(crawler, [crawl.waiting], crawl.config.policy, IDLE, clock=lambda: crawl.now,
+                                own_receivers=[spider.keep_open])
+        origin = crawl.unreachable("a.example", since=NOW - 10)
+        crawl.park(origin, 2)
+        again: list[Request] = []
+
+        def scheduled(request: Request, spider: Any = None) -> None:  # what comes back is kept from the crawl
+            again.append(request)
+            raise IgnoreRequest("recorded")
+
+        crawler.signals.connect(scheduled, signal=signals.request_scheduled, weak=False)
+        await until(lambda: _compat.only_these_left(crawler.engine, 1), "nothing but the keeper left")
+        crawl.watch.tick()
+        assert crawl.watch.idle_since == NOW
+        crawl.now = NOW + IDLE - 0.5
+        crawl.watch.tick()
+        assert crawl.watch.idle_since == NOW and crawler.stats.get_value("robotstxt/gave_up_idle") is None
+        crawl.now = NOW + IDLE
+        crawl.watch.tick()
+        assert crawler.stats.get_value("robotstxt/gave_up_idle") == 1 and crawl.watch.idle_since is None
+        assert _lines(caplog) == [
+            "robots.txt: nothing left to crawl for 120 s but 2 requests held for 1 unreachable origins "
+            "(ROBOTSTXT_MAX_WAIT_IDLE): they are dropped"]
+        await until(lambda: crawl.waiting.parking.count == 0, "the held requests scheduled again, to be dropped")
+        assert sorted(request.url for request in again) == ["http://a.example/page/0", "http://a.example/page/1"]
+        assert all(request.meta[GIVEN_UP_META] == "idle" for request in again)
