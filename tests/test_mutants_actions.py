@@ -1,4 +1,5 @@
-"""Acting on a verdict (scrapy_rfc9309/enforcement/actions.py) without a crawl: for each kind, the
+"""Acting on a verdict (scrapy_rfc9309/enforcement/actions.py), without a crawl but for the download slot
+of a Crawl-delay (a live crawl's): for each kind, the
 request's meta keys, the stat, the usage signal, the tellers, and the exception a refused request
 raises with what it carries. The verdicts are real ones (:func:`~scrapy_rfc9309.core.verdict.judge`
 on real states); the tellers are the crawl's :class:`Tellers` with one more teller that records
@@ -10,9 +11,11 @@ import logging
 from typing import Any
 
 import pytest
+import pytest_twisted
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 from test_judgement import POLICY, PURPOSE_ROBOTS, TDM, TDMREP_URL, TOKEN, parsed, run, unreachable
+from test_mutants_waiting import LiveCrawl
 
 from scrapy_rfc9309 import signals as rfc_signals
 from scrapy_rfc9309.core.documents import ROBOTS_TXT, TDMREP
@@ -20,6 +23,7 @@ from scrapy_rfc9309.core.origins import Origin
 from scrapy_rfc9309.core.robotstxt import Verdict
 from scrapy_rfc9309.core.verdict import Enforced, Judgement, Kind, at_close, holding, invalid_meta, not_judged
 from scrapy_rfc9309.enforcement.actions import Actions
+from scrapy_rfc9309.enforcement.crawl_delay import CrawlDelay
 from scrapy_rfc9309.enforcement.tellers import Tellers
 from scrapy_rfc9309.exceptions import (
     RobotsTxtForbidden,
@@ -29,6 +33,7 @@ from scrapy_rfc9309.exceptions import (
     RobotsTxtUsageDenied,
 )
 from scrapy_rfc9309.meta import AGENT_META, TDMREP_META, USAGE_META
+from scrapy_rfc9309.runtime import compat as _compat
 
 ORIGIN = Origin.from_url("https://example.com/")
 NOW = 1_000_000.0
@@ -287,3 +292,18 @@ def test_an_invalid_meta_key_is_logged_once_per_type(caplog: pytest.LogCaptureFi
     assert [r.getMessage() for r in caplog.records] == [errors[0], errors[2]]
     assert crawl.stats() == {"robotstxt/invalid_meta": 3}
     assert crawl.tellers.tally.dropped("robots.txt") == {"invalid_meta": 3}
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_allowed_requests_crawl_delay_is_applied_to_its_download_slot() -> None:
+    judgement = run("/page", enforced=Enforced(POLICY, crawl_delay=True))
+    assert judgement.kind is Kind.ALLOWED and judgement.crawl_delay == 2
+    async with LiveCrawl() as crawler:
+        request = Request("https://example.com/page")
+        # Without ROBOTSTXT_CRAWL_DELAY, the crawl has no Crawl-delay to apply: nothing is.
+        Actions(crawler, Tellers(), None).act(request, ORIGIN, judgement)
+        assert crawler.stats.get_value("robotstxt/crawl_delay_applied") is None
+        Actions(crawler, Tellers(), CrawlDelay(crawler, 10.0)).act(request, ORIGIN, judgement)
+        assert crawler.stats.get_value("robotstxt/crawl_delay_applied") == 1
+        _, slot = _compat.download_slot(crawler, request)
+        assert _compat.slot_delay(slot) >= 2  # widened by the slot's jitter (see enforcement/crawl_delay.py)

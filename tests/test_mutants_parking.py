@@ -95,8 +95,8 @@ async def test_a_release_of_more_than_a_batch_schedules_every_request_again_once
         assert sorted(r.url for r in again) == sorted(r.url for r in requests)
         # They had passed the duplicate filter: they go back as copies it lets through, unmarked.
         assert all(r.dont_filter and GIVEN_UP_META not in r.meta for r in again)
-        # A batch per loop turn, each in the next turn: three for 2 * RELEASE_BATCH + 7.
-        assert delays == [0, 0, 0]
+        # A batch per loop turn, each in the next turn (no delay): three for 2 * RELEASE_BATCH + 7.
+        assert len(delays) == 3 and all(delay <= 0 for delay in delays)
         assert parked.parking.release(ORIGIN) == 0 and parked.come_back() == []
 
 

@@ -254,7 +254,7 @@ async def test_more_waiters_of_one_origin_than_a_wake_batch_are_all_woken_and_gi
         fetcher.gate.set()
         states = await _result(asyncio.gather(*waiters))
         assert all(state is states[0] and state.access is Access.PARSED for state in states)
-        assert waiting.waiting == 0 and waiting.downloading == 0
+        assert waiting.waiting == 0 and waiting.downloading == 0 and waiting.room.waiting == 0
         assert downloader.total_concurrency == places
 
 
@@ -381,3 +381,46 @@ async def test_held_requests_are_given_up_once_idle_for_the_bound_and_the_warnin
         await until(lambda: crawl.waiting.parking.count == 0, "the held requests scheduled again, to be dropped")
         assert sorted(request.url for request in again) == ["http://a.example/page/0", "http://a.example/page/1"]
         assert all(request.meta[GIVEN_UP_META] == "idle" for request in again)
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_held_origins_count_their_requests_waiting_in_the_downloader_and_parked() -> None:
+    async with LiveCrawl() as crawler:
+        waiting = _live_waiting(crawler, GatedFetcher())
+        policy = waiting.policy
+        in_downloader, both = Origin.from_url("http://a.example/"), Origin.from_url("http://b.example/")
+        for origin in (in_downloader, both):
+            outcome = FetchOutcome(Access.UNREACHABLE, origin.robots_url, 503, cause=Cause.TRANSIENT)
+            waiting.document_states.put(origin, OriginState.initial(outcome, time.time(), policy))
+        # Held requests wait in the downloader for their origin's retry, as the middleware has them wait.
+        waiters = [_start(waiting.wait(origin, Request(f"{origin.robots_url[:-11]}/{i}"), None))
+                   for origin, count in ((in_downloader, 3), (both, 1)) for i in range(count)]
+        await until(lambda: waiting.waiting == 4, "4 requests waiting")
+        request = Request("http://b.example/parked")
+        assert waiting.park(both, request) is request
+        assert _compat.schedule(crawler, request)
+        held = {origin: count for origin, count, _ in waiting.held(time.time())}
+        assert held == {in_downloader: 3, both: 2}
+        waiting.close()
+        results = await _result(asyncio.gather(*waiters, return_exceptions=True))
+        assert all(isinstance(result, Closing) for result in results)
+
+
+@pytest_twisted.ensureDeferred
+async def test_parked_requests_handed_back_at_close_are_counted_when_no_verdict_counts_them(tmp_path: Any) -> None:
+    async with LiveCrawl(JOBDIR=str(tmp_path / "job")) as crawler:
+        waiting = _live_waiting(crawler, GatedFetcher())  # no on_requeued: the waiting requests count them
+        origin = Origin.from_url("http://127.0.0.9:9/")  # what is handed back is refused at once, if crawled
+        outcome = FetchOutcome(Access.UNREACHABLE, origin.robots_url, 503, cause=Cause.TRANSIENT)
+        waiting.document_states.put(origin, OriginState.initial(outcome, time.time(), waiting.policy))
+        for i in range(3):
+            request = Request(f"http://127.0.0.9:9/{i}")
+            assert waiting.park(origin, request) is request
+            assert _compat.schedule(crawler, request)
+        assert waiting.parking.count == 3
+        waiting.close()
+        assert crawler.stats.get_value("robotstxt/requeued_on_close") == 3
+        assert crawler.stats.get_value("robotstxt/discarded_on_close") is None
+        assert waiting.summary({}, 2) == (
+            "origins given up: none. Requests dropped: none. Put back in the scheduler for the next run: "
+            "5 requests that waited for a robots.txt")
