@@ -86,10 +86,10 @@ class LiveCrawl:
 class Crawl:
     """The waiting requests of one crawler's robots.txt, and its watch of the held ones."""
 
-    def __init__(self, crawler: Any = None, **settings: Any) -> None:
+    def __init__(self, crawler: Any = None, fetcher: Any = None, **settings: Any) -> None:
         self.crawler = crawler or get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, **settings})
         self.config = Config.from_settings(self.crawler.settings)
-        self.waiting, _ = for_crawl(self.crawler, self.config, NoFetcher(), _origin_of,  # type: ignore[arg-type]
+        self.waiting, _ = for_crawl(self.crawler, self.config, fetcher or NoFetcher(), _origin_of,
                                     store=None, warmup=None, on_settled=None, on_held=lambda *_: None,
                                     tdm_holds=False, news=None)
         self.now = NOW
@@ -353,10 +353,7 @@ async def test_held_requests_are_given_up_once_idle_for_the_bound_and_the_warnin
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="scrapy_rfc9309.lifecycle.idle_watch")
     async with LiveCrawl(spider=IdleSpider) as crawler:
-        spider = crawler.spider
-        crawl = Crawl(crawler)
-        crawl.watch = HeldWatch(crawler, [crawl.waiting], crawl.config.policy, IDLE, clock=lambda: crawl.now,
-                                own_receivers=[spider.keep_open])
+        crawl = _idle_watch(crawler)
         origin = crawl.unreachable("a.example", since=NOW - 10)
         crawl.park(origin, 2)
         again: list[Request] = []
@@ -424,3 +421,49 @@ async def test_parked_requests_handed_back_at_close_are_counted_when_no_verdict_
         assert waiting.summary({}, 2) == (
             "origins given up: none. Requests dropped: none. Put back in the scheduler for the next run: "
             "5 requests that waited for a robots.txt")
+
+
+def _idle_watch(crawler: Any, fetcher: Any = None) -> Crawl:
+    """The waiting requests on a live crawl left idle, watched with the spider's own ``spider_idle``
+    receiver as the watch's (the plugin's receivers are its own: their ``DontCloseSpider`` is the hold)."""
+    crawl = Crawl(crawler, fetcher)
+    crawl.watch = HeldWatch(crawler, [crawl.waiting], crawl.config.policy, IDLE, clock=lambda: crawl.now,
+                            own_receivers=[crawler.spider.keep_open])
+    return crawl
+
+
+@pytest_twisted.ensureDeferred
+async def test_another_origins_fetch_beside_a_held_origins_retry_is_not_idle() -> None:
+    async with LiveCrawl(spider=IdleSpider) as crawler:
+        fetcher = GatedFetcher()
+        crawl = _idle_watch(crawler, fetcher)
+        held = crawl.unreachable("a.example", since=NOW - 10)  # its retry is due (on the crawl's clock)
+        crawl.park(held, 2)
+        crawl.waiting.prefetch(held, Request("http://a.example/0"))
+        other = Origin.from_url("http://b.example/")
+        crawl.waiting.prefetch(other, Request("http://b.example/0"))
+        await until(lambda: fetcher.calls == 2, "both fetches to start")
+        assert crawl.waiting.fetches.in_flight == 2
+        await until(lambda: _compat.only_these_left(crawler.engine, 3), "nothing but the keeper and the fetches")
+        crawl.watch.tick()
+        # The other origin's requests wait for its fetch: the crawl is not idle.
+        assert crawl.watch.idle_since is None
+        fetcher.outcome = FetchOutcome(Access.UNAVAILABLE, other.robots_url, 404)
+        fetcher.gate.set()
+        await until(lambda: crawl.waiting.fetches.in_flight == 0, "the fetches to end")
+
+
+@pytest_twisted.ensureDeferred
+async def test_with_a_jobdir_held_requests_given_up_at_idle_are_handed_back_as_idle(tmp_path: Any) -> None:
+    async with LiveCrawl(spider=IdleSpider, JOBDIR=str(tmp_path / "job")) as crawler:
+        crawl = _idle_watch(crawler)
+        origin = crawl.unreachable("127.0.0.9:9", since=NOW - 10)
+        crawl.park(origin, 2)
+        await until(lambda: _compat.only_these_left(crawler.engine, 1), "nothing but the keeper left")
+        crawl.watch.tick()
+        crawl.now = NOW + IDLE
+        crawl.watch.tick()
+        # Handed back at close, said to be given up at idle; the spider closes as Scrapy would close it.
+        assert crawl.waiting.closing and crawl.waiting.close_reason == "idle"
+        assert crawler.stats.get_value("robotstxt/requeued_on_close") == 2
+    assert crawler.stats.get_value("finish_reason") == "finished"
