@@ -467,3 +467,25 @@ async def test_with_a_jobdir_held_requests_given_up_at_idle_are_handed_back_as_i
         assert crawl.waiting.closing and crawl.waiting.close_reason == "idle"
         assert crawler.stats.get_value("robotstxt/requeued_on_close") == 2
     assert crawler.stats.get_value("finish_reason") == "finished"
+
+
+@pytest_twisted.ensureDeferred
+async def test_at_most_max_waiting_requests_wait_without_taking_a_concurrent_requests_place() -> None:
+    async with LiveCrawl(CONCURRENT_REQUESTS=4, CONCURRENT_REQUESTS_PER_DOMAIN=8, ROBOTSTXT_MAX_WAITING=2) as crawler:
+        fetcher = GatedFetcher()
+        waiting = _live_waiting(crawler, fetcher)
+        origin = Origin.from_url("http://a.example/")
+        downloader = crawler.engine.downloader
+        places = downloader.total_concurrency
+        waiters = []
+        for i in range(4):
+            waiters.append(_start(waiting.current(origin, Request(f"http://a.example/{i}"))))
+            count = len(waiters)
+            await until(lambda: waiting.waiting == count, f"{count} waiting")  # noqa: B023 - awaited here
+            # The first two wait outside CONCURRENT_REQUESTS; the others take a place as they wait.
+            assert downloader.total_concurrency == places + min(count, 2)
+            assert waiting.room.room() is (count < 2)
+        fetcher.outcome = FetchOutcome(Access.UNAVAILABLE, origin.robots_url, 404)
+        fetcher.gate.set()
+        await _result(asyncio.gather(*waiters))
+        assert downloader.total_concurrency == places and waiting.room.room()
