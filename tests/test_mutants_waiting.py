@@ -489,3 +489,26 @@ async def test_at_most_max_waiting_requests_wait_without_taking_a_concurrent_req
         fetcher.gate.set()
         await _result(asyncio.gather(*waiters))
         assert downloader.total_concurrency == places and waiting.room.room()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_held_origins_state_is_judged_at_once_while_its_retry_runs_and_one_given_up_waits_for_it() -> None:
+    """The state of an unreachable origin whose retry is due: held, the request gets the state at hand
+    (held, or judged by a good copy) while the retry runs; past ROBOTSTXT_MAX_WAIT, it waits for the
+    retry, which may succeed, rather than being dropped with the state at hand."""
+    async with LiveCrawl(ROBOTSTXT_MAX_WAIT=60) as crawler:
+        fetcher = GatedFetcher()
+        waiting = _live_waiting(crawler, fetcher)
+        policy = waiting.policy
+        results = {}
+        for host, since in (("a.example", time.time() - 10), ("b.example", time.time() - 600)):
+            origin = Origin.from_url(f"http://{host}/")
+            outcome = FetchOutcome(Access.UNREACHABLE, origin.robots_url, 503, cause=Cause.TRANSIENT)
+            waiting.document_states.put(origin, OriginState.initial(outcome, since, policy))  # its retry is due
+            results[host] = _start(waiting.current(origin, Request(f"http://{host}/page")))
+        await until(lambda: fetcher.calls == 2, "both retries to start")
+        fetcher.outcome = FetchOutcome(Access.UNAVAILABLE, "http://a.example/robots.txt", 404)
+        fetcher.gate.set()
+        held, given_up = await _result(asyncio.gather(results["a.example"], results["b.example"]))
+        assert held.access is Access.UNREACHABLE
+        assert given_up.access is Access.UNAVAILABLE
