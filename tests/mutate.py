@@ -77,9 +77,18 @@ CAMPAIGNS: list[tuple[str, list[str], str | None]] = [
     ("scrapy_rfc9309/core/limited_json.py",
      ["tests/test_mutants_bounded.py", "tests/test_tdmrep.py", "tests/test_record.py", *PURE], None),
     ("scrapy_rfc9309/stores/record.py", ["tests/test_mutants_record.py", "tests/test_record.py", *PURE], None),
-    ("scrapy_rfc9309/lifecycle/idle_watch.py", ["tests/test_idle_progress.py", "tests/test_held_idle.py"], None),
-    ("scrapy_rfc9309/lifecycle/waiting.py", ["tests/test_middleware_hold.py", "tests/test_failure_paths.py"], None),
-    ("scrapy_rfc9309/lifecycle/parking.py", ["tests/test_middleware_hold.py", "tests/test_held_idle.py"], None),
+    ("scrapy_rfc9309/lifecycle/idle_watch.py",
+     ["tests/test_mutants_waiting.py", "tests/test_held_idle.py", "tests/test_idle_progress.py", "-k",
+      "test_mutants_waiting or test_held_idle or progress_line or keeps_itself_open or closes_itself"
+      " or slow_robots_txt_of_another or retry_in_flight_that_succeeds or shared_slots"], None),
+    ("scrapy_rfc9309/lifecycle/waiting.py",
+     ["tests/test_mutants_waiting.py", "tests/test_middleware_hold.py", "tests/test_failure_paths.py", "-k",
+      "not parked_as_their and (max_wait_counts or retry_in_flight or evicted or raises_for_robots"
+      " or unexpected_exception or not test_failure_paths)"], None),
+    ("scrapy_rfc9309/lifecycle/parking.py",
+     ["tests/test_mutants_parking.py", "tests/test_middleware_hold.py", "tests/test_held_idle.py", "-k",
+      "not parked_as_their"], None),
+    ("scrapy_rfc9309/enforcement/actions.py", ["tests/test_mutants_actions.py", *PURE], None),
     ("scrapy_rfc9309/enforcement/release_memo.py", ["tests/test_mutants_release_memo.py", "tests/test_release_memo.py"],
      None),
 ]
