@@ -1284,6 +1284,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the hostile inputs named (comma-separated, or 'all'), beside --previous")
     parser.add_argument("--runs", type=int, default=1,
                         help="with --hostile-only: runs of the hostile part, reported as median (min-max)")
+    parser.add_argument("--hostile-processes", type=int, default=None,
+                        help="fresh processes per hostile case and parser (default 5)")
     parser.add_argument("--previous", metavar="REF", default=DEFAULT_REF,
                         help=f"git commit of the previous release, measured beside (default {DEFAULT_REF})")
     parser.add_argument("--no-previous", action="store_true", help="do not measure the previous release")
@@ -1306,6 +1308,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hostile-case", choices=HOSTILE_CASES, help=argparse.SUPPRESS)
     parser.add_argument("--parser", choices=(PROTEGO, OURS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.hostile_processes is not None:
+        global HOSTILE_PROCESSES
+        HOSTILE_PROCESSES = max(1, args.hostile_processes)
 
     if args.measure_memory:
         print(json.dumps(measure_memory(args.measure_memory, args.corpus, args.quick, args.band, args.half,

@@ -164,7 +164,8 @@ def test_the_hostile_inputs_keep_the_files_first_rules_in_a_child_of_the_parser_
 def test_the_hostile_first_verdicts_over_several_runs_with_the_goal() -> None:
     """``bench_core.py - --hostile-only CASES --runs N``: issue 42's table, ours and Protego's first
     verdict after a collection and warm, median (min-max) over the runs, and whether the goal is met."""
-    out = _run("bench_core.py", "-", "--hostile-only", "nul-bytes", "--no-previous", "--runs", "2")
+    out = _run("bench_core.py", "-", "--hostile-only", "nul-bytes", "--no-previous", "--runs", "2",
+               "--hostile-processes", "1")
 
     assert "First verdicts, 2 run(s), median (min-max):" in out, out
     figure, ratio = r"[\d.]+ \([\d.]+-[\d.]+\)", r"[\d.]+ \([\d.]+-[\d.]+\)x"
