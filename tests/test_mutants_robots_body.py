@@ -12,7 +12,14 @@ import pytest
 from scrapy_rfc9309.core import robots_body
 from scrapy_rfc9309.core.robots_body import COMPRESS_AT_READ, COMPRESS_FROM, REDUCE_FIRST_FROM, RobotsBody
 from scrapy_rfc9309.core.robotstxt import RobotsTxt
-from scrapy_rfc9309.core.syntax import MAX_LINE_BYTES, prepare, records_text
+from scrapy_rfc9309.core.syntax import (
+    DEFAULT_MAX_BYTES,
+    MAX_LINE_BYTES,
+    has_long_line,
+    normalize,
+    prepare,
+    records_text,
+)
 
 RULES = b"User-agent: *\nDisallow: /private\nAllow: /private/ok\n"
 #: A line the records leave out: its reduced form is an empty line.
@@ -185,3 +192,58 @@ def test_a_small_body_is_read_as_prepared() -> None:
     body = b"\xef\xbb\xbf" + RULES.replace(b"\n", b"\r") + b"# comment"
     assert RobotsBody(body)._text() == prepare(body, len(body))[0]
     assert RobotsBody(body)._text().startswith("User-agent: *\nDisallow")
+
+
+# --------------------------------------------------------------------------- the size bounds of the syntax
+
+
+def test_the_bounds_are_the_rfcs_and_googles() -> None:
+    assert DEFAULT_MAX_BYTES == 500 * 1024  # RFC 9309, 2.5: at least 500 KiB parsed
+    assert MAX_LINE_BYTES == 16663  # Google's reference parser keeps the first 2083 * 8 - 1 bytes of a line
+
+
+@pytest.mark.parametrize(("body", "read"), [
+    (b"\xef\xbb\xbfUser-agent: *", b"User-agent: *"),
+    (b"\xef\xbbUser-agent: *", b"User-agent: *"),  # a partial byte order mark is skipped too, as Google does
+    (b"\xefUser-agent: *", b"User-agent: *"),
+    (b"\xef\xbf\xbdUser-agent: *", b"\xbf\xbdUser-agent: *"),  # not a byte order mark: one byte skipped
+    (b"a\xef\xbb\xbfb", b"a\xef\xbb\xbfb"),  # only at the start
+    (b"a\r\nb\rc\n\rd", b"a\nb\nc\n\nd"),
+    (b"a\r\n", b"a\n"),
+])
+def test_normalize_skips_a_byte_order_mark_and_ends_lines_with_newlines(body: bytes, read: bytes) -> None:
+    assert normalize(body, 100) == (read, False)
+
+
+def test_normalize_keeps_the_first_max_bytes() -> None:
+    assert normalize(b"abcdef", 3) == (b"abc", True)
+    assert normalize(b"abc", 3) == (b"abc", False)
+    assert normalize(b"\xef\xbb\xbfabc", 4) == (b"a", True)  # the bound counts the octets as fetched
+    assert prepare(b"ab\xffc", 10) == ("ab\udcffc\n", False)  # a byte that is not UTF-8 kept as an escape
+    assert prepare(b"abc", 2) == ("ab\n", True)
+
+
+@pytest.mark.parametrize("before", [b"", b"x\n", b"y" * 9000 + b"\n"])
+@pytest.mark.parametrize("after", [b"", b"\nz", b"\n" + b"w" * 20000])
+def test_a_line_longer_than_the_parser_reads_is_cut(before: bytes, after: bytes) -> None:
+    longest = b"a" * MAX_LINE_BYTES
+    assert not has_long_line(before + longest + after.replace(b"w" * 20000, b"w" * MAX_LINE_BYTES))
+    assert normalize(before + longest + b"\n" + longest, 10**6) == (before + longest + b"\n" + longest, False)
+    long = before + longest + b"bc" + after
+    assert has_long_line(long)
+    expected = b"\n".join(line[:MAX_LINE_BYTES] for line in long.split(b"\n"))
+    assert normalize(long, 10**6) == (expected, False)
+    assert expected == before + longest + after.replace(b"w" * 20000, b"w" * MAX_LINE_BYTES)
+
+
+@pytest.mark.parametrize("offset", [0, 1, MAX_LINE_BYTES // 2 - 1, MAX_LINE_BYTES // 2, MAX_LINE_BYTES // 2 + 1,
+                                    MAX_LINE_BYTES - 1, MAX_LINE_BYTES, MAX_LINE_BYTES + 1, 3 * MAX_LINE_BYTES])
+def test_a_long_line_is_found_wherever_it_starts(offset: int) -> None:
+    prefix = (b"x" * 99 + b"\n") * (offset // 100) + b"x" * (offset % 100)
+    if prefix and offset % 100:
+        prefix = prefix[:-1] + b"\n"
+    for length, long in ((MAX_LINE_BYTES, False), (MAX_LINE_BYTES + 1, True)):
+        line = b"b" * length
+        assert has_long_line(prefix + line) is long
+        assert has_long_line(prefix + line + b"\n" + b"c" * 10) is long
+        assert has_long_line(prefix + line + b"\n" + b"c" * MAX_LINE_BYTES) is long
