@@ -6,7 +6,6 @@ mutants the crawl tests leave alive (docs/development.md, "Mutation testing").""
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -81,11 +80,6 @@ def test_a_renewed_copy_is_no_news() -> None:
     renewed = old.apply(FetchOutcome(Access.PARSED, URL, 304, not_modified=True), 2000.0, POLICY)
     assert renewed.robots is old.robots
     assert _news().between(old, renewed) is None
-
-
-def test_a_copy_of_unknown_fetch_time_is_no_news() -> None:
-    old = replace(_state(OLD), good_at=None)
-    assert _news().between(old, _state(NEW, 2000.0)) is None
 
 
 def test_the_same_records_in_another_layout_are_no_news() -> None:

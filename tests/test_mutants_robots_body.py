@@ -5,6 +5,7 @@ mutants the parsing tests leave alive (docs/development.md, "Mutation testing").
 
 from __future__ import annotations
 
+import random
 import zlib
 
 import pytest
@@ -247,3 +248,19 @@ def test_a_long_line_is_found_wherever_it_starts(offset: int) -> None:
         assert has_long_line(prefix + line) is long
         assert has_long_line(prefix + line + b"\n" + b"c" * 10) is long
         assert has_long_line(prefix + line + b"\n" + b"c" * MAX_LINE_BYTES) is long
+
+
+def test_a_kept_body_that_repeats_itself_far_apart_reads_back() -> None:
+    """The compressed bytes are read with the largest window: a body whose copies are 20 KB
+    apart (further than a smaller window reaches) reads back as fetched."""
+    block = random.Random(9309).randbytes(20_000)
+    body = (RULES + block) * 7
+    kept = RobotsBody(body, len(body), keep_body=True)
+    assert _compressed(kept) and len(kept._source) < len(body) // 4
+    assert kept.body == body
+
+
+def test_a_large_body_without_records_keeps_nothing_compressed() -> None:
+    """Records are kept compressed only when that makes them shorter (no records: no bytes)."""
+    read = RobotsBody(COMMENT * (COMPRESS_AT_READ // len(COMMENT) + 1))
+    assert read.reduced and read.body == b"" and read._source == b"" and not _compressed(read)
