@@ -209,6 +209,8 @@ def test_the_bounds_are_the_rfcs_and_googles() -> None:
     (b"\xefUser-agent: *", b"User-agent: *"),
     (b"\xef\xbf\xbdUser-agent: *", b"\xbf\xbdUser-agent: *"),  # not a byte order mark: one byte skipped
     (b"a\xef\xbb\xbfb", b"a\xef\xbb\xbfb"),  # only at the start
+    (b"\xf0\x9f\xa4\x96: x", b"\xf0\x9f\xa4\x96: x"),  # other leading bytes are kept
+    (b"\xff", b"\xff"),
     (b"a\r\nb\rc\n\rd", b"a\nb\nc\n\nd"),
     (b"a\r\n", b"a\n"),
 ])
