@@ -129,6 +129,7 @@ def test_a_kept_body_of_short_lines_is_kept_whole() -> None:
     body = RULES + COMMENT * (COMPRESS_AT_READ // len(COMMENT) + 1)
     kept = RobotsBody(body, keep_body=True)
     assert _stored(kept) == body and not kept._flags & robots_body._NORMALIZED
+    assert kept.records_body == records_text(prepare(body, len(body))[0]).encode()  # compressed, not reduced
 
 
 @pytest.mark.parametrize("speedups", [True, False])
@@ -149,6 +150,9 @@ def test_kept_records_are_compressed_from_their_bound_when_that_makes_them_short
     at = RobotsBody(RULES)
     at._keep("user-agent:*\n" + "\n" * (COMPRESS_FROM - 13), None)
     assert _compressed(at) and at.body == ("user-agent:*\n" + "\n" * (COMPRESS_FROM - 13)).encode()
+    above = RobotsBody(RULES)
+    above._keep("user-agent:*\n" + "\n" * 200, None)
+    assert _compressed(above) and len(above._source) < 50
     varied = bytes(range(33, 127)).decode()  # no repeat: compression makes it longer
     kept = RobotsBody(RULES)
     kept._keep(varied, None)
