@@ -1,0 +1,399 @@
+"""The ledger's writer driven directly, on real files in a temporary directory: its segments
+(scrapy_rfc9309/ledger/segments.py: the chain of records, rotation at the bound, the seal, the
+gzip of a closed segment, a failed write) and the run's writer (scrapy_rfc9309/ledger/writer.py:
+a verdict's record and what the request's meta names of it, the close). Each line is checked
+against docs/ledger-format.md's definitions (tests/ledger_writer.py), not against the package.
+These kill the mutants the crawls of tests/test_ledger.py leave alive (docs/development.md,
+"Mutation testing"), in a fraction of a second each."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from ledger_writer import chain, link, segment_name
+from scrapy.utils.defer import deferred_from_coro
+
+from scrapy_rfc9309.evidence.format import MANIFEST, RUNS_DIR
+from scrapy_rfc9309.exceptions import RobotsTxtLedgerError
+from scrapy_rfc9309.ledger import segments as ledger_segments
+from scrapy_rfc9309.ledger.segments import Segments, append_manifest, prepare_directory
+
+RUN = "20260921T120000Z-host-1-0000aaaa"
+SETTINGS = {"purpose": [], "deny": [], "read": ["robots.txt"], "tdm": False, "crawl_delay": False, "vocab": "v"}
+#: The head of a verdict record as the writer formats it, up to its URL.
+HEAD = '{"k":"verdict","m":"GET","o":"https://example.com","a":"bot","ver":null,"d":"allowed","r":null,"u":'
+
+
+class Harness:
+    """What surrounds a :class:`Segments`: the worker's queue (its jobs run when the test says),
+    the failures told, the stats."""
+
+    def __init__(self, directory: Path, rotate_bytes: int = 1 << 30, passed_responses: bool = False) -> None:
+        from scrapy.utils.test import get_crawler
+
+        self.crawler = get_crawler()
+        self.jobs: list[tuple[Any, tuple[Any, ...]]] = []
+        self.failures: list[tuple[str, OSError]] = []
+        prepare_directory(str(directory))
+        self.directory = directory
+        self.segments = Segments(self.crawler, str(directory), RUN, "bot", passed_responses, SETTINGS, rotate_bytes,
+                                 lambda job, *args: self.jobs.append((job, args)),
+                                 lambda path, exc: self.failures.append((path, exc)))
+
+    def run_jobs(self) -> None:
+        jobs, self.jobs = self.jobs, []
+        for job, args in jobs:
+            job(*args)
+
+
+def _lines(path: Path) -> list[bytes]:
+    data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    assert data.endswith(b"\n")
+    return data[:-1].split(b"\n")
+
+
+def _check_chain(lines: list[bytes]) -> bytes:
+    """Each line's ``p`` is the link of the chain hash before it (the head's empty); the last hash."""
+    hashed = b""
+    for n, line in enumerate(lines):
+        assert json.loads(line)["p"] == ("" if n == 0 else link(hashed)), (n, line)
+        hashed = chain(hashed, line)
+    return hashed
+
+
+def test_records_are_chained_each_segment_sealed_and_the_next_head_names_the_seal(tmp_path: Path) -> None:
+    """A segment rotates at the record that brings it to the bound (not one later, not before),
+    its seal counts its records and names the chain hash of the last, and the next segment's head
+    names that hash; a closed segment is replaced by its gzip, the same lines."""
+    harness = Harness(tmp_path)
+    segments = harness.segments
+    segments.open("")
+    head_size = segments.size
+    segments.record(HEAD, "https://example.com/0", b"\x01" * 16)
+    one = segments.size - head_size  # every record below has this size (same URL length, time digits)
+    segments.rotate_bytes = segments.size + 2 * one  # the second record from here reaches the bound exactly
+    segments.record(HEAD, "https://example.com/1", b"\x02" * 16)
+    assert segments.segment == 1
+    segments.record(HEAD, "https://example.com/2", b"\x03" * 16)
+    assert segments.segment == 2 and segments.count == 1  # rotated: the new segment holds its head
+    assert harness.crawler.stats.get_value("robotstxt/ledger/segments") == 2  # type: ignore[union-attr]
+    first = tmp_path / RUNS_DIR / segment_name(RUN, 1, closed=False)
+    plain = first.read_bytes()
+    assert [job.__name__ for job, _ in harness.jobs] == ["_close_segment"]
+    harness.run_jobs()
+    assert not first.exists()
+    closed = tmp_path / RUNS_DIR / segment_name(RUN, 1, closed=True)
+    assert gzip.decompress(closed.read_bytes()) == plain
+    assert sorted(p.name for p in (tmp_path / RUNS_DIR).iterdir()) == [
+        segment_name(RUN, 1, closed=True), segment_name(RUN, 2, closed=False)]
+    lines = _lines(closed)
+    assert [json.loads(line)["k"] for line in lines] == ["head", "verdict", "verdict", "verdict", "seal"]
+    last = _check_chain(lines[:-1])
+    seal = json.loads(lines[-1])
+    assert seal == {"k": "seal", "t": seal["t"], "p": link(last), "n": 4, "h": last.hex()}
+    assert json.loads(lines[0])["man"] == segments.manifest_line
+    segments.record(HEAD, "https://example.com/3", b"\x04" * 16)
+    ending = segments.seal(end=True)
+    second = _lines(tmp_path / RUNS_DIR / segment_name(RUN, 2, closed=False))
+    head = json.loads(second[0])
+    assert (head["seg"], head["prev"], "man" in head) == (2, last.hex(), False)
+    assert _check_chain(second[:-1]).hex() == ending
+    assert json.loads(second[-1]) == {"k": "seal", "t": json.loads(second[-1])["t"],
+                                      "p": link(bytes.fromhex(ending)), "n": 2, "h": ending, "end": True}
+    assert segments.recorded == chain(chain(b"", second[0]), second[1]) and segments.written == 5 + 3
+    os.close(segments.fd)
+
+
+def test_a_segment_below_its_bound_is_not_rotated(tmp_path: Path) -> None:
+    harness = Harness(tmp_path)
+    segments = harness.segments
+    segments.open("")
+    segments.rotate_bytes = segments.size + 10_000
+    for n in range(5):
+        segments.record(HEAD, f"https://example.com/{n}", b"")
+    assert (segments.segment, segments.count, harness.jobs) == (1, 6, [])
+    os.close(segments.fd)
+
+
+def test_the_head_records_the_run_and_what_it_records(tmp_path: Path) -> None:
+    for passed, resp in ((False, "refused"), (True, "all")):
+        directory = tmp_path / resp
+        harness = Harness(directory, passed_responses=passed)
+        harness.segments.open("")
+        [line] = _lines(directory / RUNS_DIR / segment_name(RUN, 1, closed=False))
+        head = json.loads(line)
+        manifest = (directory / MANIFEST).read_bytes()
+        assert head == {"k": "head", "t": head["t"], "p": "", "v": 3, "run": RUN, "seg": 1, "prev": "",
+                        "pkg": head["pkg"], "agent": "bot", "resp": resp, "cfg": SETTINGS,
+                        "man": hashlib.sha256(manifest.rstrip(b"\n")).hexdigest()}
+        assert json.loads(manifest)["k"] == "start" and json.loads(manifest)["run"] == RUN
+        os.close(harness.segments.fd)
+
+
+def test_a_record_is_the_format_documents_line(tmp_path: Path) -> None:
+    """The pure-Python ``write_record`` (used where the C accelerator is not built)."""
+    previous = hashlib.sha256(b"before").digest()
+    fd = os.open(tmp_path / "segment", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        hashed, size = ledger_segments.write_record(fd, previous, HEAD, 'https://example.com/"\u00e9', b"\xab\xcd",
+                                                    1789992099.25)
+    finally:
+        os.close(fd)
+    data = (tmp_path / "segment").read_bytes()
+    assert size == len(data) and data.endswith(b"\n") and data.count(b"\n") == 1
+    assert data == (HEAD + r'"https://example.com/\"\u00e9","fp":"abcd","t":1789992099.250,"p":"'
+                    + link(previous) + '"}\n').encode()
+    assert hashed == chain(previous, data[:-1])
+
+
+def test_a_failed_write_is_told_once_and_every_later_record_fails(tmp_path: Path) -> None:
+    harness = Harness(tmp_path)
+    segments = harness.segments
+    segments.open("")
+    os.close(segments.fd)  # what a write failing at the OS looks like to the writer (EBADF)
+    with pytest.raises(RobotsTxtLedgerError, match="EBADF"):
+        segments.record(HEAD, "https://example.com/0", b"")
+    [(path, exc)] = harness.failures
+    assert path == segments.path and isinstance(exc, OSError)
+    assert segments.failure is not None and segments.failure.startswith(f"{segments.path}: EBADF: ")
+    for write in (lambda: segments.record(HEAD, "https://example.com/1", b""),
+                  lambda: segments.write('{"k":"state"}\n')):
+        with pytest.raises(RobotsTxtLedgerError, match="EBADF"):
+            write()
+    assert len(harness.failures) == 1
+    segments.fd = -1
+
+
+def test_a_closed_ledger_refuses_records(tmp_path: Path) -> None:
+    harness = Harness(tmp_path)
+    segments = harness.segments
+    segments.open("")
+    os.close(segments.fd)
+    segments.fd = -1
+    with pytest.raises(RobotsTxtLedgerError, match=r"\(closed\)"):
+        segments.record(HEAD, "https://example.com/0", b"")
+    with pytest.raises(RobotsTxtLedgerError, match=r"\(closed\)"):
+        segments.write('{"k":"state"}\n')
+    assert harness.failures == [] and segments.failure is None
+
+
+def test_the_first_manifest_line_links_to_nothing_and_the_next_to_it(tmp_path: Path) -> None:
+    prepare_directory(str(tmp_path))
+    first = append_manifest(str(tmp_path), {"k": "start", "run": RUN, "x": 1})
+    second = append_manifest(str(tmp_path), {"k": "end", "run": RUN})
+    lines = (tmp_path / MANIFEST).read_bytes().split(b"\n")
+    assert lines[2] == b""
+    records = [json.loads(line) for line in lines[:2]]
+    assert [list(record) for record in records] == [["k", "t", "p", "run", "x"], ["k", "t", "p", "run"]]
+    assert (records[0]["p"], records[1]["p"]) == ("", first)
+    assert first == chain(b"", lines[0]).hex() and second == chain(bytes.fromhex(first), lines[1]).hex()
+
+
+# -- the run's writer (ledger/writer.py) --------------------------------------------------------
+ROBOTS = b"User-agent: *\nDisallow: /private\n"
+
+
+class Run:
+    """A :class:`Ledger` of a crawler of ``settings`` (never crawled: its records made by the test),
+    and a parsed robots.txt state of ``https://example.com``."""
+
+    def __init__(self, directory: Path, **settings: Any) -> None:
+        from middleware_support import mw_settings
+        from scrapy.utils.test import get_crawler
+
+        from scrapy_rfc9309.config import Config
+        from scrapy_rfc9309.core.origins import Origin
+        from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState
+        from scrapy_rfc9309.ledger.writer import Ledger
+
+        self.directory = directory
+        self.crawler = get_crawler(settings_dict=mw_settings(ROBOTSTXT_LEDGER=str(directory), **settings))
+        self.config = Config.from_settings(self.crawler.settings)
+        self.ledger = Ledger(self.crawler, self.config, "bot")
+        origin = Origin.from_url("https://example.com/")
+        assert origin is not None
+        self.origin = origin
+        outcome = FetchOutcome(Access.PARSED, "https://example.com/robots.txt", 200, body=ROBOTS)
+        self.state = OriginState.initial(outcome, 1_800_000_000.0, self.config.policy)
+
+    def judgement(self, url: str) -> Any:
+        from scrapy_rfc9309.core.verdict import Enforced, judge
+
+        return judge(url, "bot", "bot", self.state, 1_800_000_001.0, Enforced(self.config.policy), explain=True)
+
+    def lines(self) -> list[bytes]:
+        [path] = (self.directory / RUNS_DIR).iterdir()
+        return _lines(path)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_verdicts_record_is_named_in_its_requests_meta(tmp_path: Path) -> Any:
+    """With ``ROBOTSTXT_PROVENANCE``: the URL, run, segment, line, chain hash and robots.txt
+    version of the verdict's record, as the file has them."""
+    from scrapy import Request
+
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+    from scrapy_rfc9309.meta import RECORD_META
+
+    run = Run(tmp_path, ROBOTSTXT_PROVENANCE="provenance")
+    ledger = run.ledger
+    try:
+        yield deferred_from_coro(ledger.settled(run.origin, run.state, ROBOTS_TXT, "fetch"))
+        requests = [Request(f"https://example.com/{path}") for path in ("page", "private/x")]
+        for request in requests:
+            ledger.judged(request, run.origin, run.judgement(request.url))
+    finally:
+        yield deferred_from_coro(ledger.close())
+    lines = run.lines()
+    assert [json.loads(line)["k"] for line in lines] == ["head", "state", "verdict", "verdict", "seal"]
+    hashed = b""
+    for number, line in enumerate(lines, 1):
+        hashed = chain(hashed, line)
+        record = json.loads(line)
+        if record["k"] == "verdict":
+            [request] = [r for r in requests if r.url == record["u"]]
+            assert request.meta[RECORD_META] == (request.url, ledger.run, 1, number, hashed, record["ver"])
+            assert len(record["ver"]) == 64
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_close_seals_the_run_ends_it_in_the_manifest_and_closes_its_segment(tmp_path: Path) -> Any:
+    """The last segment sealed with ``end``, synced and closed (its descriptor no longer
+    the file's), compressed; the manifest's end line names the seal, its chain hash the head."""
+    from scrapy import Request
+
+    run = Run(tmp_path)
+    ledger = run.ledger
+    request = Request("https://example.com/page")
+    ledger.judged(request, run.origin, run.judgement(request.url))
+    segments = ledger._segments
+    fd, path = segments.fd, Path(segments.path)
+    opened = os.fstat(fd)
+    yield deferred_from_coro(ledger.close())
+    try:
+        now = os.fstat(fd)
+    except OSError:
+        pass
+    else:  # the number reused since: another file
+        assert (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino)
+    assert not path.exists() and path.with_name(path.name + ".gz").exists()
+    lines = run.lines()
+    seal = json.loads(lines[-1])
+    assert seal["end"] is True and seal["h"] == _check_chain(lines[:-1]).hex()
+    manifest = (tmp_path / MANIFEST).read_bytes().split(b"\n")
+    end = json.loads(manifest[1])
+    assert (end["k"], end["run"], end["segs"], end["h"]) == ("end", ledger.run, 1, seal["h"])
+    hashed = b""
+    for line in manifest[:-1]:
+        hashed = chain(hashed, line)
+    assert ledger.head == hashed.hex() == run.crawler.stats.get_value("robotstxt/ledger/head")  # type: ignore[union-attr]
+    assert ledger.closed
+    with pytest.raises(RobotsTxtLedgerError, match=r"\(closed\)"):
+        ledger.judged(request, run.origin, run.judgement(request.url))
+
+
+@pytest.mark.parametrize(("settings", "read", "tdm"), [
+    ({"ROBOTSTXT_TDMREP": True, "ROBOTSTXT_USAGE_DENY": ["search", "train-ai"], "ROBOTSTXT_USAGE_HEADERS": False},
+     ["robots.txt", "tdmrep.json"], True),
+    ({"ROBOTSTXT_TDMREP": True, "ROBOTSTXT_USAGE_DENY": ["search"]}, ["robots.txt", "headers", "tdmrep.json"], False),
+    ({"ROBOTSTXT_USAGE_DENY": ["train-ai"], "ROBOTSTXT_USAGE_META": True}, ["robots.txt", "headers", "meta"], False),
+], ids=["tdm enforced", "tdm read, nothing it reserves denied", "tdm not read"])
+def test_a_head_records_the_documents_read_and_whether_tdm_reservations_are_enforced(settings, read, tdm):
+    from middleware_support import mw_settings
+    from scrapy.settings import Settings
+
+    from scrapy_rfc9309.config import Config
+    from scrapy_rfc9309.ledger.segments import head_settings
+
+    config = Config.from_settings(Settings(mw_settings(ROBOTSTXT_LEDGER="unused", **settings)))
+    recorded = head_settings(config)
+    assert (recorded["read"], recorded["tdm"], recorded["deny"]) == (read, tdm, settings["ROBOTSTXT_USAGE_DENY"])
+
+
+def test_a_directory_that_cannot_be_synced_is_left_as_it_is(tmp_path: Path) -> None:
+    """``sync_directory``: a directory that cannot be opened, or whose file system refuses its
+    ``fsync`` (procfs: EINVAL), raises nothing (the new name is as durable as the system makes it)."""
+    from scrapy_rfc9309.ledger.segments import sync_directory
+
+    sync_directory(str(tmp_path / "missing"))
+    sync_directory("/proc")
+    sync_directory(str(tmp_path))
+
+
+def _state(run: Run, body: bytes, now: float) -> Any:
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState
+
+    outcome = FetchOutcome(Access.PARSED, "https://example.com/robots.txt", 200, body=body)
+    return OriginState.initial(outcome, now, run.config.policy)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_changed_robots_txts_state_names_the_version_it_replaces_and_the_change(tmp_path: Path) -> Any:
+    from scrapy_rfc9309.core.changes import diff
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+
+    run = Run(tmp_path)
+    ledger = run.ledger
+    later = _state(run, b"User-agent: *\nDisallow: /other\n", 1_800_000_100.0)
+    change = diff(run.state.robots, later.robots, ["bot"])
+    assert change is not None
+    try:
+        yield deferred_from_coro(ledger.settled(run.origin, run.state, ROBOTS_TXT, "fetch"))
+        yield deferred_from_coro(ledger.settled(run.origin, later, ROBOTS_TXT, "fetch", change))
+    finally:
+        yield deferred_from_coro(ledger.close())
+    first, second = (json.loads(line) for line in run.lines() if b'"k":"state"' in line)
+    assert "was" not in first and "chg" not in first
+    assert (second["was"], second["chg"]) == (first["ver"], json.loads(json.dumps(change.as_dict())))
+    assert second["ver"] != first["ver"]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_closed_ledger_records_no_state_and_waits_for_nothing(tmp_path: Path) -> Any:
+    """A state settled after the close (a fetch that ended as the crawl closed): nothing written, and
+    the call ends at once (it does not wait for the stopped worker)."""
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+
+    run = Run(tmp_path)
+    yield deferred_from_coro(run.ledger.close())
+    settled = run.ledger.settled(run.origin, run.state, ROBOTS_TXT, "fetch")
+    with pytest.raises(StopIteration):
+        settled.send(None)
+    assert list((tmp_path / "versions").iterdir()) == []
+    assert [json.loads(line)["k"] for line in run.lines()] == ["head", "seal"]
+
+
+def test_the_files_of_a_run_are_readable_by_all_and_writable_by_their_owner(tmp_path: Path) -> None:
+    """Mode 0644 (under a umask of 022) for the manifest, however it is created, and for the segments."""
+    previous = os.umask(0o022)
+    try:
+        prepare_directory(str(tmp_path / "prepared"))
+        (tmp_path / "appended").mkdir()
+        append_manifest(str(tmp_path / "appended"), {"k": "start", "run": RUN})
+        harness = Harness(tmp_path / "run")
+        harness.segments.open("")
+    finally:
+        os.umask(previous)
+    files = [tmp_path / "prepared" / MANIFEST, tmp_path / "appended" / MANIFEST, Path(harness.segments.path)]
+    assert [oct(path.stat().st_mode & 0o777) for path in files] == ["0o644"] * 3
+    os.close(harness.segments.fd)
+
+
+def test_a_segment_is_never_written_into_an_existing_file(tmp_path: Path) -> None:
+    """A segment's name taken already (a run id reused): the open fails and is told, the file is left
+    as it was (its records are not another run's)."""
+    harness = Harness(tmp_path)
+    taken = tmp_path / RUNS_DIR / segment_name(RUN, 1, closed=False)
+    taken.write_bytes(b'{"k":"head"}\n')
+    with pytest.raises(RobotsTxtLedgerError, match="EEXIST"):
+        harness.segments.open("")
+    [(path, exc)] = harness.failures
+    assert path == str(taken) and isinstance(exc, FileExistsError)
+    assert taken.read_bytes() == b'{"k":"head"}\n' and harness.segments.fd == -1
