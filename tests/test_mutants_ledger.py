@@ -397,3 +397,93 @@ def test_a_segment_is_never_written_into_an_existing_file(tmp_path: Path) -> Non
     [(path, exc)] = harness.failures
     assert path == str(taken) and isinstance(exc, FileExistsError)
     assert taken.read_bytes() == b'{"k":"head"}\n' and harness.segments.fd == -1
+
+
+def test_a_manifest_that_cannot_be_written_fails_at_start_up(tmp_path: Path) -> None:
+    """``prepare_directory`` opens the manifest for writing: a manifest that is a directory, or a file
+    this process may not write (read-only; for root, immutable where the file system has the
+    attribute), is refused, naming the setting and the path."""
+    import subprocess
+
+    from scrapy_rfc9309.exceptions import RobotsTxtConfigError
+
+    (tmp_path / "directory" / MANIFEST).mkdir(parents=True)
+    with pytest.raises(RobotsTxtConfigError, match=rf"ROBOTSTXT_LEDGER: cannot write to .*{MANIFEST}.*EISDIR"):
+        prepare_directory(str(tmp_path / "directory"))
+    manifest = tmp_path / "read-only" / MANIFEST
+    prepare_directory(str(manifest.parent))
+    manifest.chmod(0o444)
+    root = os.geteuid() == 0
+    locked = not root
+    if root:  # root writes anywhere, but into an immutable file
+        try:
+            locked = subprocess.run(["chattr", "+i", str(manifest)], capture_output=True).returncode == 0
+        except FileNotFoundError:
+            pass
+    try:
+        if locked:
+            with pytest.raises(RobotsTxtConfigError, match=rf"ROBOTSTXT_LEDGER: cannot write to .*{MANIFEST}"):
+                prepare_directory(str(manifest.parent))
+    finally:
+        if root and locked:
+            subprocess.run(["chattr", "-i", str(manifest)], check=True)
+
+
+def test_a_sync_without_an_open_segment_does_nothing(tmp_path: Path) -> None:
+    """The worker syncs on its own clock: between a rotation's seal and the next open, or after the
+    close, there is no open segment (``fd`` is -1), and nothing fails."""
+    harness = Harness(tmp_path)
+    harness.segments.sync()
+    harness.segments.open("")
+    harness.segments.sync()
+    os.close(harness.segments.fd)
+    harness.segments.fd = -1
+    harness.segments.sync()
+    assert harness.failures == []
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_response_record_has_its_own_requests_fingerprint_even_with_a_copied_meta(tmp_path: Path) -> Any:
+    """With ``ROBOTSTXT_LEDGER_RESPONSES`` a verdict leaves its URL and fingerprint in the request's
+    meta for the response's record; a request made from it (``replace``: the meta copied) with
+    another URL has a fingerprint of its own."""
+    from scrapy import Request
+
+    run = Run(tmp_path, ROBOTSTXT_LEDGER_RESPONSES=True)
+    ledger = run.ledger
+    fingerprint = run.crawler.request_fingerprinter.fingerprint  # type: ignore[union-attr]
+    try:
+        request = Request("https://example.com/b")
+        ledger.judged(request, run.origin, run.judgement(request.url))
+        copies = [request.replace(url="https://example.com/a"), request.replace(url="https://example.com/c")]
+        for each in (request, *copies):
+            ledger.responded(each, 200, "passed")
+    finally:
+        yield deferred_from_coro(ledger.close())
+    records = [json.loads(line) for line in run.lines()]
+    [verdict] = [r for r in records if r["k"] == "verdict"]
+    assert verdict["fp"] == fingerprint(request).hex()
+    assert [(r["u"], r["fp"]) for r in records if r["k"] == "response"] == [
+        (each.url, fingerprint(each).hex()) for each in (request, *copies)]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_state_renewed_by_a_304_is_recorded_with_status_304(tmp_path: Path) -> Any:
+    from dataclasses import replace
+
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+
+    run = Run(tmp_path)
+    ledger = run.ledger
+    assert run.state.outcome is not None
+    renewed = run.state.apply(replace(run.state.outcome, status=304, not_modified=True), 1_800_000_500.0,
+                              run.config.policy)
+    assert renewed.outcome is not None and renewed.outcome.not_modified and renewed.parsed is run.state.parsed
+    try:
+        yield deferred_from_coro(ledger.settled(run.origin, run.state, ROBOTS_TXT, "fetch"))
+        yield deferred_from_coro(ledger.settled(run.origin, renewed, ROBOTS_TXT, "fetch"))
+    finally:
+        yield deferred_from_coro(ledger.close())
+    states = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
+    assert [(s["status"], s["access"]) for s in states] == [(200, "parsed"), (304, "parsed")]
+    assert states[0]["ver"] == states[1]["ver"]  # the same version, renewed
