@@ -487,3 +487,49 @@ def test_a_state_renewed_by_a_304_is_recorded_with_status_304(tmp_path: Path) ->
     states = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
     assert [(s["status"], s["access"]) for s in states] == [(200, "parsed"), (304, "parsed")]
     assert states[0]["ver"] == states[1]["ver"]  # the same version, renewed
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_verdict_names_the_version_of_the_state_it_rests_on(tmp_path: Path) -> Any:
+    """The version a verdict names is that of its own state's robots.txt: computed when the ledger
+    was not told of the state (or has forgotten it: its memo is bounded), not the version of another
+    state it was told of last."""
+    from scrapy import Request
+
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+    from scrapy_rfc9309.core.verdict import Enforced, judge
+    from scrapy_rfc9309.ledger.versions import Version
+
+    run = Run(tmp_path)
+    ledger = run.ledger
+    later = _state(run, b"User-agent: *\nDisallow: /other\n", 1_800_000_100.0)
+    digests = [Version.of(run.origin, state, ROBOTS_TXT, "fetch", run.config.policy).digest  # type: ignore[union-attr]
+               for state in (run.state, later)]
+    assert digests[0] != digests[1]
+    request = Request("https://example.com/page")
+    try:
+        ledger.judged(request, run.origin, run.judgement(request.url))  # no state settled yet
+        yield deferred_from_coro(ledger.settled(run.origin, run.state, ROBOTS_TXT, "fetch"))
+        ledger.judged(request, run.origin, run.judgement(request.url))
+        ledger.judged(request, run.origin, judge(request.url, "bot", "bot", later, 1_800_000_101.0,
+                                                 Enforced(run.config.policy), explain=True))
+    finally:
+        yield deferred_from_coro(ledger.close())
+    verdicts = [json.loads(line) for line in run.lines() if b'"k":"verdict"' in line]
+    assert [v["ver"] for v in verdicts] == [digests[0], digests[0], digests[1]]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_close_that_cannot_compress_the_last_segment_is_told_and_leaves_it_plain(tmp_path: Path) -> Any:
+    """The close's own failures (here the gzip of the last segment, whose file was removed) are
+    told as every failure to write is (logged, counted), never raised: the run is ended in the
+    manifest all the same."""
+    run = Run(tmp_path)
+    ledger = run.ledger
+    path = Path(ledger._segments.path)
+    path.unlink()
+    yield deferred_from_coro(ledger.close())
+    assert run.crawler.stats.get_value("robotstxt/ledger/error") == 1  # type: ignore[union-attr]
+    assert ledger.failure is not None and ledger.failure.startswith(f"{path}: ENOENT")
+    assert ledger.head is not None
+    assert [json.loads(line)["k"] for line in (tmp_path / MANIFEST).read_bytes().splitlines()] == ["start", "end"]
