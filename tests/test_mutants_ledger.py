@@ -533,3 +533,86 @@ def test_a_close_that_cannot_compress_the_last_segment_is_told_and_leaves_it_pla
     assert ledger.failure is not None and ledger.failure.startswith(f"{path}: ENOENT")
     assert ledger.head is not None
     assert [json.loads(line)["k"] for line in (tmp_path / MANIFEST).read_bytes().splitlines()] == ["start", "end"]
+
+
+# -- the versions (ledger/versions.py) ------------------------------------------------------------
+def _warc_fields(path: Path) -> dict[str, str]:
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(path, "rb") as handle:
+        [record] = list(ArchiveIterator(handle))
+        return dict(record.rec_headers.headers)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_redirected_robots_txts_version_lists_the_urls_requested_before_the_last(tmp_path: Path) -> Any:
+    from ledger_writer import version_digest
+
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState
+
+    run = Run(tmp_path)
+    hops = ("https://example.com/moved.txt", "https://www.example.com/robots.txt")
+    outcome = FetchOutcome(Access.PARSED, hops[-1], 200, body=ROBOTS, redirects=hops)
+    state = OriginState.initial(outcome, 1_800_000_000.0, run.config.policy)
+    try:
+        yield deferred_from_coro(run.ledger.settled(run.origin, state, ROBOTS_TXT, "fetch"))
+    finally:
+        yield deferred_from_coro(run.ledger.close())
+    [record] = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
+    requested = "https://example.com/robots.txt"
+    assert record["ver"] == version_digest("robots.txt", requested, [requested, hops[0]], hops[1], 200, "parsed",
+                                           ROBOTS)
+    fields = _warc_fields(tmp_path / "versions" / f"{record['ver']}.warc.gz")
+    assert fields["WARC-RFC9309-Redirects"] == f"{requested} {hops[0]}"
+    assert fields["WARC-Target-URI"] == hops[1]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_stale_copy_names_the_version_of_its_own_fetch(tmp_path: Path) -> Any:
+    """An unreachable origin whose good copy stands in: its version is that copy's (fetched at the
+    copy's time, not the failed fetch's), written when the directory lacks it; and a copy whose fetch
+    is not known (a store's record of an earlier version) names the version this run recorded for
+    the same copy."""
+    from dataclasses import replace
+
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+    from scrapy_rfc9309.core.state import Access, Cause, FetchOutcome
+
+    run = Run(tmp_path)
+    failed = FetchOutcome(Access.UNREACHABLE, "https://example.com/robots.txt", 503, cause=Cause.TRANSIENT,
+                          reason="status 503")
+    stale = run.state.apply(failed, 1_800_000_600.0, run.config.policy)
+    assert stale.parsed is run.state.parsed and stale.good_fetch is not None
+    unknown = replace(stale, good_fetch=None)  # read back from a store that did not keep the copy's fetch
+    try:
+        yield deferred_from_coro(run.ledger.settled(run.origin, stale, ROBOTS_TXT, "fetch"))
+        yield deferred_from_coro(run.ledger.settled(run.origin, unknown, ROBOTS_TXT, "store"))
+    finally:
+        yield deferred_from_coro(run.ledger.close())
+    states = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
+    assert [(s["access"], s["status"]) for s in states] == [("unreachable", 503)] * 2
+    digest = states[0]["ver"]
+    assert digest is not None and states[1]["ver"] == digest
+    fields = _warc_fields(tmp_path / "versions" / f"{digest}.warc.gz")
+    assert (fields["WARC-RFC9309-Source"], fields["WARC-RFC9309-Status"]) == ("store", "200")
+    assert fields["WARC-Date"] == "2027-01-15T08:00:00Z"  # the copy's fetch, 1_800_000_000
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_robots_txt_without_an_http_response_has_no_version(tmp_path: Path) -> Any:
+    """A fetch another component ignored (no status): its state is recorded, naming no version."""
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState
+
+    run = Run(tmp_path)
+    outcome = FetchOutcome(Access.UNAVAILABLE, "https://example.com/robots.txt", None, reason="request ignored",
+                           error="ignored: by a test")
+    state = OriginState.initial(outcome, 1_800_000_000.0, run.config.policy)
+    try:
+        yield deferred_from_coro(run.ledger.settled(run.origin, state, ROBOTS_TXT, "fetch"))
+    finally:
+        yield deferred_from_coro(run.ledger.close())
+    [record] = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
+    assert (record["access"], record["status"], record["ver"], "vh" in record) == ("unavailable", None, None, False)
+    assert list((tmp_path / "versions").iterdir()) == []
