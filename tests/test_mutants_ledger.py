@@ -616,3 +616,26 @@ def test_a_robots_txt_without_an_http_response_has_no_version(tmp_path: Path) ->
     [record] = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
     assert (record["access"], record["status"], record["ver"], "vh" in record) == ("unavailable", None, None, False)
     assert list((tmp_path / "versions").iterdir()) == []
+
+
+def test_a_version_file_written_meanwhile_by_another_process_is_kept(tmp_path: Path) -> None:
+    """Processes of a fleet write the same version at once: the link to the final name finds it
+    taken (after the look for it), keeps the file there (the same bytes, by its digest's
+    definition) and removes its own temporary file."""
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+    from scrapy_rfc9309.core.origins import Origin
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
+    from scrapy_rfc9309.ledger.versions import Version, _write_version_file
+
+    origin = Origin.from_url("https://example.com/")
+    assert origin is not None
+    policy = Policy()
+    state = OriginState.initial(FetchOutcome(Access.PARSED, "https://example.com/robots.txt", 200, body=ROBOTS),
+                                1_800_000_000.0, policy)
+    version = Version.of(origin, state, ROBOTS_TXT, "fetch", policy)
+    assert version is not None
+    final = tmp_path / f"{version.digest}.warc.gz"
+    final.write_bytes(b"the other process's file")
+    _write_version_file(str(tmp_path), RUN, version, str(final))
+    assert [p.name for p in tmp_path.iterdir()] == [final.name]
+    assert final.read_bytes() == b"the other process's file"
