@@ -8,6 +8,7 @@ These kill the mutants the crawls of tests/test_ledger.py leave alive (docs/deve
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import json
@@ -639,3 +640,40 @@ def test_a_version_file_written_meanwhile_by_another_process_is_kept(tmp_path: P
     _write_version_file(str(tmp_path), RUN, version, str(final))
     assert [p.name for p in tmp_path.iterdir()] == [final.name]
     assert final.read_bytes() == b"the other process's file"
+
+
+@pytest.mark.parametrize(("error", "renamed"), [(errno.EPERM, True), (errno.EOPNOTSUPP, True), (errno.EIO, False)],
+                         ids=["no hard links (EPERM)", "no hard links (EOPNOTSUPP)", "an I/O error"])
+def test_a_version_file_is_renamed_into_place_only_where_hard_links_are_missing(tmp_path: Path, monkeypatch,
+                                                                                error: int, renamed: bool) -> None:
+    """A file system without hard links (the link refused with EPERM or EOPNOTSUPP) gets the
+    version by a rename; any other failure of the link is a failure to write, raised, with no file
+    under the final name and no temporary one left. (``os.link`` made to fail as such a file system
+    does: this one has hard links.)"""
+    from scrapy_rfc9309.core.documents import ROBOTS_TXT
+    from scrapy_rfc9309.core.origins import Origin
+    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
+    from scrapy_rfc9309.ledger import versions
+    from scrapy_rfc9309.ledger.versions import Version
+
+    def refused(source: Any, target: Any, **kwargs: Any) -> None:
+        raise OSError(error, os.strerror(error), str(target))
+
+    origin = Origin.from_url("https://example.com/")
+    assert origin is not None
+    policy = Policy()
+    state = OriginState.initial(FetchOutcome(Access.PARSED, "https://example.com/robots.txt", 200, body=ROBOTS),
+                                1_800_000_000.0, policy)
+    version = Version.of(origin, state, ROBOTS_TXT, "fetch", policy)
+    assert version is not None
+    monkeypatch.setattr(versions.os, "link", refused)
+    final = tmp_path / f"{version.digest}.warc.gz"
+    if renamed:
+        hashed = versions.write_version(str(tmp_path), RUN, version, version.digest)
+        assert hashed == hashlib.sha256(final.read_bytes()).hexdigest()
+        assert _warc_fields(final)["WARC-RFC9309-Version"] == version.digest
+    else:
+        with pytest.raises(OSError) as raised:
+            versions.write_version(str(tmp_path), RUN, version, version.digest)
+        assert raised.value.errno == error
+    assert [p.name for p in tmp_path.iterdir()] == ([final.name] if renamed else [])
