@@ -1,9 +1,10 @@
 """The ledger's writer driven directly, on real files in a temporary directory: its segments
 (scrapy_rfc9309/ledger/segments.py: the chain of records, rotation at the bound, the seal, the
-gzip of a closed segment, a failed write) and the run's writer (scrapy_rfc9309/ledger/writer.py:
-a verdict's record and what the request's meta names of it, the close). Each line is checked
-against docs/ledger-format.md's definitions (tests/ledger_writer.py), not against the package.
-These kill the mutants the crawls of tests/test_ledger.py leave alive (docs/development.md,
+gzip of a closed segment, a failed write, the manifest), the run's writer (ledger/writer.py: a
+verdict's record and what the request's meta names of it, states, the close) and the versions
+(ledger/versions.py: a version's redirects, a stale copy's version, the file's link). Each line is
+checked against docs/ledger-format.md's definitions (tests/ledger_writer.py), not against the
+package. These kill the mutants the crawls of tests/test_ledger.py leave alive (docs/development.md,
 "Mutation testing"), in a fraction of a second each."""
 
 from __future__ import annotations
