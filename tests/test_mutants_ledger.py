@@ -678,3 +678,46 @@ def test_a_version_file_is_renamed_into_place_only_where_hard_links_are_missing(
             versions.write_version(str(tmp_path), RUN, version, version.digest)
         assert raised.value.errno == error
     assert [p.name for p in tmp_path.iterdir()] == ([final.name] if renamed else [])
+
+
+# -- the worker thread (ledger/worker.py) -----------------------------------------------------------
+class Synced:
+    """What the worker syncs, in place of a run's :class:`Segments` (whose ``fsync`` shows nothing):
+    its records written, its path, and each sync, which fails with ``fail`` when set."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.path = "the open segment"
+        self.synced: list[int] = []
+        self.fail: OSError | None = None
+
+    def sync(self) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.synced.append(self.written)
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_worker_syncs_what_was_written_without_a_job_to_wake_it_and_tells_a_failed_sync() -> Any:
+    """Records are written without a job for the worker: its own clock (every ``SYNC_INTERVAL``)
+    syncs them; a sync that fails is told in the crawl's thread, naming the segment. (No bound on
+    when: the test's deadline is the only one.)"""
+    from middleware_support import until
+
+    from scrapy_rfc9309.ledger.worker import Worker
+
+    failed: list[tuple[str, OSError]] = []
+    worker = Worker(lambda path, exc: failed.append((path, exc)), True)
+    synced = Synced()
+    worker.segments = synced  # type: ignore[assignment]
+    worker.start()
+    try:
+        synced.written = 3
+        yield deferred_from_coro(until(lambda: synced.synced == [3], "the worker's sync of 3 records"))
+        synced.fail = OSError(errno.EIO, "the disk is gone")
+        synced.written = 4
+        yield deferred_from_coro(until(lambda: failed, "the failed sync told"))
+        assert failed[0][0] == "the open segment" and failed[0][1] is synced.fail
+    finally:
+        worker.stop()
+        worker.join()
