@@ -721,3 +721,46 @@ def test_the_worker_syncs_what_was_written_without_a_job_to_wake_it_and_tells_a_
     finally:
         worker.stop()
         worker.join()
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_workers_jobs_run_in_order_and_their_failures_are_failures_to_write() -> Any:
+    """A job's result comes back to its caller; an exception other than an ``OSError`` comes back
+    as one (EIO, naming it: a failure to write all the same); a job nobody waits for that fails is
+    told, naming its last argument (the path it wrote)."""
+    from middleware_support import until
+
+    from scrapy_rfc9309.ledger.worker import Worker
+
+    failed: list[tuple[str, OSError]] = []
+    worker = Worker(lambda path, exc: failed.append((path, exc)), True)
+    worker.start()
+    done: list[int] = []
+
+    def broken(fd: int, path: str) -> None:
+        raise ValueError(f"nothing to write at {path}")
+
+    try:
+        for n in range(3):
+            worker.submit(done.append, n)
+        result = yield deferred_from_coro(worker.call(lambda a, b: (a, b, list(done)), "x", 1))
+        assert result == ("x", 1, [0, 1, 2])
+        with pytest.raises(OSError) as raised:
+            yield deferred_from_coro(worker.call(broken, 7, "segment-1"))
+        assert raised.value.errno == errno.EIO
+        assert raised.value.strerror == "ValueError: nothing to write at segment-1"
+        missing = OSError(errno.ENOENT, "No such file or directory")
+
+        def gone(path: str) -> None:
+            raise missing
+
+        with pytest.raises(OSError) as raised:
+            yield deferred_from_coro(worker.call(gone, "segment-2"))
+        assert raised.value is missing
+        worker.submit(broken, 7, "segment-3")  # as the close of a rotated segment: (fd, path)
+        yield deferred_from_coro(until(lambda: failed, "the failure of a job nobody waits for"))
+        [(path, exc)] = failed
+        assert path == "segment-3" and exc.errno == errno.EIO
+    finally:
+        worker.stop()
+        worker.join()
