@@ -723,17 +723,33 @@ def test_the_worker_syncs_what_was_written_without_a_job_to_wake_it_and_tells_a_
         worker.join()
 
 
+@pytest.mark.parametrize("outside", [False, True], ids=["built in the loop", "built outside any loop, no reactor"])
 @pytest_twisted.inlineCallbacks
-def test_the_workers_jobs_run_in_order_and_their_failures_are_failures_to_write() -> Any:
+def test_the_workers_jobs_run_in_order_and_their_failures_are_failures_to_write(outside: bool) -> Any:
     """A job's result comes back to its caller; an exception other than an ``OSError`` comes back
     as one (EIO, naming it: a failure to write all the same); a job nobody waits for that fails is
-    told, naming its last argument (the path it wrote)."""
+    told, naming its last argument (the path it wrote). A worker built where no loop runs (a crawl
+    without a reactor makes its ledger before its loop starts) learns the loop from its first job."""
+    import threading
+
     from middleware_support import until
 
     from scrapy_rfc9309.ledger.worker import Worker
 
     failed: list[tuple[str, OSError]] = []
-    worker = Worker(lambda path, exc: failed.append((path, exc)), True)
+    built: list[Worker] = []
+
+    def build() -> None:
+        built.append(Worker(lambda path, exc: failed.append((path, exc)), not outside))
+
+    if outside:
+        thread = threading.Thread(target=build)
+        thread.start()
+        thread.join()
+    else:
+        build()
+    [worker] = built
+    assert (worker._loop is None) is outside
     worker.start()
     done: list[int] = []
 
