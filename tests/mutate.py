@@ -66,6 +66,8 @@ CAMPAIGNS: list[tuple[str, list[str], str | None]] = [
      ["tests/test_mutants_ledger.py", "tests/test_ledger.py", "tests/test_mutants_format.py"], None),
     ("scrapy_rfc9309/ledger/versions.py",
      ["tests/test_mutants_ledger.py", "tests/test_ledger.py", "tests/test_mutants_format.py"], None),
+    ("scrapy_rfc9309/ledger/worker.py",
+     ["tests/test_mutants_ledger.py", "tests/test_ledger.py", "tests/test_mutants_format.py"], None),
     ("scrapy_rfc9309/evidence/item_check.py", ["tests/test_item_check.py"], None),
     ("scrapy_rfc9309/evidence/report_figures.py", ["tests/test_report.py"], None),
     ("scrapy_rfc9309/core/verdict.py", ["tests/test_mutants_verdict.py", "tests/test_judgement.py", *PURE], None),
