@@ -672,7 +672,7 @@ def test_a_runs_heads_record_the_settings_its_verdicts_depend_on_and_the_audit_h
     [head] = records(directory, "head")
     assert head["v"] == 3 and head["cfg"] == {
         "purpose": ["ai-bot"], "deny": ["train-ai"], "read": ["robots.txt", "headers", "meta"], "tdm": False,
-        "crawl_delay": True, "vocab": REVISION}
+        "crawl_delay": True, "crawl_delay_max": 60.0, "vocab": REVISION}
     verdicts = {r["u"]: r for r in records(directory, "verdict")}
     assert [(verdicts[site.url(path)]["d"], verdicts[site.url(path)]["a"], verdicts[site.url(path)].get("pt"))
             for path in ("/page", "/no-ai/x", "/train/x", "/no-ai/own")] == [

@@ -5,11 +5,13 @@ subprocess. The page in a real browser, over a real crawl's ledger: tests/test_r
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -183,18 +185,28 @@ def test_the_busiest_hosts_are_counted_within_a_bound(tmp_path: Path) -> None:
     assert busiest_hosts([directory], 1, counted=8) == [heavy]
 
 
-def test_the_crawl_delay_each_version_gives_the_runs_agent(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("cfg", "applied", "cell"), [
+    ({"crawl_delay": True, "crawl_delay_max": 60.0}, 2.5, "<td>2.5 s</td>"),
+    ({"crawl_delay": True, "crawl_delay_max": 1}, 1.0, "<td>1 s (capped)</td>"),
+    ({"crawl_delay": False, "crawl_delay_max": 60.0}, 0.0, "<td>none (ROBOTSTXT_CRAWL_DELAY off)</td>"),
+    ({"crawl_delay": True}, None, "<td>not recorded (the run's head has no ROBOTSTXT_CRAWL_DELAY_MAX)</td>"),
+])
+def test_the_crawl_delay_each_version_gives_the_runs_agent_and_the_one_applied(
+        tmp_path: Path, cfg: dict[str, Any], applied: float | None, cell: str) -> None:
+    """Stated: what the version says for the run's agent; applied: that capped at the run's
+    ROBOTSTXT_CRAWL_DELAY_MAX when ROBOTSTXT_CRAWL_DELAY is on, from the run's head."""
     directory = tmp_path / "ledger"
     version = write_version(directory, f"{A}/robots.txt", b"User-agent: testbot\nCrawl-delay: 2.5\nDisallow: /x\n")
-    run = Run(directory)
+    run = Run(directory, settings=cfg)
     run.state(A, version)
     run.verdict(f"{A}/y", "f1", "allowed", version)
     run.close()
     _, data = report_figures([directory])
-    assert data["hosts"][0]["crawl_delay"] == [{"version": version, "agent": "testbot", "delay": 2.5}]
+    assert data["hosts"][0]["crawl_delay"] == [{
+        "version": version, "agent": "testbot", "delay": 2.5, "obeyed": cfg["crawl_delay"],
+        "cap": cfg.get("crawl_delay_max"), "applied": applied}]
     page = render(data)
-    assert "Crawl-delay stated by the site" in page and "2.5 s" in page
-    assert "is not recorded in the ledger" in page  # the delay applied: said to be unknown, not shown as stated
+    assert "<td>2.5 s</td>" in page and html.unescape(cell) in html.unescape(page), page
 
 
 def test_held_requests_name_the_error_of_the_unreachable_robots_txt(tmp_path: Path) -> None:
@@ -330,4 +342,5 @@ def test_a_hosts_lists_keep_the_first_and_last_states_and_cut_long_texts(tmp_pat
     assert [error and error.split()[1] for error in errors[half:]] == [
         *(str(n) for n in range(half + 7, module.MAX_EVENTS + 5)), None, None]
     assert all(len(error) == module.MAX_TEXT + 3 and error.endswith("x...") for error in errors[:half])
-    assert host["crawl_delay"] == [{"version": first, "agent": "testbot", "delay": 1.0}]  # MAX_DELAYS: 1
+    assert host["crawl_delay"] == [  # MAX_DELAYS: 1
+        {"version": first, "agent": "testbot", "delay": 1.0, "obeyed": False, "cap": None, "applied": 0.0}]

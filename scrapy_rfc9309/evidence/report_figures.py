@@ -217,8 +217,8 @@ class HostFigures:
         self.last_events: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS // 2)
         self.events = 0
         self.access: Counter[str] = Counter()
-        #: (version, agent) -> the Crawl-delay that version gives that agent.
-        self.delays: dict[tuple[str, str], float | None] = {}
+        #: (version, agent, the run's pacing) -> the Crawl-delay that version gives that agent.
+        self.delays: dict[tuple[str, str, Pacing], float | None] = {}
 
     def state(self, record: dict[str, Any]) -> None:
         event = {"t": record_time(record), "doc": cut(record.get("doc")), "src": cut(record.get("src")),
@@ -262,9 +262,10 @@ class HostFigures:
         status = record.get("s")
         self.statuses.add(status if isinstance(status, int) else cut(status))
 
-    def delay(self, versions: Versions | None, digest: str, agent: str) -> None:
-        """Remember the Crawl-delay ``digest`` gives ``agent`` (a version parsed by the audit)."""
-        key = (digest, agent)
+    def delay(self, versions: Versions | None, digest: str, agent: str, pacing: Pacing) -> None:
+        """Remember the Crawl-delay ``digest`` gives ``agent`` (a version parsed by the audit),
+        under the run's ``pacing``."""
+        key = (digest, agent, pacing)
         if key in self.delays or len(self.delays) >= MAX_DELAYS or versions is None:
             return
         info = versions.versions.get(digest)
@@ -308,8 +309,9 @@ class HostFigures:
                                "count": count} for key, count in self.rules.top()]},
             "usage": {"denied": dict(self.denied.most_common()), "tdm_reserved": v["tdm_reserved"],
                       "responses_denied": self.responses["usage_denied"]},
-            "crawl_delay": [{"version": digest, "agent": agent, "delay": delay}
-                            for (digest, agent), delay in self.delays.items()],
+            "crawl_delay": [{"version": digest, "agent": agent, "delay": delay, "obeyed": obeyed, "cap": cap,
+                             "applied": applied_delay(delay, obeyed, cap)}
+                            for (digest, agent, (obeyed, cap)), delay in self.delays.items()],
             "held": {"count": v["held"], "reasons": self.held.as_dict()},
             "dropped": {"count": v["dropped"], "reasons": self.dropped.as_dict()},
         }
@@ -334,6 +336,8 @@ class Figures(Observer):
         #: The first head of each run listed: run -> its fields.
         self.heads: dict[str, dict[str, Any]] = {}
         self.agent = ""
+        #: The Crawl-delay setting of the run whose records are read.
+        self.pacing: Pacing = (None, None)
         self.read: set[str] = set()
         self.records = 0
         self.segments = 0
@@ -378,7 +382,7 @@ class Figures(Observer):
             host.verdict(record, d, denied, reason)
             digest = record.get("ver")
             if isinstance(digest, str) and d in DECIDED:
-                host.delay(self.versions, digest, self.agent)
+                host.delay(self.versions, digest, self.agent, self.pacing)
         elif kind == "state":
             self.host(origin).state(record)
             key = (origin, str(record.get("doc")))
@@ -394,6 +398,7 @@ class Figures(Observer):
         run = cut(record.get("run"))
         self.agent = cut(record.get("agent", ""))
         settings = record.get("cfg")
+        self.pacing = pacing(settings)
         if isinstance(settings, dict) and isinstance(settings.get("read"), list):
             self.read.update(cut(source) for source in settings["read"])
         elif settings is None:
@@ -435,6 +440,31 @@ class Figures(Observer):
             "limits": {"hosts": self.max_hosts, "counted": MAX_COUNTED, "buckets": BUCKETS, "keys": MAX_KEYS,
                        "top": TOP, "events": MAX_EVENTS, "text": MAX_TEXT, "runs": MAX_RUNS},
         }
+
+
+#: A run's Crawl-delay setting: whether it was obeyed and its cap (``ROBOTSTXT_CRAWL_DELAY`` and
+#: ``ROBOTSTXT_CRAWL_DELAY_MAX``), None where the run's head does not record it.
+Pacing = tuple[bool | None, float | None]
+
+
+def pacing(settings: object) -> Pacing:
+    """The Crawl-delay setting a head's ``cfg`` records."""
+    if not isinstance(settings, dict):
+        return None, None
+    obeyed, cap = settings.get("crawl_delay"), settings.get("crawl_delay_max")
+    return (obeyed if isinstance(obeyed, bool) else None,
+            float(cap) if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap >= 0 else None)
+
+
+def applied_delay(delay: float | None, obeyed: bool | None, cap: float | None) -> float | None:
+    """The Crawl-delay the crawl applied to the origin's download slot: the stated one capped at
+    ``ROBOTSTXT_CRAWL_DELAY_MAX`` when obeyed (the slot's delay was raised to at least it); 0 when
+    not obeyed or none is stated; None when the run does not record its setting."""
+    if obeyed is False or (obeyed is True and not delay):
+        return 0.0
+    if obeyed is None or cap is None:
+        return None
+    return min(float(delay or 0.0), cap)
 
 
 def _settings(value: object) -> dict[str, Any] | None:

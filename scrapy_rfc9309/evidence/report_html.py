@@ -95,6 +95,17 @@ def chart(timeline: dict[str, Any], label: str) -> str:
             f"{esc(bucket_width)} s</span></figcaption></figure>")
 
 
+def _applied(delay: dict[str, Any]) -> str:
+    """The applied Crawl-delay's cell: the delay, or why there is none."""
+    if delay["obeyed"] is False:
+        return "none (ROBOTSTXT_CRAWL_DELAY off)"
+    if delay["applied"] is None:
+        return "not recorded (the run's head has no ROBOTSTXT_CRAWL_DELAY_MAX)"
+    if delay["delay"] is not None and delay["cap"] is not None and delay["delay"] > delay["cap"]:
+        return f"{delay['applied']:g} s (capped)"
+    return f"{delay['applied']:g} s" if delay["applied"] else "none"
+
+
 def _counts(title: str, counts: dict[str, Any], css: str) -> str:
     rows = [[_td(key), _td(value, number=True)] for key, value in counts.items() if value]
     if not rows:
@@ -204,14 +215,14 @@ def _host_section(host: dict[str, Any], anchor: str, title: str) -> str:
         + f'<p>TDM reserved (tdmrep.json): {esc(usage["tdm_reserved"])}; responses denied by their headers or '
         f'meta tags: {esc(usage["responses_denied"])}.</p>')
     rows = [[_td(d["version"][:16], mono=True), _td(d["agent"] or "*", mono=True),
-             _td("none" if d["delay"] is None else f"{d['delay']:g} s")] for d in host["crawl_delay"]]
+             _td("none" if d["delay"] is None else f"{d['delay']:g} s"), _td(_applied(d))] for d in host["crawl_delay"]]
     if rows:
-        out.append("<h3>Crawl-delay stated by the site</h3>"
-                   + _table(["robots.txt version", "agent", "Crawl-delay stated"], rows, "delays")
-                   + '<p class="note">What each robots.txt version states for the run\'s agent. The crawl obeyed it '
-                   "when its crawl_delay setting is true (What was enforced); the delay it applied (the stated one "
-                   "capped at ROBOTSTXT_CRAWL_DELAY_MAX, never below DOWNLOAD_DELAY) is not recorded in the ledger."
-                   "</p>")
+        out.append("<h3>Crawl-delay</h3>"
+                   + _table(["robots.txt version", "agent", "stated by the site", "applied"], rows, "delays")
+                   + '<p class="note">What each robots.txt version states for the run\'s agent, and the Crawl-delay '
+                   "the crawl applied to the origin's download slot: the stated one capped at "
+                   "ROBOTSTXT_CRAWL_DELAY_MAX when ROBOTSTXT_CRAWL_DELAY is on (the slot's delay was then at least "
+                   "that, never below DOWNLOAD_DELAY).</p>")
     for key, label in (("held", "Held requests"), ("dropped", "Dropped requests")):
         part = host[key]
         if part["count"]:

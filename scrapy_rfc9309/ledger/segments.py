@@ -282,7 +282,8 @@ def append_manifest(directory: str, record: dict[str, Any],
 def head_settings(config: Config) -> dict[str, Any]:
     """What a run's heads record of the settings its verdicts depend on (``cfg``):
     the purpose tokens, the usage categories denied, the sources of usage preferences
-    read, whether TDM reservations and Crawl-delay are enforced, and the vocabulary's revision."""
+    read, whether TDM reservations and Crawl-delay are enforced (and Crawl-delay's cap), and the vocabulary's
+    revision."""
     read = ["robots.txt"]
     if config.usage_headers:
         read.append("headers")
@@ -292,7 +293,7 @@ def head_settings(config: Config) -> dict[str, Any]:
         read.append("tdmrep.json")
     return {"purpose": list(config.purpose_tokens), "deny": list(config.usage_deny), "read": read,
             "tdm": config.tdmrep and any(reserves(category) for category in config.usage_deny),
-            "crawl_delay": config.crawl_delay, "vocab": REVISION}
+            "crawl_delay": config.crawl_delay, "crawl_delay_max": config.crawl_delay_max, "vocab": REVISION}
 
 
 def _write_all(fd: int, data: bytes) -> None:
