@@ -723,6 +723,41 @@ def test_the_worker_syncs_what_was_written_without_a_job_to_wake_it_and_tells_a_
         worker.join()
 
 
+@pytest_twisted.inlineCallbacks
+def test_the_worker_syncs_once_an_interval_not_at_every_job() -> Any:
+    """On the worker's clock (injected, stopped): jobs that write records are not synced one by one;
+    once the clock passes ``SYNC_INTERVAL`` what was written is synced once, and nothing again until
+    the next interval. (A job's result comes back after the worker's look at the clock for the job
+    before it: one more job makes sure every look was made.)"""
+    from scrapy_rfc9309.ledger.worker import SYNC_INTERVAL, Worker
+
+    now = [1000.0]
+    worker = Worker(lambda path, exc: None, True, clock=lambda: now[0])
+    synced = Synced()
+    worker.segments = synced  # type: ignore[assignment]
+
+    def write() -> None:
+        synced.written += 1
+
+    worker.start()
+    try:
+        for _ in range(5):
+            yield deferred_from_coro(worker.call(write))
+        yield deferred_from_coro(worker.call(lambda: None))
+        assert synced.synced == []
+        now[0] += SYNC_INTERVAL
+        yield deferred_from_coro(worker.call(lambda: None))
+        yield deferred_from_coro(worker.call(lambda: None))
+        assert synced.synced == [5]
+        for _ in range(3):
+            yield deferred_from_coro(worker.call(write))
+        yield deferred_from_coro(worker.call(lambda: None))
+        assert synced.synced == [5]
+    finally:
+        worker.stop()
+        worker.join()
+
+
 @pytest.mark.parametrize("outside", [False, True], ids=["built in the loop", "built outside any loop, no reactor"])
 @pytest_twisted.inlineCallbacks
 def test_the_workers_jobs_run_in_order_and_their_failures_are_failures_to_write(outside: bool) -> Any:

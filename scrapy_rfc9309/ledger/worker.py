@@ -35,9 +35,10 @@ class Worker(threading.Thread):
     a crawl that ends without closing its ledger still exits (its last records unsynced).
     ``failed(path, exc)``: told in the crawl's thread of a job without a caller waiting, or a
     sync, that failed. ``reactor``: whether the crawl runs a reactor (its thread is reachable
-    before a loop was seen)."""
+    before a loop was seen). ``clock``: the seconds the sync interval is counted in."""
 
-    def __init__(self, failed: Callable[[str, OSError], None], reactor: bool) -> None:
+    def __init__(self, failed: Callable[[str, OSError], None], reactor: bool,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(name="robotstxt-ledger", daemon=True)
         self.failed = failed
         self.segments: Segments | None = None
@@ -45,6 +46,7 @@ class Worker(threading.Thread):
         self._synced = 0
         self._reactor = reactor
         self._loop = running_loop()
+        self.clock = clock
 
     def submit(self, job: Callable[..., Any], *args: Any, done: defer.Deferred[Any] | None = None) -> None:
         loop = running_loop()
@@ -68,10 +70,11 @@ class Worker(threading.Thread):
         self.jobs.put(_STOP)
 
     def run(self) -> None:
-        next_sync = time.monotonic() + SYNC_INTERVAL
+        clock = self.clock
+        next_sync = clock() + SYNC_INTERVAL
         while True:
             try:
-                item = self.jobs.get(timeout=max(0.0, next_sync - time.monotonic()))
+                item = self.jobs.get(timeout=max(0.0, next_sync - clock()))
             except queue.Empty:
                 item = None
             if item is _STOP:
@@ -90,8 +93,8 @@ class Worker(threading.Thread):
                 else:
                     if done is not None:
                         self.from_worker(_fire, done, result, True)
-            if time.monotonic() >= next_sync:
-                next_sync = time.monotonic() + SYNC_INTERVAL
+            if clock() >= next_sync:
+                next_sync = clock() + SYNC_INTERVAL
                 segments = self.segments
                 written = 0 if segments is None else segments.written
                 if segments is not None and written != self._synced:
