@@ -824,9 +824,7 @@ def test_a_response_whose_verdict_lies_beyond_the_window_is_settled_after_the_ru
 
     monkeypatch.setattr(verdict_check, "AWAITING", 10)
     directory = tmp_path / "beyond"
-    version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
-    run = Run(directory, RUN1, responses="refused", settings={"deny": ["train-ai"], "read": ["robots.txt", "meta"]})
-    run.state(A, version)
+    run, version = _window_run(directory, 0)
     run.verdict("http://a.test/twice", "twice", "allowed", version)
     run.verdict("http://a.test/twice", "twice", "allowed", version)
     for index in range(12):
@@ -844,9 +842,7 @@ def test_a_response_whose_verdict_lies_beyond_the_window_is_settled_after_the_ru
     assert figures["totals"]["responses"] == {"received": 4, "usage_denied": 4}
 
     directory = tmp_path / "twice"
-    version = write_version(directory, "http://a.test/robots.txt", ROBOTS_A1)
-    run = Run(directory, RUN1, responses="refused", settings={"deny": ["train-ai"], "read": ["robots.txt", "meta"]})
-    run.state(A, version)
+    run, version = _window_run(directory, 0)
     run.verdict("http://a.test/twice", "twice", "allowed", version)
     run.verdict("http://a.test/twice", "twice", "allowed", version)
     for _ in range(3):

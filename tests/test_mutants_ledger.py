@@ -620,14 +620,12 @@ def test_a_robots_txt_without_an_http_response_has_no_version(tmp_path: Path) ->
     assert list((tmp_path / "versions").iterdir()) == []
 
 
-def test_a_version_file_written_meanwhile_by_another_process_is_kept(tmp_path: Path) -> None:
-    """Processes of a fleet write the same version at once: the link to the final name finds it
-    taken (after the look for it), keeps the file there (the same bytes, by its digest's
-    definition) and removes its own temporary file."""
+def _a_version() -> Any:
+    """The version of a parsed robots.txt (``ROBOTS``) of https://example.com, fetched."""
     from scrapy_rfc9309.core.documents import ROBOTS_TXT
     from scrapy_rfc9309.core.origins import Origin
     from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
-    from scrapy_rfc9309.ledger.versions import Version, _write_version_file
+    from scrapy_rfc9309.ledger.versions import Version
 
     origin = Origin.from_url("https://example.com/")
     assert origin is not None
@@ -636,6 +634,16 @@ def test_a_version_file_written_meanwhile_by_another_process_is_kept(tmp_path: P
                                 1_800_000_000.0, policy)
     version = Version.of(origin, state, ROBOTS_TXT, "fetch", policy)
     assert version is not None
+    return version
+
+
+def test_a_version_file_written_meanwhile_by_another_process_is_kept(tmp_path: Path) -> None:
+    """Processes of a fleet write the same version at once: the link to the final name finds it
+    taken (after the look for it), keeps the file there (the same bytes, by its digest's
+    definition) and removes its own temporary file."""
+    from scrapy_rfc9309.ledger.versions import _write_version_file
+
+    version = _a_version()
     final = tmp_path / f"{version.digest}.warc.gz"
     final.write_bytes(b"the other process's file")
     _write_version_file(str(tmp_path), RUN, version, str(final))
@@ -651,22 +659,12 @@ def test_a_version_file_is_renamed_into_place_only_where_hard_links_are_missing(
     version by a rename; any other failure of the link is a failure to write, raised, with no file
     under the final name and no temporary one left. (``os.link`` made to fail as such a file system
     does: this one has hard links.)"""
-    from scrapy_rfc9309.core.documents import ROBOTS_TXT
-    from scrapy_rfc9309.core.origins import Origin
-    from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState, Policy
     from scrapy_rfc9309.ledger import versions
-    from scrapy_rfc9309.ledger.versions import Version
 
     def refused(source: Any, target: Any, **kwargs: Any) -> None:
         raise OSError(error, os.strerror(error), str(target))
 
-    origin = Origin.from_url("https://example.com/")
-    assert origin is not None
-    policy = Policy()
-    state = OriginState.initial(FetchOutcome(Access.PARSED, "https://example.com/robots.txt", 200, body=ROBOTS),
-                                1_800_000_000.0, policy)
-    version = Version.of(origin, state, ROBOTS_TXT, "fetch", policy)
-    assert version is not None
+    version = _a_version()
     monkeypatch.setattr(versions.os, "link", refused)
     final = tmp_path / f"{version.digest}.warc.gz"
     if renamed:
