@@ -344,3 +344,31 @@ def test_a_hosts_lists_keep_the_first_and_last_states_and_cut_long_texts(tmp_pat
     assert all(len(error) == module.MAX_TEXT + 3 and error.endswith("x...") for error in errors[:half])
     assert host["crawl_delay"] == [  # MAX_DELAYS: 1
         {"version": first, "agent": "testbot", "delay": 1.0, "obeyed": False, "cap": None, "applied": 0.0}]
+
+
+@pytest.mark.parametrize(("cfg", "expected"), [
+    ({"crawl_delay": True, "crawl_delay_max": 30}, (True, 30.0)),
+    ({"crawl_delay": True, "crawl_delay_max": 0}, (True, 0.0)),
+    ({"crawl_delay": False, "crawl_delay_max": 0.5}, (False, 0.5)),
+    ({"crawl_delay": True, "crawl_delay_max": -0.5}, (True, None)),
+    ({"crawl_delay": True, "crawl_delay_max": True}, (True, None)),
+    ({"crawl_delay": "yes", "crawl_delay_max": "30"}, (None, None)),
+    ("not settings", (None, None)),
+])
+def test_a_heads_crawl_delay_setting_is_read_only_as_recorded(cfg: object, expected: tuple[Any, Any]) -> None:
+    from scrapy_rfc9309.evidence.report_figures import pacing
+
+    assert pacing(cfg) == expected
+
+
+@pytest.mark.parametrize(("delay", "obeyed", "cap", "applied"), [
+    (2.5, True, 60.0, 2.5), (2.5, True, 1.0, 1.0), (2.5, True, 0.0, 0.0), (None, True, 60.0, 0.0),
+    (None, True, None, 0.0), (2.5, False, 60.0, 0.0), (2.5, False, None, 0.0), (2.5, True, None, None),
+    (2.5, None, 60.0, None), (None, None, None, None),
+])
+def test_the_crawl_delay_applied(delay: float | None, obeyed: bool | None, cap: float | None,
+                                 applied: float | None) -> None:
+    """Capped when obeyed; none when not obeyed or none stated; unknown where the head does not say."""
+    from scrapy_rfc9309.evidence.report_figures import applied_delay
+
+    assert applied_delay(delay, obeyed, cap) == applied
