@@ -234,6 +234,17 @@ class Run:
         [path] = (self.directory / RUNS_DIR).iterdir()
         return _lines(path)
 
+    async def state_record(self, state: Any) -> dict[str, Any]:
+        """The one ``state`` record of robots.txt settled on ``state`` (the ledger closed after it)."""
+        from scrapy_rfc9309.core.documents import ROBOTS_TXT
+
+        try:
+            await self.ledger.settled(self.origin, state, ROBOTS_TXT, "fetch")
+        finally:
+            await self.ledger.close()
+        [record] = [json.loads(line) for line in self.lines() if b'"k":"state"' in line]
+        return record
+
 
 @pytest_twisted.inlineCallbacks
 def test_a_verdicts_record_is_named_in_its_requests_meta(tmp_path: Path) -> Any:
@@ -550,18 +561,13 @@ def _warc_fields(path: Path) -> dict[str, str]:
 def test_a_redirected_robots_txts_version_lists_the_urls_requested_before_the_last(tmp_path: Path) -> Any:
     from ledger_writer import version_digest
 
-    from scrapy_rfc9309.core.documents import ROBOTS_TXT
     from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState
 
     run = Run(tmp_path)
     hops = ("https://example.com/moved.txt", "https://www.example.com/robots.txt")
     outcome = FetchOutcome(Access.PARSED, hops[-1], 200, body=ROBOTS, redirects=hops)
     state = OriginState.initial(outcome, 1_800_000_000.0, run.config.policy)
-    try:
-        yield deferred_from_coro(run.ledger.settled(run.origin, state, ROBOTS_TXT, "fetch"))
-    finally:
-        yield deferred_from_coro(run.ledger.close())
-    [record] = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
+    record = yield deferred_from_coro(run.state_record(state))
     requested = "https://example.com/robots.txt"
     assert record["ver"] == version_digest("robots.txt", requested, [requested, hops[0]], hops[1], 200, "parsed",
                                            ROBOTS)
@@ -604,18 +610,13 @@ def test_a_stale_copy_names_the_version_of_its_own_fetch(tmp_path: Path) -> Any:
 @pytest_twisted.inlineCallbacks
 def test_a_robots_txt_without_an_http_response_has_no_version(tmp_path: Path) -> Any:
     """A fetch another component ignored (no status): its state is recorded, naming no version."""
-    from scrapy_rfc9309.core.documents import ROBOTS_TXT
     from scrapy_rfc9309.core.state import Access, FetchOutcome, OriginState
 
     run = Run(tmp_path)
     outcome = FetchOutcome(Access.UNAVAILABLE, "https://example.com/robots.txt", None, reason="request ignored",
                            error="ignored: by a test")
     state = OriginState.initial(outcome, 1_800_000_000.0, run.config.policy)
-    try:
-        yield deferred_from_coro(run.ledger.settled(run.origin, state, ROBOTS_TXT, "fetch"))
-    finally:
-        yield deferred_from_coro(run.ledger.close())
-    [record] = [json.loads(line) for line in run.lines() if b'"k":"state"' in line]
+    record = yield deferred_from_coro(run.state_record(state))
     assert (record["access"], record["status"], record["ver"], "vh" in record) == ("unavailable", None, None, False)
     assert list((tmp_path / "versions").iterdir()) == []
 
