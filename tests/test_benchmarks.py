@@ -175,6 +175,26 @@ def test_the_hostile_first_verdicts_over_several_runs_with_the_goal() -> None:
 
 
 @NEWEST
+def test_the_first_verdict_benchmark_times_each_parser_in_a_crawl_of_hostile_origins(tmp_path: Path) -> None:
+    """``bench_first_verdict.py``: a crawl per parser through Scrapy's built-in middleware, every origin
+    serving the hostile file; one first verdict timed per origin, each refusing the file's first question."""
+    origins = 4
+    out = _run("bench_first_verdict.py", "--cases", "nul-bytes", "--origins", str(origins), "--reps", "1",
+               "--json", str(tmp_path / "out.json"))
+
+    figure, ratio = r"[\d.]+ \([\d.]+-[\d.]+\)", r"[\d.]+ \([\d.]+-[\d.]+\)x"
+    assert re.search(rf"^\| NUL bytes \(98 KiB\) \| {figure} \| {figure} \| {figure} \| {figure} \| {ratio} "
+                     r"\| (yes|no) \|$", out, re.M), out
+    result = json.loads((tmp_path / "out.json").read_text())["results"]["nul-bytes"]
+    for parser in ("ours", "protego"):
+        (run,) = result["runs"][parser]
+        # Each origin's first page is refused, its second crawled: the parser each crawl used decided them.
+        assert run["forbidden"] == origins and run["pages"] == origins, (parser, run)
+        assert 0 < run["min_ms"] <= run["median_ms"] <= run["p90_ms"]
+    assert len(result["ratios"]) == 1
+
+
+@NEWEST
 def test_the_middleware_benchmark_times_both_middlewares_hooks() -> None:
     """The CPU part of ``bench_middleware.py``: every crawl got its pages, and the hook time of
     ours and of the built-in, with their ratio, is in the summary."""

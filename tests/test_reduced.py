@@ -30,6 +30,7 @@ from scrapy_rfc9309.core.syntax import (
     RULE_KEYS,
     SPECIAL,
     _c_records_text,
+    first_question,
     prepare,
     records_text,
     reduce_body,
@@ -199,6 +200,18 @@ _JUNK = st.one_of(
 )
 hostile_bytes = st.lists(st.one_of(st.sampled_from(LINES), _JUNK), max_size=25).flatmap(
     lambda lines: st.sampled_from([b"\n", b"\r", b"\r\n"]).map(lambda eol: eol.join(lines)))
+
+
+@SETTINGS
+@given(body=st.one_of(robots_bytes, hostile_bytes), agent=agents)
+def test_a_first_question_from_the_bytes_is_the_same_in_c_and_in_python(body, agent):
+    """``first_question``: from the bytes as fetched (in C from their records, in one call;
+    in Python from ``prepare``'s text), the groups ``select_records`` gives and its records
+    as octets, on any bytes."""
+    token = product_token(agent)
+    key, groups, records = select_records(prepare(body, len(body))[0], token)
+    for tier in TIERS:
+        assert first_question(body, token, tier) == (key, groups, utf8_octets(records))
 
 
 @SETTINGS

@@ -275,6 +275,29 @@ def test_hashed_and_sorted_keys_agree(seed: int, count: int, hash_above: int) ->
         assert fast.allowed(url, "bot") == slow.allowed(url, "bot"), url
 
 
+@pytest.mark.skipif(matcher.FastMatcher is None, reason="the C accelerator is not built here")
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32), count=st.integers(64, 700),
+       stem=st.sampled_from(["", "/abc", "/abcdefgh", "/ab%61"]))
+def test_many_sorted_keys_agree_with_pure_python(seed: int, count: int, stem: str) -> None:
+    """From 64 literal keys a sorted matcher orders them by their first 8 octets, then each run
+    sharing those by text (the better rule first among equal texts): keys shorter than 8 octets,
+    equal ones, and a stem that makes every key share its first octets, with the same verdicts
+    (the deciding rule included) as the pure-Python tier."""
+    rng = random.Random(seed)
+    lines = group_body(rng, count).splitlines()
+    body = "\n".join([lines[0]] + [line.replace(": /", ": " + stem + "/", 1) if rng.random() < 0.7 else line
+                                    for line in lines[1:]]) + "\n"
+    slow = parse(body, speedups=False)
+    fast = parse(body)
+    with mock.patch.object(matcher, "_C_HASH_ABOVE", 10**6):
+        fast._group_for("bot")
+    urls = url_list(rng, 200) + ["http://h" + stem + url[len("http://h"):] for url in url_list(rng, 200)]  # type: ignore[operator]
+    for url in urls:
+        assert fast.verdict(url, "bot") == slow.verdict(url, "bot"), url
+    assert fast.rules("bot") == slow.rules("bot")
+
+
 # -- The C line scanner against the regex one -----------------------------------------------
 
 FIELDS = ["User-agent", "user-agents", "USER AGENT", "useragent", "Allow", "Disallow", "disalow", "DISSALLOW",

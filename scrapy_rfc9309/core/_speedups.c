@@ -1232,11 +1232,84 @@ build_hash(Build *b, Py_ssize_t nkeys)
     return 0;
 }
 
+/* A key's first 8 octets, big-endian, zero-padded: keys whose prefixes differ
+ * are in the order of their prefixes (a shorter key's padding is below the
+ * octet the longer one has there, and it is the smaller of the two). */
+static uint64_t
+key_prefix(const Key *key)
+{
+    uint64_t prefix = 0;
+    for (Py_ssize_t i = 0; i < 8; i++)
+        prefix = prefix << 8 | (i < (Py_ssize_t)key->n ? (unsigned char)key->s[i] : 0);
+    return prefix;
+}
+
+/* Below this many keys, qsort alone. */
+#define RADIX_FROM 64
+
+/* The keys in key_order: a stable radix sort on their prefixes (a pass for each
+ * of the 8 octets that differ among them), then each run of keys sharing a
+ * prefix sorted with key_order. A file's literal rules mostly differ in their
+ * first 8 octets: about n passes of n steps instead of n log n calls of
+ * key_order, each comparing texts. */
+static int
+sort_keys(Key *keys, Py_ssize_t n)
+{
+    if (n < RADIX_FROM) {
+        qsort(keys, (size_t)n, sizeof(Key), key_order);
+        return 0;
+    }
+    typedef struct {
+        uint64_t prefix;
+        Py_ssize_t index;
+    } Item;
+    Item *items = PyMem_Malloc((size_t)n * 2 * sizeof(Item));
+    Key *sorted = PyMem_Malloc((size_t)n * sizeof(Key));
+    if (items == NULL || sorted == NULL) {
+        PyMem_Free(items);
+        PyMem_Free(sorted);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Item *from = items, *to = items + n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        from[i].prefix = key_prefix(&keys[i]);
+        from[i].index = i;
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        Py_ssize_t count[257] = {0};
+        for (Py_ssize_t i = 0; i < n; i++)
+            count[((from[i].prefix >> shift) & 0xFF) + 1]++;
+        if (count[((from[0].prefix >> shift) & 0xFF) + 1] == n)
+            continue; /* one octet for all: nothing to order */
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (Py_ssize_t i = 0; i < n; i++)
+            to[count[(from[i].prefix >> shift) & 0xFF]++] = from[i];
+        Item *swap = from;
+        from = to;
+        to = swap;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        sorted[i] = keys[from[i].index];
+    for (Py_ssize_t start = 0, end; start < n; start = end) {
+        for (end = start + 1; end < n && from[end].prefix == from[start].prefix; end++)
+            ;
+        if (end - start > 1)
+            qsort(sorted + start, (size_t)(end - start), sizeof(Key), key_order);
+    }
+    memcpy(keys, sorted, (size_t)n * sizeof(Key));
+    PyMem_Free(items);
+    PyMem_Free(sorted);
+    return 0;
+}
+
 /* Sort the keys by text, the better rule first among equal texts, and keep that one. */
-static void
+static int
 build_sorted(Build *b, Py_ssize_t nkeys)
 {
-    qsort(b->keys, (size_t)nkeys, sizeof(Key), key_order);
+    if (sort_keys(b->keys, nkeys) < 0)
+        return -1;
     Py_ssize_t count = 0;
     for (Py_ssize_t k = 0; k < nkeys; k++) {
         Key *key = &b->keys[k];
@@ -1247,6 +1320,7 @@ build_sorted(Build *b, Py_ssize_t nkeys)
         b->keys[count++] = *key;
     }
     b->nkeys = count;
+    return 0;
 }
 
 /* Sort the wildcard rules by priority, then allow before disallow, then file order
@@ -1638,8 +1712,8 @@ fast_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
         if (build_hash(bd, nkeys) < 0)
             goto fail;
     }
-    else
-        build_sorted(bd, nkeys);
+    else if (build_sorted(bd, nkeys) < 0)
+        goto fail;
     self = pack(type, bd);
     goto done;
 fail:
@@ -2086,17 +2160,21 @@ records_text(PyObject *Py_UNUSED(module), PyObject *args)
     while (start < sc.n) {
         Py_ssize_t end = line_end(&sc, start), vstart, vend;
         lineno++;
+        /* a rule left out is not kept (its line stays, empty): omit names rules
+         * only (a group's codes, as select_groups gives them), so its lines are
+         * not read again */
+        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < lineno)
+            next_omit++;
+        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == lineno) {
+            start = end + 1;
+            last_record = lineno;
+            continue;
+        }
         long kind = line_record(&sc, start, end, &vstart, &vend);
         start = end + 1;
         if (kind < 0)
             continue;
         last_record = lineno;
-        /* a rule left out is not kept (its line stays, empty) */
-        while (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) < lineno)
-            next_omit++;
-        if (next_omit < nomit && (Py_ssize_t)(omitted[next_omit] >> 1) == lineno
-            && (kind % K_SPECIAL == K_ALLOW || kind % K_SPECIAL == K_DISALLOW))
-            continue;
         if (add_found(&found, &nfound, &cap, (Found){kind, vstart, vend, lineno}) < 0)
             goto done;
     }
@@ -2468,6 +2546,79 @@ done:
 
 #undef AT
 
+/* ---- first_question(body, max_line, keys, short_keys, token) -> (key, groups, records):
+ * a file's first question, from its bytes as fetched, in one call: the body
+ * reduced to its records (reduce_octets, all of it), read as text (surrogate
+ * escapes, a final newline, as parser.decode), the groups the token selects
+ * (select_groups, "*"'s included) and the records text without their rules
+ * (records_text, the groups' codes omitted), as octets. The steps are the functions
+ * themselves: no Python runs between them (after other work has left the CPU's
+ * caches cold, each step through Python costs a small file's first question
+ * more than the step itself). */
+static PyObject *newline_text = NULL; /* "\n", made once */
+
+static PyObject *
+first_question(PyObject *module, PyObject *args)
+{
+    PyObject *body, *keys, *short_keys, *token, *result = NULL;
+    PyObject *reduced = NULL, *decoded = NULL, *text = NULL, *selected = NULL, *omit = NULL, *records = NULL;
+    PyObject *call = NULL;
+    Py_ssize_t max_line;
+    if (!PyArg_ParseTuple(args, "SnO!O!U:first_question", &body, &max_line, &PyList_Type, &keys, &PyTuple_Type,
+                          &short_keys, &token))
+        return NULL;
+    call = Py_BuildValue("(OnnOO)", body, PyBytes_GET_SIZE(body), max_line, keys, short_keys);
+    reduced = call == NULL ? NULL : reduce_octets(module, call);
+    Py_CLEAR(call);
+    if (reduced == NULL)
+        goto done;
+    if (newline_text == NULL && (newline_text = PyUnicode_FromString("\n")) == NULL)
+        goto done;
+    decoded = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(reduced), PyBytes_GET_SIZE(reduced), "surrogateescape");
+    if (decoded == NULL || (text = PyUnicode_Concat(decoded, newline_text)) == NULL)
+        goto done;
+    call = PyTuple_Pack(4, text, keys, token, Py_True);
+    selected = call == NULL ? NULL : select_groups(module, call);
+    Py_CLEAR(call);
+    if (selected == NULL)
+        goto done;
+    /* the codes of the groups given, joined when there are several */
+    PyObject *groups = PyTuple_GET_ITEM(selected, 1);
+    if (PyList_GET_SIZE(groups) == 1) {
+        omit = PyTuple_GET_ITEM(PyList_GET_ITEM(groups, 0), 1);
+        Py_INCREF(omit);
+    }
+    else {
+        Py_ssize_t total = 0;
+        for (Py_ssize_t g = 0; g < PyList_GET_SIZE(groups); g++)
+            total += PyBytes_GET_SIZE(PyTuple_GET_ITEM(PyList_GET_ITEM(groups, g), 1));
+        if ((omit = PyBytes_FromStringAndSize(NULL, total)) == NULL)
+            goto done;
+        char *at = PyBytes_AS_STRING(omit);
+        for (Py_ssize_t g = 0; g < PyList_GET_SIZE(groups); g++) {
+            PyObject *codes = PyTuple_GET_ITEM(PyList_GET_ITEM(groups, g), 1);
+            memcpy(at, PyBytes_AS_STRING(codes), (size_t)PyBytes_GET_SIZE(codes));
+            at += PyBytes_GET_SIZE(codes);
+        }
+    }
+    call = PyTuple_Pack(4, text, keys, short_keys, omit);
+    PyObject *written = call == NULL ? NULL : records_text(module, call);
+    Py_CLEAR(call);
+    /* as octets: what the file keeps */
+    records = written == NULL ? NULL : PyUnicode_AsEncodedString(written, "utf-8", "surrogateescape");
+    Py_XDECREF(written);
+    if (records != NULL)
+        result = PyTuple_Pack(3, PyTuple_GET_ITEM(selected, 0), groups, records);
+done:
+    Py_XDECREF(reduced);
+    Py_XDECREF(decoded);
+    Py_XDECREF(text);
+    Py_XDECREF(selected);
+    Py_XDECREF(omit);
+    Py_XDECREF(records);
+    return result;
+}
+
 /* ---- the verdict ledger's records (ledger.py) -----------------------------------
  * write_record(fd, previous, head, url, fingerprint, when) -> (chain hash, size):
  * writes the line head + JSON(url) + ',"fp":"' + hex(fingerprint) + '","t":' +
@@ -2645,6 +2796,8 @@ static PyMethodDef speedups_methods[] = {
     {"select_groups", select_groups, METH_VARARGS, "The groups a product token selects: (key, groups)."},
     {"records_text", records_text, METH_VARARGS, "A robots.txt text reduced to its known records."},
     {"reduce_octets", reduce_octets, METH_VARARGS, "A robots.txt body reduced to its known records, as octets."},
+    {"first_question", first_question, METH_VARARGS,
+     "A file's first question from its bytes: (key, groups, records without their rules)."},
     {"configure", configure, METH_VARARGS, "configure(path_of, rule_type): what every matcher calls."},
     {"write_record", (PyCFunction)(void (*)(void))write_record, METH_FASTCALL,
      "write_record(fd, previous, head, url, fingerprint, when) -> (chain hash, size): a ledger record written."},

@@ -73,6 +73,14 @@ def reduce_octets(
     (see ``parser.reduce_body``), read from the body itself: nothing but the result
     is allocated."""
 
+def first_question(
+    body: bytes, max_line: int, keys: list[tuple[str, int]], short_keys: tuple[str, ...], token: str, /
+) -> tuple[str, list[tuple[list[str], bytes, bytes, list[tuple[int, str, int, bool, bool]]]], bytes]:
+    """A file's first question from its bytes, in one call: ``(key, groups, records)``,
+    ``select_groups`` (``"*"``'s included) of the text of ``reduce_octets(body)`` and
+    ``records_text`` of it without the rules of the groups given, as UTF-8 with surrogate
+    escapes (see ``parser.first_question``)."""
+
 def write_record(
     fd: int, previous: bytes, head: str, url: str, fingerprint: bytes, when: float, /
 ) -> tuple[bytes, int]:

@@ -9,8 +9,18 @@ from collections.abc import Callable
 from .caches import BoundedDict
 from .matcher import compile_rules
 from .product_tokens import product_token
-from .robots_body import _AS_READ, _COMPACT_FROM, _COMPRESSED, _KEEP_BODY, _REDUCED, _SPEEDUPS, RobotsBody
-from .syntax import GROUP_RECORDS, SelectedGroup, records_text, select, select_records
+from .robots_body import (
+    _AS_READ,
+    _COMPACT_FROM,
+    _COMPRESSED,
+    _KEEP_BODY,
+    _NORMALIZED,
+    _REDUCED,
+    _SPEEDUPS,
+    RobotsBody,
+)
+from .syntax import GROUP_RECORDS, SelectedGroup, first_question, records_text, select, select_records
+from .urls import utf8_octets
 from .usage_rules import UsageIndex
 
 __all__ = ["GroupSelector", "MergedGroup"]
@@ -144,7 +154,6 @@ class GroupSelector(RobotsBody):
             if star is None and last is not None and last.token == "*":
                 star = last
             # The groups of "*" are not read again when they are built already.
-            text = self._text()
             flags = self._flags
             # The first question reduces the file to its records, without the
             # rules of the group it builds (a file reduced as it was read, 128 KiB
@@ -152,31 +161,45 @@ class GroupSelector(RobotsBody):
             # are compressed); a file that keeps its body compresses it.
             reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED) or flags & _AS_READ
             records = None
-            if reduce and not flags & _KEEP_BODY and not flags & _SPEEDUPS:
+            speedups = bool(flags & _SPEEDUPS)
+            if star is None and not flags & (_COMPRESSED | _NORMALIZED | _REDUCED | _KEEP_BODY):
+                # A first question on the bytes as fetched; in C one call, no Python
+                # between its steps (each costs a small file's first question more
+                # than the step itself once other work has left the caches cold).
+                key, selected, records = first_question(self._source, token, speedups)
+            elif reduce and not flags & _KEEP_BODY and not speedups:
                 # In Python one scan of the text gives the groups and the records.
                 # In C the groups are selected, then the records written: one pass
                 # for both would keep every record's place while it builds the
                 # groups, which leaves holes in the heap and gains nothing on a
                 # first verdict (benchmarks/README.md, issue 42).
-                key, selected, records = select_records(text, token)
+                key, selected, text_records = select_records(self._text(), token)
+                records = utf8_octets(text_records)
             else:
-                key, selected = select(text, token, self._speedups, star=star is None)
+                text = self._text()
+                key, selected = select(text, token, speedups, star=star is None)
                 if reduce and not flags & _KEEP_BODY:
                     # The rules' codes as selected (octets), joined only for several groups.
                     omit = selected[0][1] if len(selected) == 1 else b"".join([group[1] for group in selected])
-                    records = records_text(text, self._speedups, None, omit)
+                    records = utf8_octets(records_text(text, speedups, None, omit))
+            if len(selected) == 1:  # most files: one group, no generator made
+                has_rules = bool(selected[0][0])
+                has_any = has_rules or bool(selected[0][3])
+            else:
+                has_rules = any(group[0] for group in selected)
+                has_any = has_rules or any(group[3] for group in selected)
             if key == "*" and star is not None:
                 merged = star
             elif last is not None and last.token == key:
                 merged = last  # a token without groups of its own: "*"'s apply
             elif memo is not None and key in memo:
                 merged = memo[key]
-            elif any(group[0] or group[3] for group in selected):
-                merged = MergedGroup(key, selected, self._speedups)
+            elif has_any:
+                merged = MergedGroup(key, selected, speedups)
             else:
                 merged = _empty_group(key)
             if records is not None:
-                self._keep(records, merged if any(group[0] for group in selected) else None)
+                self._keep(records, merged if has_rules else None)
             elif reduce and len(self._source) >= _COMPACT_FROM:
                 self._compact()  # a file that keeps its body: compressed
         if last is not None:

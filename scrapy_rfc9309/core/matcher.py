@@ -424,20 +424,6 @@ def _allow_all(url: str | bytes) -> bool:
     return True
 
 
-def _accelerated(patterns: Sequence[str], codes: Sequence[int] | bytes) -> _Accelerated | None:
-    """The C accelerator's matcher of the rules, or None (not built, no rules, or
-    a wildcard piece with two forms)."""
-    if FastMatcher is None or not patterns:
-        return None
-    if not (type(codes) is bytes or (type(codes) is array and codes.typecode == "I")):
-        codes = array("I", codes)
-    try:
-        # _c_form gives plain str pieces only (it raises _TwoForms otherwise).
-        return FastMatcher(patterns, codes, _c_form, _C_HASH_ABOVE)  # type: ignore[arg-type,no-any-return]
-    except _TwoForms:
-        return None
-
-
 def compile_rules(patterns: Sequence[str], codes: Sequence[int] | bytes, speedups: bool = True,
                   special: Sequence[int] | bytes | None = None) -> Matcher | _Accelerated:
     """The matcher of a group's rules: the C accelerator's ``FastMatcher`` alone when
@@ -451,9 +437,15 @@ def compile_rules(patterns: Sequence[str], codes: Sequence[int] | bytes, speedup
     the rules as written. The codes' lines must be distinct (a file's are)."""
     if not patterns:
         return _NO_RULES
-    accelerated = _accelerated(patterns, codes) if speedups else None
-    if accelerated is not None:
-        return accelerated
+    if speedups and FastMatcher is not None:
+        if not (type(codes) is bytes or (type(codes) is array and codes.typecode == "I")):
+            codes = array("I", codes)
+        try:
+            # _c_form gives plain str pieces only (it raises _TwoForms otherwise: a
+            # wildcard piece with two forms, which the Python matcher takes).
+            return FastMatcher(patterns, codes, _c_form, _C_HASH_ABOVE)  # type: ignore[arg-type,no-any-return]
+        except _TwoForms:
+            pass
     if type(codes) is bytes:  # native unsigned ints, as the parser selects them
         codes = array("I", codes)
     if type(special) is bytes:

@@ -25,14 +25,18 @@ __all__ = ["COMPRESS_AT_READ", "COMPRESS_FROM", "REDUCE_FIRST_FROM", "RobotsBody
 
 #: Bodies at least this long are reduced to their records as they are read, the
 #: rest when first used. Kept bytes from ``COMPRESS_FROM`` are compressed when that
-#: makes them shorter (shorter ones save too little for the microseconds it costs).
+#: makes them shorter (shorter ones would save a few dozen bytes, for a compression
+#: that is a large part of a small file's first question: zlib's state is set up each time).
 COMPRESS_AT_READ = 128 * 1024
-COMPRESS_FROM = 64
-#: Bodies at least this long are read for their records alone on their first
-#: question (see :func:`~scrapy_rfc9309.core.syntax.reduce_body`): neither a copy nor the
-#: text of a large body is made (freed, such temporaries leave holes in the heap
-#: that the small objects allocated meanwhile keep resident), and the lines that
-#: hold no record (comments, an HTML page, junk octets) are read once, not decoded.
+COMPRESS_FROM = 256
+#: A first question reads the body for its records alone (with the accelerator: see
+#: :func:`~scrapy_rfc9309.core.syntax.first_question`); any other read of a body not
+#: reduced (its agents or Sitemaps asked before a question, a file that keeps its
+#: body) does so from this length (see :func:`~scrapy_rfc9309.core.syntax.reduce_body`):
+#: neither a copy nor the text of a large body is made (freed, such temporaries leave
+#: holes in the heap that the small objects allocated meanwhile keep resident), and
+#: the lines that hold no record (comments, an HTML page, junk octets) are read
+#: once, not decoded.
 REDUCE_FIRST_FROM = 16 * 1024
 #: Raw deflate, no header: the bytes are only ever read back here (with the
 #: largest window, which reads what a smaller one wrote).
@@ -133,12 +137,11 @@ class RobotsBody:
         self._source = _compress(body)
         self._flags |= _COMPRESSED
 
-    def _keep(self, records: str, rules: _RulesHolder | None) -> None:
-        """After the first decision: keep the file's records only (see
+    def _keep(self, reduced: bytes, rules: _RulesHolder | None) -> None:
+        """After the first decision: keep the file's records only (the octets of
         :func:`~scrapy_rfc9309.core.syntax.records_text`), without the rules of
         ``rules``, whose matcher gives them back, compressed when that makes them
         shorter."""
-        reduced = utf8_octets(records)
         if rules is not None:
             self._rules = rules
         flags = self._flags & _KEPT | _NORMALIZED | _REDUCED | (_RULES_OUT if rules is not None else 0)

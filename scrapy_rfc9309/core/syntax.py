@@ -21,6 +21,7 @@ __all__ = [
     "ParseResult",
     "SelectedGroup",
     "decode",
+    "first_question",
     "has_long_line",
     "normalize",
     "parse_body",
@@ -184,9 +185,11 @@ def has_long_line(body: bytes) -> bool:
 
 
 try:  # the optional C accelerator (see _speedups.c)
+    from ._speedups import first_question as _c_first_question
     from ._speedups import records_text as _c_records_text
     from ._speedups import reduce_octets, scan_lines, select_groups
 except ImportError:  # pragma: no cover - depends on the build
+    _c_first_question = None  # type: ignore[assignment]
     _c_records_text = None  # type: ignore[assignment]
     reduce_octets = None  # type: ignore[assignment]
     scan_lines = None  # type: ignore[assignment]
@@ -237,7 +240,8 @@ def records_text(text: str, speedups: bool = True, rows: list[tuple[int, str, in
     ``omit`` (codes ``line << 1 | allow``, by line: an ``array("I")`` or its
     octets, as :func:`select` gives a group's) names Allow and Disallow rules to
     leave out: their lines are empty, and the text has as many lines (a matcher's
-    ``fill`` writes them back, with :data:`RULE_KEYS`)."""
+    ``fill`` writes them back, with :data:`RULE_KEYS`). The lines it names must
+    hold such rules (C does not read them again)."""
     if speedups and _c_records_text is not None:
         return _c_records_text(text, _KEY_LIST, _SHORT_KEY_LIST, omit)
     if rows is None:
@@ -262,6 +266,18 @@ def reduce_body(body: bytes, max_bytes: int, speedups: bool = True) -> bytes:
     if speedups and reduce_octets is not None:
         return reduce_octets(body, max_bytes, MAX_LINE_BYTES, _KEY_LIST, _SHORT_KEY_LIST)
     return utf8_octets(records_text(prepare(body, max_bytes)[0], speedups))
+
+
+def first_question(body: bytes, token: str, speedups: bool = True) -> tuple[str, list[SelectedGroup], bytes]:
+    """What a file's first question needs from its bytes as fetched (all of them: the
+    caller cut them at the parsing limit): :func:`select` (with ``"*"``'s groups) and
+    the :func:`records_text` without the rules of the groups it gives, as octets, as
+    :func:`select_records` gives them from :func:`prepare`'s text. In C, in one call
+    from :func:`reduce_body`'s records (they parse as the body does)."""
+    if speedups and _c_first_question is not None:
+        return _c_first_question(body, MAX_LINE_BYTES, _KEY_LIST, _SHORT_KEY_LIST, token)
+    key, selected, records = select_records(prepare(body, len(body))[0], token)
+    return key, selected, utf8_octets(records)
 
 
 def parse_body(body: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES, speedups: bool = True) -> ParseResult:
