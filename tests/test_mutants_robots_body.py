@@ -150,6 +150,9 @@ def test_kept_records_are_compressed_from_their_bound_when_that_makes_them_short
     at = RobotsBody(RULES)
     at._keep(b"user-agent:*\n" + b"\n" * (COMPRESS_FROM - 13), None)
     assert _compressed(at) and at.body == ("user-agent:*\n" + "\n" * (COMPRESS_FROM - 13)).encode()
+    text = RobotsBody(RULES)  # a records text is kept as its octets
+    text._keep("user-agent:*\n" + "\n" * (COMPRESS_FROM - 13), None)
+    assert text._source == at._source and text._flags == at._flags
     above = RobotsBody(RULES)
     above._keep(b"user-agent:*\n" + b"\n" * (COMPRESS_FROM + 200), None)
     assert _compressed(above) and len(above._source) < 50

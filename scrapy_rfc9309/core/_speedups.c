@@ -1264,10 +1264,7 @@ sort_keys(Key *keys, Py_ssize_t n)
         Py_ssize_t index;
     } Item;
     Item *items = PyMem_Malloc((size_t)n * 2 * sizeof(Item));
-    Key *sorted = PyMem_Malloc((size_t)n * sizeof(Key));
-    if (items == NULL || sorted == NULL) {
-        PyMem_Free(items);
-        PyMem_Free(sorted);
+    if (items == NULL) {
         PyErr_NoMemory();
         return -1;
     }
@@ -1290,17 +1287,31 @@ sort_keys(Key *keys, Py_ssize_t n)
         from = to;
         to = swap;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        sorted[i] = keys[from[i].index];
+    /* the keys put in that order in place, a cycle of the permutation at a time
+     * (a place done has its index -1) */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (from[i].index < 0)
+            continue;
+        Key first = keys[i];
+        Py_ssize_t at = i;
+        for (;;) {
+            Py_ssize_t next = from[at].index;
+            from[at].index = -1;
+            if (next == i) {
+                keys[at] = first;
+                break;
+            }
+            keys[at] = keys[next];
+            at = next;
+        }
+    }
     for (Py_ssize_t start = 0, end; start < n; start = end) {
         for (end = start + 1; end < n && from[end].prefix == from[start].prefix; end++)
             ;
         if (end - start > 1)
-            qsort(sorted + start, (size_t)(end - start), sizeof(Key), key_order);
+            qsort(keys + start, (size_t)(end - start), sizeof(Key), key_order);
     }
-    memcpy(keys, sorted, (size_t)n * sizeof(Key));
     PyMem_Free(items);
-    PyMem_Free(sorted);
     return 0;
 }
 

@@ -20,7 +20,6 @@ from .robots_body import (
     RobotsBody,
 )
 from .syntax import GROUP_RECORDS, SelectedGroup, first_question, records_text, select, select_records
-from .urls import utf8_octets
 from .usage_rules import UsageIndex
 
 __all__ = ["GroupSelector", "MergedGroup"]
@@ -160,7 +159,7 @@ class GroupSelector(RobotsBody):
             # or more, has its records only already: they lose those rules, and
             # are compressed); a file that keeps its body compresses it.
             reduce = not flags & (_COMPRESSED if flags & _KEEP_BODY else _REDUCED) or flags & _AS_READ
-            records = None
+            records: str | bytes | None = None
             speedups = bool(flags & _SPEEDUPS)
             if star is None and not flags & (_COMPRESSED | _NORMALIZED | _REDUCED | _KEEP_BODY):
                 # A first question on the bytes as fetched; in C one call, no Python
@@ -173,15 +172,14 @@ class GroupSelector(RobotsBody):
                 # for both would keep every record's place while it builds the
                 # groups, which leaves holes in the heap and gains nothing on a
                 # first verdict (benchmarks/README.md, issue 42).
-                key, selected, text_records = select_records(self._text(), token)
-                records = utf8_octets(text_records)
+                key, selected, records = select_records(self._text(), token)
             else:
                 text = self._text()
                 key, selected = select(text, token, speedups, star=star is None)
                 if reduce and not flags & _KEEP_BODY:
                     # The rules' codes as selected (octets), joined only for several groups.
                     omit = selected[0][1] if len(selected) == 1 else b"".join([group[1] for group in selected])
-                    records = utf8_octets(records_text(text, speedups, None, omit))
+                    records = records_text(text, speedups, None, omit)
             if len(selected) == 1:  # most files: one group, no generator made
                 has_rules = bool(selected[0][0])
                 has_any = has_rules or bool(selected[0][3])

@@ -137,11 +137,14 @@ class RobotsBody:
         self._source = _compress(body)
         self._flags |= _COMPRESSED
 
-    def _keep(self, reduced: bytes, rules: _RulesHolder | None) -> None:
-        """After the first decision: keep the file's records only (the octets of
-        :func:`~scrapy_rfc9309.core.syntax.records_text`), without the rules of
-        ``rules``, whose matcher gives them back, compressed when that makes them
-        shorter."""
+    def _keep(self, records: str | bytes, rules: _RulesHolder | None) -> None:
+        """After the first decision: keep the file's records only (see
+        :func:`~scrapy_rfc9309.core.syntax.records_text`: its text, or its octets),
+        without the rules of ``rules``, whose matcher gives them back, compressed
+        when that makes them shorter. A text is encoded here, once that matcher is
+        built: encoded before, a large one would leave its text's place free below
+        the matcher, a hole in the heap that the file keeps."""
+        reduced = records if isinstance(records, bytes) else utf8_octets(records)
         if rules is not None:
             self._rules = rules
         flags = self._flags & _KEPT | _NORMALIZED | _REDUCED | (_RULES_OUT if rules is not None else 0)
