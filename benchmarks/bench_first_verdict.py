@@ -30,7 +30,6 @@ import argparse
 import contextlib
 import json
 import os
-import select
 import statistics
 import subprocess
 import sys
@@ -139,35 +138,6 @@ def crawl_main(spec_path: str, out_path: str) -> int:
 # --------------------------------------------------------------------------------------
 # Driver
 # --------------------------------------------------------------------------------------
-def _serve(body_path: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """``bench_middleware.py --serve-hosts``: every origin serves ``body_path`` as its robots.txt."""
-    spec_path = workdir / "hosts.json"
-    spec_path.write_text(json.dumps({"files": [str(body_path)], "max_life": CRAWL_TIMEOUT * 20}))
-    proc = subprocess.Popen([sys.executable, str(SCRIPT.parent / "bench_middleware.py"), "--serve-hosts",
-                             str(spec_path), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], 30)
-    line = proc.stdout.readline() if ready else b""
-    if not line:
-        proc.kill()
-        proc.wait(10)
-        raise RuntimeError("the hosts server did not start")
-    return proc, json.loads(line)["port"]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.stdin is not None:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
-    if proc.stdout is not None:
-        proc.stdout.close()
-
-
 def _crawl(spec: dict[str, Any], workdir: Path, tag: str) -> dict[str, Any]:
     spec_path, out_path = workdir / f"{tag}.json", workdir / f"{tag}.out.json"
     spec_path.write_text(json.dumps(spec))
@@ -191,6 +161,7 @@ def bench(cases: tuple[str, ...], origins: int, reps: int, workdir: Path,
     """Per case, its crawls (see the module's description); ``previous``: the package
     directory of another commit, crawled as a third parser."""
     import bench_core
+    import bench_middleware
 
     agent = bench_core.UA
     results: dict[str, Any] = {}
@@ -198,7 +169,7 @@ def bench(cases: tuple[str, ...], origins: int, reps: int, workdir: Path,
         body, _, description = bench_core.hostile_case(case)
         body_path = workdir / f"{case}.robots.txt"
         body_path.write_bytes(body)
-        proc, port = _serve(body_path, workdir)
+        proc, port = bench_middleware.start_hosts_server([str(body_path)], workdir, CRAWL_TIMEOUT * 20)
         parsers = (OURS, PROTEGO) + ((PREVIOUS,) if previous else ())
         runs: dict[str, list[dict[str, Any]]] = {parser: [] for parser in parsers}
         try:
@@ -221,7 +192,7 @@ def bench(cases: tuple[str, ...], origins: int, reps: int, workdir: Path,
                           f"p90 {entry['p90_ms']:.3f} ms over {len(ms)} origins; {entry['pages']} pages, "
                           f"{entry['forbidden']} refused", file=sys.stderr)
         finally:
-            _stop(proc)
+            bench_middleware.stop_server(proc)
         results[case] = {"description": description, "bytes": len(body), "runs": runs,
                          "ratios": _ratios(runs, OURS)}
         if previous:

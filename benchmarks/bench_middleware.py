@@ -1594,23 +1594,44 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+def start_hosts_server(files: list[str], workdir: Path, max_life: float) -> tuple[subprocess.Popen[bytes], int]:
+    """``--serve-hosts`` in a subprocess (see :func:`serve_hosts_main`): origin ``i`` serves
+    ``files[i % len(files)]`` as its robots.txt. The process and its port."""
+    spec_path = workdir / "hosts.json"
+    spec_path.write_text(json.dumps({"files": files, "max_life": max_life}))
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--serve-hosts", str(spec_path), "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    line = proc.stdout.readline() if ready else b""
+    if not line:
+        stop_server(proc)
+        raise RuntimeError("the hosts server did not start")
+    return proc, json.loads(line)["port"]
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server subprocess: its stdin closed (it stops by itself), killed if it does not."""
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
 def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path,
                   configs: tuple[str, ...] = (OFF, OURS, BUILTIN)) -> dict[str, Any]:
     """Crawl ``origins`` origins, one page each, with each configuration ``reps`` times in
     alternating order, and read the crawler's memory when its spider opens and closes."""
     files = sorted(str(path) for path in corpus.iterdir() if path.is_file())
-    spec_path = workdir / "hosts.json"
-    spec_path.write_text(json.dumps({"files": files, "max_life": SERVER_MAX_LIFE * 3}))
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--serve-hosts", str(spec_path), "-"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc, port = start_hosts_server(files, workdir, SERVER_MAX_LIFE * 3)
     runs: dict[str, list[dict[str, Any]]] = {OFF: [], OURS: [], BUILTIN: []}
     try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 20)
-        line = proc.stdout.readline() if ready else b""
-        if not line:
-            raise RuntimeError("the hosts server did not start")
-        port = json.loads(line)["port"]
         urls = [f"http://o{i}{HOSTS_DOMAIN}:{port}/p/{i}" for i in range(origins)]
         settings = {
             **base_settings(),
@@ -1647,16 +1668,7 @@ def bench_origins(origins: int, reps: int, corpus: Path, workdir: Path,
                     "reason": result.get("reason"),
                 })
     finally:
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_server(proc)
     return {"origins": origins, "reps": reps, "corpus": str(corpus), "files": len(files), "runs": runs}
 
 
